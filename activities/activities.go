@@ -1,0 +1,120 @@
+// Package activities holds the OrderSaga's side effects. Every activity is
+// idempotent by order id (or event id): Temporal may run it more than once,
+// and a second run finds the work done and returns the same answer.
+// Business refusals are non-retryable ApplicationErrors typed with the
+// seckill.ErrType* constants; every other error is retried.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+// Activities holds the activities' dependencies.
+type Activities struct {
+	store   *store.Store
+	scripts *lua.Scripts
+	// stockSlots bounds how many transactions touch the sales rows at once:
+	// one sale's row is a single hot row, and past a few concurrent
+	// updaters Postgres spends its time on lock waits, not commits.
+	stockSlots chan struct{}
+}
+
+// New returns the activities. maxStockTx bounds concurrent stock
+// transactions in this worker (at least 1).
+func New(st *store.Store, scripts *lua.Scripts, maxStockTx int) *Activities {
+	return &Activities{store: st, scripts: scripts, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+}
+
+func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
+	select {
+	case a.stockSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-a.stockSlots }()
+	return fn()
+}
+
+// CreateOrder writes the admitted claim as a QUEUED order at the sale's
+// price, or returns the order as it stands. Idempotent by order id.
+// Non-retryable: SaleNotFound.
+func (a *Activities) CreateOrder(ctx context.Context, in seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
+	o, sale, err := a.store.CreateOrder(ctx, store.NewOrder{
+		ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt,
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return seckill.CreateOrderResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
+	case errors.Is(err, store.ErrActiveOrderExists):
+		// Redis admitted a second active claim for this user (possible only
+		// after Redis lost its claims); the database refuses it. Say so as a
+		// closed order that never held a unit.
+		return seckill.CreateOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.CloseCancelled,
+			AmountCents: sale.PriceCents, Currency: sale.Currency, PaymentTimeout: sale.PaymentTimeout}, nil
+	case err != nil:
+		return seckill.CreateOrderResult{}, err
+	}
+	return seckill.CreateOrderResult{
+		Status:         o.Status,
+		CloseReason:    o.CloseReason,
+		AmountCents:    o.AmountCents,
+		Currency:       o.Currency,
+		PaymentTimeout: sale.PaymentTimeout,
+		PayBy:          o.PayBy,
+	}, nil
+}
+
+// LockStock takes the order's unit from the database's available stock and
+// makes the order AWAITING_PAYMENT. Idempotent by order id. Non-retryable:
+// SoldOut (the order is then CLOSED with SOLD_OUT).
+func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) error {
+	return a.withStockSlot(ctx, func() error {
+		_, err := a.store.LockStock(ctx, in.OrderID, in.PayBy)
+		if errors.Is(err, store.ErrSoldOut) {
+			return temporal.NewNonRetryableApplicationError("no available unit in the database", seckill.ErrTypeSoldOut, err)
+		}
+		return err
+	})
+}
+
+// ConfirmPayment makes the order PAID and its unit sold. Idempotent by
+// order id.
+func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPaymentInput) error {
+	return a.withStockSlot(ctx, func() error {
+		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.PaymentIntentID, in.PaidAt)
+		return err
+	})
+}
+
+// CloseOrder closes the order and returns its locked unit to the
+// database's available stock. Idempotent by order id.
+func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput) error {
+	return a.withStockSlot(ctx, func() error {
+		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.ClosedAt)
+		return err
+	})
+}
+
+// ReleaseClaim forgets the user's claim in Redis and, when asked, returns
+// the unit to the counter and tells the API nodes. It acts only while the
+// claim still names this order, so it happens at most once per order.
+func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimInput) error {
+	_, err := a.scripts.Release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
+	return err
+}
+
+// RecordPaymentOutcome stores what a payment event did. Idempotent by event
+// id (the last outcome written wins, and the saga writes one per event).
+func (a *Activities) RecordPaymentOutcome(ctx context.Context, in seckill.PaymentOutcomeInput) error {
+	err := a.store.SetPaymentOutcome(ctx, in.EventID, in.Outcome, true)
+	return err
+}

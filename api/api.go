@@ -1,0 +1,149 @@
+// Package api is seckill's HTTP interface (API.md): sales, claims, orders,
+// the payment webhook and the operational endpoints, on Fiber.
+//
+// The claim path never waits on Temporal or Postgres: a cached sale, one
+// Lua script in Redis, and the answer.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+// MaxBody is the largest request body accepted (413 BODY_TOO_LARGE above).
+const MaxBody = 64 << 10
+
+// Config is what the API needs.
+type Config struct {
+	Store         *store.Store
+	Scripts       *lua.Scripts
+	IDs           *idgen.Generator
+	Temporal      client.Client
+	TaskQueue     string
+	JWTSecret     []byte
+	WebhookSecret []byte
+	Log           *slog.Logger
+	// RequestTimeout bounds the work of one request [5s].
+	RequestTimeout time.Duration
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	app     *fiber.App
+	auth    *verifier
+	sales   *saleCache
+	metrics *metrics
+}
+
+// New builds the API and its routes.
+func New(cfg Config) *Server {
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = seckill.DefaultTaskQueue
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s := &Server{
+		cfg:     cfg,
+		auth:    newVerifier(cfg.JWTSecret),
+		sales:   newSaleCache(cfg.Store),
+		metrics: newMetrics(reg),
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "seckill",
+		BodyLimit:             MaxBody,
+		DisableStartupMessage: true,
+		ErrorHandler:          errorHandler(cfg.Log),
+		ReadTimeout:           10 * time.Second,
+		// SSE streams and slow clients aside, nothing takes this long.
+		IdleTimeout: 60 * time.Second,
+	})
+	s.app.Use(recover.New())
+
+	s.app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	s.app.Get("/readyz", s.ready)
+	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+
+	v1 := s.app.Group("/api/v1")
+	v1.Get("/sales", s.listSales)
+	v1.Get("/sales/:id", s.getSale)
+	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
+	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
+	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
+	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
+	v1.Post("/payments/webhook", s.webhook)
+	return s
+}
+
+// App exposes the Fiber app (for tests with app.Test, and for mounting).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: no new
+// connections, in-flight requests finish (up to 10 s).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// reqCtx is the request's context with the request deadline.
+func (s *Server) reqCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+}
+
+func (s *Server) ready(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"redis": "ok", "postgres": "ok", "temporal": "ok"}
+	ok := true
+	if err := s.cfg.Scripts.Client().Ping(ctx).Err(); err != nil {
+		checks["redis"], ok = "unavailable", false
+	}
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		checks["postgres"], ok = "unavailable", false
+	}
+	if _, err := s.cfg.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		checks["temporal"], ok = "unavailable", false
+	}
+	if !ok {
+		c.Status(fiber.StatusServiceUnavailable)
+	}
+	return c.JSON(checks)
+}
+
+// parseID parses a positive 64-bit id from a path parameter; ok is false
+// for anything else (the caller answers 404: no such thing exists).
+func parseID(s string) (int64, bool) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id > 0
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/lua"
+)
+
+type claimResponse struct {
+	OrderID string              `json:"order_id"`
+	SaleID  string              `json:"sale_id"`
+	Status  seckill.OrderStatus `json:"status"`
+}
+
+// claim admits or refuses one buyer with a single Lua script. It never
+// waits on Temporal: the outbox relay starts the saga.
+//
+// A Redis error is ambiguous (the script may have run): the buyer gets 503
+// and, on retry, ALREADY_CLAIMED with the order if it did. Nothing is rolled
+// back on a guess.
+func (s *Server) claim(c *fiber.Ctx) (err error) {
+	start := time.Now()
+	outcome := "error"
+	defer func() {
+		s.metrics.claims.WithLabelValues(outcome).Inc()
+		s.metrics.claimSeconds.Observe(time.Since(start).Seconds())
+	}()
+
+	saleID, ok := parseID(c.Params("id"))
+	if !ok {
+		outcome = "sale_not_found"
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.sales.get(ctx, saleID)
+	if isNotFound(err) {
+		outcome = "sale_not_found"
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	if err != nil {
+		return err
+	}
+	// The script checks the window against Redis' clock; this check only
+	// spares Redis the obvious cases.
+	if start.Before(sale.StartsAt) {
+		outcome = "not_started"
+		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+	}
+	if !start.Before(sale.EndsAt) {
+		outcome = "ended"
+		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+	}
+
+	user := principal(c).UserID
+	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next())
+	if err != nil {
+		s.cfg.Log.Warn("claim script failed", "saleID", saleID, "userID", user, "error", err)
+		outcome = "unavailable"
+		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
+	}
+	outcome = res.Outcome.String()
+	switch res.Outcome {
+	case lua.Admitted:
+		id := strconv.FormatInt(res.OrderID, 10)
+		c.Location("/api/v1/orders/" + id)
+		return c.Status(fiber.StatusAccepted).JSON(claimResponse{
+			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
+		})
+	case lua.SoldOut:
+		return seckill.Errorf(seckill.CodeSoldOut, "sold out")
+	case lua.AlreadyClaimed:
+		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
+	case lua.NotStarted:
+		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+	case lua.Ended:
+		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+	default: // lua.NotWarmed: fail closed until the stock is loaded again
+		s.cfg.Log.Warn("claim for a sale that is not warmed", "saleID", saleID)
+		return seckill.Errorf(seckill.CodeUnavailable, "the sale's stock is being loaded; try again shortly")
+	}
+}

@@ -1,0 +1,27 @@
+package api
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	claims       *prometheus.CounterVec
+	claimSeconds prometheus.Histogram
+	webhooks     *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_claims_total", Help: "Claims answered, by outcome.",
+		}, []string{"outcome"}),
+		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_claim_duration_seconds",
+			Help:    "Time to answer a claim.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
+		}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_payment_events_total", Help: "Payment webhook events, by outcome.",
+		}, []string{"outcome"}),
+	}
+	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks)
+	return m
+}

@@ -1,0 +1,115 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// problem is an RFC 9457 problem document.
+type problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail"`
+	Code   seckill.Code `json:"code"`
+	// OrderID accompanies ALREADY_CLAIMED.
+	OrderID string `json:"order_id,omitempty"`
+}
+
+var codeStatus = map[seckill.Code]int{
+	seckill.CodeInvalidRequest:      http.StatusBadRequest,
+	seckill.CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
+	seckill.CodeUnauthenticated:     http.StatusUnauthorized,
+	seckill.CodeForbidden:           http.StatusForbidden,
+	seckill.CodeNotFound:            http.StatusNotFound,
+	seckill.CodeSaleNotFound:        http.StatusNotFound,
+	seckill.CodeSoldOut:             http.StatusConflict,
+	seckill.CodeAlreadyClaimed:      http.StatusConflict,
+	seckill.CodeSaleNotStarted:      http.StatusConflict,
+	seckill.CodeSaleEnded:           http.StatusConflict,
+	seckill.CodeRateLimited:         http.StatusTooManyRequests,
+	seckill.CodeUnavailable:         http.StatusServiceUnavailable,
+	seckill.CodeOrderNotFound:       http.StatusNotFound,
+	seckill.CodeOrderNotCancellable: http.StatusConflict,
+	seckill.CodeInvalidSignature:    http.StatusBadRequest,
+	seckill.CodeMalformedEvent:      http.StatusBadRequest,
+	seckill.CodeInternal:            http.StatusInternalServerError,
+}
+
+// Status returns the HTTP status of code.
+func Status(code seckill.Code) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// errorHandler maps every error a handler returns to problem+json. Domain
+// errors keep their message; anything else is a 500 whose cause is logged,
+// never shown.
+func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		var (
+			dErr *seckill.Error
+			fErr *fiber.Error
+		)
+		switch {
+		case errors.As(err, &dErr):
+		case errors.As(err, &fErr):
+			dErr = fromFiber(fErr)
+		default:
+			log.Error("request failed", "method", c.Method(), "path", c.Path(), "error", err)
+			dErr = seckill.Errorf(seckill.CodeInternal, "internal error")
+		}
+		status := Status(dErr.Code)
+		p := problem{
+			Type:   "urn:seckill:problem:" + string(dErr.Code),
+			Title:  http.StatusText(status),
+			Status: status,
+			Detail: dErr.Message,
+			Code:   dErr.Code,
+		}
+		if dErr.OrderID != 0 {
+			p.OrderID = strconv.FormatInt(dErr.OrderID, 10)
+		}
+		switch status {
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			if c.GetRespHeader(fiber.HeaderRetryAfter) == "" {
+				c.Set(fiber.HeaderRetryAfter, "1")
+			}
+		case http.StatusUnauthorized:
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="seckill"`)
+		}
+		c.Status(status)
+		if err := c.JSON(p); err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderContentType, "application/problem+json")
+		return nil
+	}
+}
+
+func fromFiber(e *fiber.Error) *seckill.Error {
+	switch e.Code {
+	case http.StatusRequestEntityTooLarge:
+		return seckill.Errorf(seckill.CodeBodyTooLarge, "request body is larger than 64 KiB")
+	case http.StatusNotFound:
+		return seckill.Errorf(seckill.CodeNotFound, "no such resource")
+	case http.StatusMethodNotAllowed:
+		return seckill.Errorf(seckill.CodeNotFound, "no such resource for this method")
+	case http.StatusBadRequest:
+		return seckill.Errorf(seckill.CodeInvalidRequest, "%s", e.Message)
+	case http.StatusServiceUnavailable:
+		return seckill.Errorf(seckill.CodeUnavailable, "service unavailable")
+	}
+	if e.Code >= 500 {
+		return seckill.Errorf(seckill.CodeInternal, "internal error")
+	}
+	return seckill.Errorf(seckill.CodeInvalidRequest, "%s", e.Message)
+}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/store"
+)
+
+// negativeTTL is how long "no such sale" is remembered, so a flood of
+// claims for an unknown id costs one query per second, not one per claim.
+const (
+	negativeTTL = time.Second
+	maxMisses   = 10_000
+)
+
+// saleCache keeps the immutable part of sales (window, price, timeout) in
+// process: the claim path reads it without touching Postgres.
+type saleCache struct {
+	store *store.Store
+	group singleflight.Group
+	mu    sync.RWMutex
+	sales map[int64]*seckill.Sale
+	miss  map[int64]time.Time // id -> until when it is known missing
+}
+
+func newSaleCache(st *store.Store) *saleCache {
+	return &saleCache{store: st, sales: map[int64]*seckill.Sale{}, miss: map[int64]time.Time{}}
+}
+
+// get returns the sale's immutable fields (its Stock is not current), or
+// store.ErrNotFound.
+func (sc *saleCache) get(ctx context.Context, id int64) (*seckill.Sale, error) {
+	sc.mu.RLock()
+	sale, ok := sc.sales[id]
+	missUntil, missing := sc.miss[id]
+	sc.mu.RUnlock()
+	if ok {
+		return sale, nil
+	}
+	if missing && time.Now().Before(missUntil) {
+		return nil, store.ErrNotFound
+	}
+	v, err, _ := sc.group.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		sale, err := sc.store.Sale(ctx, id)
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		switch {
+		case err == nil:
+			sc.sales[id] = sale
+			delete(sc.miss, id)
+		case isNotFound(err):
+			now := time.Now()
+			if len(sc.miss) >= maxMisses { // garbage ids must not grow memory
+				for k, until := range sc.miss {
+					if now.After(until) {
+						delete(sc.miss, k)
+					}
+				}
+			}
+			if len(sc.miss) < maxMisses {
+				sc.miss[id] = now.Add(negativeTTL)
+			}
+		}
+		return sale, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*seckill.Sale), nil
+}
+
+// put records a sale just created.
+func (sc *saleCache) put(sale *seckill.Sale) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.sales[sale.ID] = sale
+	delete(sc.miss, sale.ID)
+}

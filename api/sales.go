@@ -1,0 +1,212 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+type createSaleRequest struct {
+	Name                  *string    `json:"name"`
+	PriceCents            *int64     `json:"price_cents"`
+	Currency              *string    `json:"currency"`
+	Stock                 *int64     `json:"stock"`
+	StartsAt              *time.Time `json:"starts_at"`
+	EndsAt                *time.Time `json:"ends_at"`
+	PaymentTimeoutSeconds *int64     `json:"payment_timeout_seconds"`
+}
+
+func invalid(field, format string, args ...any) error {
+	return seckill.Errorf(seckill.CodeInvalidRequest, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// decodeJSON decodes body into v, naming the offending field on error.
+func decodeJSON(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return seckill.Errorf(seckill.CodeInvalidRequest, "body: a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var timeErr *time.ParseError
+		switch {
+		case errors.As(err, &typeErr):
+			return invalid(typeErr.Field, "must be a %s", typeErr.Type)
+		case errors.As(err, &timeErr):
+			return seckill.Errorf(seckill.CodeInvalidRequest, "time fields must be RFC 3339, e.g. 2026-11-22T10:00:00Z")
+		default:
+			return seckill.Errorf(seckill.CodeInvalidRequest, "body: malformed JSON")
+		}
+	}
+	if dec.More() {
+		return seckill.Errorf(seckill.CodeInvalidRequest, "body: a single JSON object is required")
+	}
+	return nil
+}
+
+func (r *createSaleRequest) validate() (store.NewSale, error) {
+	var n store.NewSale
+	switch {
+	case r.Name == nil:
+		return n, invalid("name", "is required")
+	case r.PriceCents == nil:
+		return n, invalid("price_cents", "is required")
+	case r.Stock == nil:
+		return n, invalid("stock", "is required")
+	case r.StartsAt == nil:
+		return n, invalid("starts_at", "is required")
+	case r.EndsAt == nil:
+		return n, invalid("ends_at", "is required")
+	}
+	name := strings.TrimSpace(*r.Name)
+	if name == "" || utf8.RuneCountInString(name) > seckill.MaxSaleNameLength || !utf8.ValidString(name) {
+		return n, invalid("name", "must be 1-%d characters", seckill.MaxSaleNameLength)
+	}
+	if *r.PriceCents < 0 || *r.PriceCents > 1<<53 {
+		return n, invalid("price_cents", "must be between 0 and 2^53")
+	}
+	if *r.Stock < 1 || *r.Stock > seckill.MaxStock {
+		return n, invalid("stock", "must be between 1 and %d", seckill.MaxStock)
+	}
+	currency := seckill.DefaultCurrency
+	if r.Currency != nil {
+		currency = strings.ToLower(*r.Currency)
+		if len(currency) != 3 || strings.Trim(currency, "abcdefghijklmnopqrstuvwxyz") != "" {
+			return n, invalid("currency", "must be a three-letter ISO 4217 code")
+		}
+	}
+	timeout := int64(seckill.DefaultPaymentTimeoutSeconds)
+	if r.PaymentTimeoutSeconds != nil {
+		timeout = *r.PaymentTimeoutSeconds
+	}
+	if timeout < int64(seckill.MinPaymentTimeout/time.Second) || timeout > int64(seckill.MaxPaymentTimeout/time.Second) {
+		return n, invalid("payment_timeout_seconds", "must be between 5 and 86400")
+	}
+	if !r.EndsAt.After(*r.StartsAt) {
+		return n, invalid("ends_at", "must be after starts_at")
+	}
+	return store.NewSale{
+		Name:           name,
+		PriceCents:     *r.PriceCents,
+		Currency:       currency,
+		Stock:          *r.Stock,
+		StartsAt:       r.StartsAt.UTC().Truncate(time.Millisecond),
+		EndsAt:         r.EndsAt.UTC().Truncate(time.Millisecond),
+		PaymentTimeout: time.Duration(timeout) * time.Second,
+	}, nil
+}
+
+// createSale stores the sale and warms its stock into Redis inside the same
+// database transaction: the 201 means both happened, an error means neither
+// is visible.
+func (s *Server) createSale(c *fiber.Ctx) error {
+	var req createSaleRequest
+	if err := decodeJSON(c.Body(), &req); err != nil {
+		return err
+	}
+	n, err := req.validate()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	var warmErr error
+	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
+		_, warmErr = s.cfg.Scripts.Warm(ctx, lua.WarmSpec{
+			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt,
+		})
+		return warmErr
+	})
+	if warmErr != nil {
+		s.cfg.Log.Error("warm sale", "error", warmErr)
+		return seckill.Errorf(seckill.CodeUnavailable, "stock could not be loaded into Redis; nothing was created")
+	}
+	if err != nil {
+		return err
+	}
+	s.sales.put(sale)
+	sale.Stock.Remaining = sale.Stock.Total
+	c.Location("/api/v1/sales/" + strconv.FormatInt(sale.ID, 10))
+	return c.Status(fiber.StatusCreated).JSON(sale.JSON(time.Now()))
+}
+
+func (s *Server) getSale(c *fiber.Ctx) error {
+	id, ok := parseID(c.Params("id"))
+	if !ok {
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.cfg.Store.Sale(ctx, id)
+	if isNotFound(err) {
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	if err != nil {
+		return err
+	}
+	s.fillRemaining(ctx, []*seckill.Sale{sale})
+	return c.JSON(sale.JSON(time.Now()))
+}
+
+type saleList struct {
+	Sales []seckill.SaleJSON `json:"sales"`
+	// NextBefore pages on: pass it as ?before= for the next (older) page.
+	NextBefore *string `json:"next_before"`
+}
+
+func (s *Server) listSales(c *fiber.Ctx) error {
+	limit := c.QueryInt("limit", 50)
+	if limit < 1 || limit > 200 {
+		return invalid("limit", "must be between 1 and 200")
+	}
+	var before int64
+	if b := c.Query("before"); b != "" {
+		var ok bool
+		if before, ok = parseID(b); !ok {
+			return invalid("before", "must be a sale id")
+		}
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sales, err := s.cfg.Store.Sales(ctx, limit, before)
+	if err != nil {
+		return err
+	}
+	s.fillRemaining(ctx, sales)
+	now := time.Now()
+	out := saleList{Sales: make([]seckill.SaleJSON, len(sales))}
+	for i, sale := range sales {
+		out.Sales[i] = sale.JSON(now)
+	}
+	if len(sales) == limit {
+		next := strconv.FormatInt(sales[len(sales)-1].ID, 10)
+		out.NextBefore = &next
+	}
+	return c.JSON(out)
+}
+
+// fillRemaining reads the Redis counters. A sale that is not warmed, or a
+// Redis that does not answer, shows 0: no admission is possible then.
+func (s *Server) fillRemaining(ctx context.Context, sales []*seckill.Sale) {
+	for _, sale := range sales {
+		n, ok, err := s.cfg.Scripts.Remaining(ctx, sale.ID)
+		if err != nil {
+			s.cfg.Log.Warn("read remaining stock", "saleID", sale.ID, "error", err)
+		}
+		if ok && n > 0 {
+			sale.Stock.Remaining = n
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/store"
+)
+
+// stripeEvent is the part of a Stripe event seckill reads.
+type stripeEvent struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    *struct {
+		Object json.RawMessage `json:"object"`
+	} `json:"data"`
+}
+
+type paymentIntent struct {
+	ID       string            `json:"id"`
+	Amount   int64             `json:"amount"`
+	Currency string            `json:"currency"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// ParseEvent parses a webhook body into the payment event it carries. It
+// fails for a body that is not a Stripe event (MALFORMED_EVENT). For a
+// handled type, orderID is the metadata's order_id (0 when missing or not
+// an id: the event is kept for operators).
+func ParseEvent(body []byte) (ev seckill.PaymentEvent, orderID int64, err error) {
+	var se stripeEvent
+	if err := json.Unmarshal(body, &se); err != nil {
+		return ev, 0, errors.New("body is not a JSON event")
+	}
+	if se.ID == "" || len(se.ID) > 255 || se.Type == "" || len(se.Type) > 255 || se.Data == nil || len(se.Data.Object) == 0 {
+		return ev, 0, errors.New("event needs id, type and data.object")
+	}
+	ev.EventID, ev.Type = se.ID, seckill.PaymentEventType(se.Type)
+	if ev.Type != seckill.PaymentSucceeded && ev.Type != seckill.PaymentFailed {
+		return ev, 0, nil
+	}
+	var pi paymentIntent
+	if err := json.Unmarshal(se.Data.Object, &pi); err != nil {
+		return ev, 0, errors.New("data.object is not a payment intent")
+	}
+	ev.PaymentIntentID, ev.AmountCents, ev.Currency = pi.ID, pi.Amount, strings.ToLower(pi.Currency)
+	if id, ok := parseID(pi.Metadata["order_id"]); ok {
+		orderID = id
+	}
+	return ev, orderID, nil
+}
+
+// webhook records a signed provider event and delivers it to the order's
+// saga.
+//
+// Delivery is a Signal, not an Update: the server accepts a signal durably
+// even while no worker runs, so the provider's 200 does not depend on
+// worker health, and the saga (the single writer of the order) decides
+// what the payment does, recording the outcome on the event row. The event
+// row is written first, unique by event id; delivered_at makes a redelivery
+// after a failed signal try again, and the saga ignores event ids it has
+// seen, so concurrent duplicates change the order once.
+func (s *Server) webhook(c *fiber.Ctx) (err error) {
+	outcome := seckill.OutcomeReceived
+	defer func() {
+		if err != nil {
+			outcome = seckill.PaymentOutcome(seckill.ErrorCode(err))
+		}
+		s.metrics.webhooks.WithLabelValues(string(outcome)).Inc()
+	}()
+
+	body := c.Body()
+	if err := VerifySignature(c.Get("Stripe-Signature"), body, s.cfg.WebhookSecret, time.Now()); err != nil {
+		return seckill.Errorf(seckill.CodeInvalidSignature, "%s", err)
+	}
+	ev, orderID, err := ParseEvent(body)
+	if err != nil {
+		return seckill.Errorf(seckill.CodeMalformedEvent, "%s", err)
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+
+	handled := ev.Type == seckill.PaymentSucceeded || ev.Type == seckill.PaymentFailed
+	initial := seckill.OutcomeReceived
+	switch {
+	case !handled:
+		initial = seckill.OutcomeIgnored
+	case orderID == 0:
+		initial = seckill.OutcomeUnknownOrder
+	}
+	stored, inserted, err := s.cfg.Store.RecordPaymentEvent(ctx, store.PaymentEvent{
+		ID: ev.EventID, Type: string(ev.Type), OrderID: orderID, PaymentIntentID: ev.PaymentIntentID,
+		AmountCents: ev.AmountCents, Currency: ev.Currency, Payload: body, Outcome: initial,
+	})
+	if err != nil {
+		return err
+	}
+	outcome = stored.Outcome
+	if !inserted && stored.DeliveredAt != nil || stored.Outcome != seckill.OutcomeReceived {
+		return c.JSON(fiber.Map{"received": true, "outcome": stored.Outcome})
+	}
+	outcome, err = s.deliver(ctx, ev, orderID)
+	if err != nil {
+		s.cfg.Log.Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
+		// Recorded, not delivered: the provider retries, and the retry
+		// delivers (delivered_at is still empty).
+		return seckill.Errorf(seckill.CodeUnavailable, "event recorded; delivery will be retried")
+	}
+	return c.JSON(fiber.Map{"received": true, "outcome": outcome})
+}
+
+// deliver signals ev to the order's saga and records that it did. A saga
+// that no longer runs means the order is decided (the payment is late or a
+// duplicate) or never existed.
+func (s *Server) deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error) {
+	err := s.cfg.Temporal.SignalWorkflow(ctx, seckill.OrderWorkflowID(orderID), "", seckill.PaymentSignal, ev)
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return seckill.OutcomeDelivered, s.cfg.Store.MarkDelivered(ctx, ev.EventID)
+	case !errors.As(err, &nf):
+		return "", err
+	}
+	outcome := seckill.OutcomeUnknownOrder
+	o, err := s.cfg.Store.Order(ctx, orderID)
+	switch {
+	case err == nil && o.Status == seckill.StatusClosed:
+		outcome = seckill.OutcomeLate
+	case err == nil && o.Status == seckill.StatusPaid:
+		outcome = seckill.OutcomeDuplicate
+	case err != nil && !isNotFound(err):
+		return "", err
+	}
+	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
+		outcome = seckill.OutcomeIgnored // a failure for a decided order changes nothing
+	}
+	s.cfg.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
+		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)
+	return outcome, s.cfg.Store.SetPaymentOutcome(ctx, ev.EventID, outcome, true)
+}

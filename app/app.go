@@ -1,0 +1,130 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	sdkclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/worker"
+)
+
+// Deps are the connections every process holds.
+type Deps struct {
+	Redis    *redis.Client
+	Scripts  *lua.Scripts
+	Store    *store.Store
+	Temporal sdkclient.Client
+}
+
+// Connect opens Redis, Postgres and the Temporal client.
+func Connect(ctx context.Context, cfg Config) (*Deps, error) {
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	ropts.PoolSize = cfg.RedisPoolSize
+	d := &Deps{Redis: redis.NewClient(ropts)}
+	d.Scripts = lua.New(d.Redis, cfg.RedisPrefix)
+	if err := d.Redis.Ping(ctx).Err(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to redis: %w", err)
+	}
+	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns}); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Temporal, err = sdkclient.DialContext(ctx, sdkclient.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.Namespace,
+		Logger:    sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+	})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	return d, nil
+}
+
+// Close closes every connection that was opened.
+func (d *Deps) Close() {
+	if d.Temporal != nil {
+		d.Temporal.Close()
+	}
+	if d.Store != nil {
+		_ = d.Store.Close()
+	}
+	if d.Redis != nil {
+		_ = d.Redis.Close()
+	}
+}
+
+// RunAPI serves the HTTP API on ln until ctx is done.
+func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
+	if err := d.Scripts.Preload(ctx); err != nil {
+		return err
+	}
+	ids, err := idgen.New(ctx, d.Redis, cfg.RedisPrefix, cfg.Log)
+	if err != nil {
+		return err
+	}
+	srv := api.New(api.Config{
+		Store: d.Store, Scripts: d.Scripts, IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
+		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log,
+	})
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ids.Run(gctx) })
+	g.Go(func() error { return srv.Serve(gctx, ln) })
+	return g.Wait()
+}
+
+// RunWorker runs the Temporal worker and the outbox relay until ctx is
+// done, after making sure the namespace has seckill's search attributes.
+func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
+	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
+		return err
+	}
+	acts := activities.New(d.Store, d.Scripts, cfg.StockTx)
+	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	host, _ := os.Hostname()
+	r := relay.New(d.Scripts, d.Temporal, relay.Config{
+		TaskQueue: cfg.TaskQueue,
+		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
+		ClaimIdle: cfg.RelayClaimIdle,
+	}, cfg.Log.With("component", "relay"))
+	return r.Run(ctx)
+}
+
+// Listen opens the API's listener.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// ignoreCanceled turns the error of a clean shutdown into nil.
+func ignoreCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,123 @@
+// Package app wires seckill's parts into the processes of the command line:
+// the API, the worker (with the outbox relay) and the all-in-one dev mode.
+// cmd/seckill reads the environment and calls it; the end-to-end tests call
+// it in-process.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// Config is the whole configuration, read once from the environment.
+type Config struct {
+	HTTPAddr        string
+	RedisURL        string
+	RedisPrefix     string
+	DatabaseURL     string
+	TemporalAddress string
+	Namespace       string
+	TaskQueue       string
+	JWTSecret       []byte
+	WebhookSecret   []byte
+
+	DevTemporalPort int
+	DevUIPort       int
+
+	// Tuning.
+	DBMaxConns       int
+	RedisPoolSize    int
+	WorkerActivities int
+	StockTx          int
+	RelayClaimIdle   time.Duration
+
+	Log *slog.Logger
+}
+
+// Dev secrets, used by `seckill dev` when none are set and printed at start.
+// Never accepted by `seckill api` or `seckill worker`.
+const (
+	DevJWTSecret     = "seckill-dev-jwt-secret-do-not-use-in-production"
+	DevWebhookSecret = "whsec_seckill_dev_do_not_use_in_production"
+)
+
+// FromEnv reads the configuration with getenv (os.Getenv). Secrets are
+// not checked here: see RequireSecrets and WithDevSecrets.
+func FromEnv(getenv func(string) string) (Config, error) {
+	str := func(key, def string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	num := func(key string, def, lo, hi int) int {
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("%s must be an integer between %d and %d, got %q", key, lo, hi, v))
+		}
+		return n
+	}
+	dur := func(key string, def time.Duration) time.Duration {
+		v := getenv(key)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive duration like 30s, got %q", key, v))
+		}
+		return d
+	}
+	c := Config{
+		HTTPAddr:         str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
+		RedisURL:         str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix:      str("SECKILL_REDIS_PREFIX", "seckill"),
+		DatabaseURL:      str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
+		TemporalAddress:  str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		Namespace:        str("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:        str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
+		JWTSecret:        []byte(getenv("SECKILL_JWT_SECRET")),
+		WebhookSecret:    []byte(getenv("SECKILL_WEBHOOK_SECRET")),
+		DevTemporalPort:  num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
+		DevUIPort:        num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
+		DBMaxConns:       num("SECKILL_DB_MAX_CONNS", 32, 1, 1000),
+		RedisPoolSize:    num("SECKILL_REDIS_POOL_SIZE", 256, 1, 10000),
+		WorkerActivities: num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
+		StockTx:          num("SECKILL_STOCK_TX", 8, 1, 1000),
+		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
+	}
+	return c, errors.Join(errs...)
+}
+
+// RequireSecrets fails unless both secrets are set: production processes
+// never fall back to the dev secrets.
+func (c *Config) RequireSecrets() error {
+	var errs []error
+	if len(c.JWTSecret) == 0 {
+		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required"))
+	}
+	if len(c.WebhookSecret) == 0 {
+		errs = append(errs, errors.New("SECKILL_WEBHOOK_SECRET is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// WithDevSecrets fills unset secrets with the fixed dev ones.
+func (c *Config) WithDevSecrets() {
+	if len(c.JWTSecret) == 0 {
+		c.JWTSecret = []byte(DevJWTSecret)
+	}
+	if len(c.WebhookSecret) == 0 {
+		c.WebhookSecret = []byte(DevWebhookSecret)
+	}
+}

@@ -1,0 +1,218 @@
+// Command seckill is the flash-sale system's one binary: `seckill dev` runs
+// everything in one process; `api`, `worker`, `devserver` and `migrate` are
+// the production pieces; `token` mints JWTs. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/store"
+)
+
+const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
+
+Usage:
+  seckill dev                       everything in one process (embedded Temporal + UI)
+  seckill devserver [--db-file F]   only the embedded Temporal dev server and UI
+  seckill api                       the HTTP API
+  seckill worker                    the Temporal worker and the outbox relay
+  seckill migrate                   create the database if missing and migrate it
+  seckill token --user ID [--admin] [--ttl 1h]
+                                    print a signed JWT (uses SECKILL_JWT_SECRET,
+                                    or the dev secret when unset)
+
+Configuration is read from the environment; see README.md.
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("a command is required")
+	}
+	cfg, err := app.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cmd, args := args[0], args[1:]
+	cfg.Log = newLogger(stderr, cmd == "dev" || cmd == "devserver")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case "dev":
+		return runDev(ctx, cfg, args, stdout)
+	case "devserver":
+		return runDevServer(ctx, cfg, args, stdout)
+	case "api":
+		if err := parse("api", args); err != nil {
+			return err
+		}
+		if err := cfg.RequireSecrets(); err != nil {
+			return err
+		}
+		return withDeps(ctx, cfg, func(d *app.Deps) error {
+			ln, err := app.Listen(cfg.HTTPAddr)
+			if err != nil {
+				return err
+			}
+			cfg.Log.Info("api listening", "addr", ln.Addr().String())
+			return app.RunAPI(ctx, cfg, d, ln)
+		})
+	case "worker":
+		if err := parse("worker", args); err != nil {
+			return err
+		}
+		if err := cfg.RequireSecrets(); err != nil {
+			return err
+		}
+		return withDeps(ctx, cfg, func(d *app.Deps) error {
+			cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue)
+			return app.RunWorker(ctx, cfg, d)
+		})
+	case "migrate":
+		if err := parse("migrate", args); err != nil {
+			return err
+		}
+		return migrate(ctx, cfg)
+	case "token":
+		return token(cfg, args, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func parse(name string, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return fs.Parse(args)
+}
+
+func newLogger(w io.Writer, dev bool) *slog.Logger {
+	level := slog.LevelInfo
+	if v := os.Getenv("SECKILL_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if dev && os.Getenv("SECKILL_LOG_FORMAT") != "json" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func withDeps(ctx context.Context, cfg app.Config, fn func(*app.Deps) error) error {
+	d, err := app.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := fn(d); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func migrate(ctx context.Context, cfg app.Config) error {
+	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	cfg.Log.Info("database migrated")
+	return nil
+}
+
+func token(cfg app.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("token", flag.ContinueOnError)
+	user := fs.String("user", "", "user id (sub), 1-64 characters of [A-Za-z0-9_-]")
+	admin := fs.Bool("admin", false, `add "role": "admin"`)
+	ttl := fs.Duration("ttl", time.Hour, "lifetime")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *user == "" {
+		return errors.New("token: --user is required")
+	}
+	cfg.WithDevSecrets()
+	t, err := api.SignToken(cfg.JWTSecret, *user, *admin, *ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, t)
+	return nil
+}
+
+func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("devserver", flag.ContinueOnError)
+	dbFile := fs.String("db-file", "", "persist Temporal's state to this SQLite file (default: in memory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ts, err := app.StartDevServer(cfg, app.DevOptions{DBFile: *dbFile})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Temporal server: %s\nTemporal UI:     %s\n", ts.Address(), ts.UIURL())
+	<-ctx.Done()
+	return ts.Stop()
+}
+
+func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	dbFile := fs.String("db-file", "", "persist Temporal's state to this SQLite file (default: in memory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.WithDevSecrets()
+	return app.Dev(ctx, cfg, app.DevOptions{DBFile: *dbFile}, func(info app.DevInfo) {
+		user, _ := api.SignToken(cfg.JWTSecret, "alice", false, 24*time.Hour)
+		now := time.Now().UTC().Truncate(time.Second)
+		fmt.Fprintf(stdout, `
+seckill dev is running. Ctrl-C stops everything.
+
+  API          %[1]s
+  Temporal UI  %[2]s   (filter: SaleId="1")
+  Temporal     %[3]s
+  Webhook key  %[4]s
+
+Admin token (30 days):
+  export ADMIN=%[5]s
+A buyer token for user "alice" (24 h):
+  export ALICE=%[6]s
+
+Create a demo sale (100 units, pay within 60 s):
+  curl -s -X POST %[1]s/api/v1/sales -H "Authorization: Bearer $ADMIN" \
+    -H 'Content-Type: application/json' \
+    -d '{"name":"Demo coupon","price_cents":990,"currency":"usd","stock":100,"starts_at":"%[7]s","ends_at":"%[8]s","payment_timeout_seconds":60}'
+Claim a unit as alice (use the sale id from the answer):
+  curl -si -X POST %[1]s/api/v1/sales/1/claims -H "Authorization: Bearer $ALICE"
+`, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user,
+			now.Format(time.RFC3339), now.Add(24*time.Hour).Format(time.RFC3339))
+	})
+}

@@ -1,0 +1,278 @@
+// Package devserver embeds a single-process Temporal server (SQLite, in
+// memory or in a file) and the Temporal Web UI, for `seckill dev`,
+// `seckill devserver` and the integration tests.
+//
+// It is a development server: one history shard, no TLS, no auth, every
+// port on loopback. Production runs a real Temporal cluster (see
+// docker-compose.yml).
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+)
+
+const clusterName = "active"
+
+// Config describes one embedded server. The zero value of a port picks a
+// free one.
+type Config struct {
+	// Host is the address every service binds to. Default 127.0.0.1.
+	Host string
+	// Port is the frontend gRPC port clients dial.
+	Port int
+	// UIPort is the Web UI's HTTP port; negative disables the UI.
+	UIPort int
+	// DBFile persists the server's state to this SQLite file; empty keeps
+	// everything in memory (lost when the process exits).
+	DBFile string
+	// Namespace is created at start. Default "default".
+	Namespace string
+	// SearchAttributes are registered on Namespace at start.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// LogLevel of the server's own logs (debug, info, warn, error). Default warn.
+	LogLevel string
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	temporal temporal.Server
+	ui       *uiserver.Server
+	uiDone   chan struct{}
+	address  string
+	uiURL    string
+}
+
+// Start creates the schema and namespace if needed and starts the server
+// and, unless disabled, the Web UI. It returns once both accept connections.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "warn"
+	}
+	ports, err := freePorts(cfg.Host, 9)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Port == 0 {
+		cfg.Port = ports[0]
+	}
+	if cfg.UIPort == 0 {
+		cfg.UIPort = ports[1]
+	}
+
+	sqlCfg := &config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{},
+	}
+	if cfg.DBFile == "" {
+		// The SQLite plugin creates the schema of an in-memory database itself.
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		// A name unique to this process and port keeps two in-memory servers
+		// in one process (tests) apart.
+		sqlCfg.DatabaseName = fmt.Sprintf("seckill-%d-%d", os.Getpid(), cfg.Port)
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
+		sqlCfg.ConnectAttributes["_synchronous"] = "NORMAL"
+		sqlCfg.DatabaseName = cfg.DBFile
+		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
+				return nil, fmt.Errorf("create directory for %s: %w", cfg.DBFile, err)
+			}
+			if err := sqlite.SetupSchema(sqlCfg); err != nil {
+				return nil, fmt.Errorf("set up temporal schema: %w", err)
+			}
+		}
+	}
+	ns, err := sqlite.NewNamespaceConfig(clusterName, cfg.Namespace, false, cfg.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("namespace config: %w", err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", cfg.Namespace, err)
+	}
+
+	address := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	service := func(grpcPort, membershipPort int) config.Service {
+		return config.Service{RPC: config.RPC{
+			GRPCPort:       grpcPort,
+			MembershipPort: membershipPort,
+			BindOnIP:       cfg.Host,
+		}}
+	}
+	serverCfg := &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.Host},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2])),
+				HandlerPath:   "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             address,
+			}},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": service(cfg.Port, ports[3]),
+			"history":  service(ports[4], ports[5]),
+			"matching": service(ports[6], ports[7]),
+			"worker":   service(ports[8], 0),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: address},
+	}
+	// The worker service needs a membership port of its own too.
+	wp, err := freePorts(cfg.Host, 1)
+	if err != nil {
+		return nil, err
+	}
+	w := serverCfg.Services["worker"]
+	w.RPC.MembershipPort = wp[0]
+	serverCfg.Services["worker"] = w
+
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Stdout: true, Level: cfg.LogLevel, Format: "json"}))
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(serverCfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// New search attributes are visible at once, not after a cache
+			// refresh, so a freshly started dev server is usable at once.
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	s := &Server{temporal: srv, address: address}
+
+	if cfg.UIPort > 0 {
+		uiCfg := &uiconfig.Config{
+			TemporalGRPCAddress: address,
+			Host:                cfg.Host,
+			Port:                cfg.UIPort,
+			EnableUI:            true,
+			DefaultNamespace:    cfg.Namespace,
+			HideLogs:            true,
+			DisableNewsFetch:    true,
+			CORS:                uiconfig.CORS{CookieInsecure: true},
+		}
+		s.ui = uiserver.NewServer(uioptions.WithConfigProvider(uiCfg))
+		s.uiDone = make(chan struct{})
+		s.uiURL = "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.UIPort))
+		go func() {
+			defer close(s.uiDone)
+			_ = s.ui.Start()
+		}()
+		if err := waitHTTP(s.uiURL+"/healthz", 30*time.Second); err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("temporal ui: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Address is the frontend's host:port for client.Dial.
+func (s *Server) Address() string { return s.address }
+
+// UIURL is the Web UI's base URL, or "" when the UI is disabled.
+func (s *Server) UIURL() string { return s.uiURL }
+
+// Stop stops the UI and the server. An in-memory server loses its state.
+func (s *Server) Stop() error {
+	if s.ui != nil {
+		s.ui.Stop()
+		<-s.uiDone
+	}
+	return s.temporal.Stop()
+}
+
+func freePorts(host string, n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func waitHTTP(url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer within %s", url, timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package seckill
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code of the public contract.
+type Code string
+
+// Error codes of API.md. Internal is never shown with its cause.
+const (
+	CodeInvalidRequest      Code = "INVALID_REQUEST"
+	CodeBodyTooLarge        Code = "BODY_TOO_LARGE"
+	CodeUnauthenticated     Code = "UNAUTHENTICATED"
+	CodeForbidden           Code = "FORBIDDEN"
+	CodeNotFound            Code = "NOT_FOUND"
+	CodeSaleNotFound        Code = "SALE_NOT_FOUND"
+	CodeSoldOut             Code = "SOLD_OUT"
+	CodeAlreadyClaimed      Code = "ALREADY_CLAIMED"
+	CodeSaleNotStarted      Code = "SALE_NOT_STARTED"
+	CodeSaleEnded           Code = "SALE_ENDED"
+	CodeRateLimited         Code = "RATE_LIMITED"
+	CodeUnavailable         Code = "UNAVAILABLE"
+	CodeOrderNotFound       Code = "ORDER_NOT_FOUND"
+	CodeOrderNotCancellable Code = "ORDER_NOT_CANCELLABLE"
+	CodeInvalidSignature    Code = "INVALID_SIGNATURE"
+	CodeMalformedEvent      Code = "MALFORMED_EVENT"
+	CodeInternal            Code = "INTERNAL"
+)
+
+// Error is a domain error: a code the API maps to an HTTP status and a
+// message safe to show to the client.
+type Error struct {
+	Code    Code
+	Message string
+	// OrderID accompanies ALREADY_CLAIMED: the user's active order.
+	OrderID int64
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or
+// CodeInternal for any other non-nil error.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// Application error types of activities. A business refusal is returned as
+// a non-retryable temporal ApplicationError with one of these types.
+const (
+	ErrTypeSoldOut      = "SoldOut"
+	ErrTypeSaleNotFound = "SaleNotFound"
+)

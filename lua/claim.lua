@@ -1,0 +1,54 @@
+-- claim.lua: the whole admission decision for one claim, atomically.
+-- Every check runs before any write, so a refused claim changes nothing.
+--
+-- KEYS[1] stock   seckill:{sN}:stock   string counter of units left
+-- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
+-- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
+-- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
+-- ARGV[1] user id
+-- ARGV[2] order id (fresh, from the caller's time-ordered generator)
+-- ARGV[3] sale id
+--
+-- Returns {code, order id}:
+--   0 ADMITTED         order id = ARGV[2]; stock decremented, claim and
+--                      outbox entry written
+--   1 SOLD_OUT
+--   2 ALREADY_CLAIMED  order id = the user's active order
+--   3 NOT_STARTED
+--   4 ENDED
+--   5 NOT_WARMED       the stock key or meta is missing: fail closed, never
+--                      read nil as zero or as stock
+local stock = redis.call('GET', KEYS[1])
+if not stock then
+  return {5, ''}
+end
+local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
+if not window[1] or not window[2] then
+  return {5, ''}
+end
+
+-- One clock for every API node: the Redis server's.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now < tonumber(window[1]) then
+  return {3, ''}
+end
+if now >= tonumber(window[2]) then
+  return {4, ''}
+end
+
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
+if existing then
+  return {2, existing}
+end
+if tonumber(stock) <= 0 then
+  return {1, ''}
+end
+
+redis.call('DECR', KEYS[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if window[3] then
+  redis.call('PEXPIREAT', KEYS[2], window[3])
+end
+redis.call('XADD', KEYS[4], '*', 'o', ARGV[2], 'u', ARGV[1], 's', ARGV[3], 't', tostring(now))
+return {0, ARGV[2]}

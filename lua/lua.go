@@ -1,0 +1,227 @@
+// Package lua holds seckill's Redis scripts (one file per operation, each
+// with a header giving KEYS, ARGV and return codes) and typed Go wrappers
+// that run them by EVALSHA.
+//
+// Keys of one sale share the hash tag {s<id>} so one script may touch them
+// all, also on Redis Cluster.
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed claim.lua
+	claimSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed warm.lua
+	warmSrc string
+
+	claimScript   = redis.NewScript(claimSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	warmScript    = redis.NewScript(warmSrc)
+)
+
+// RelayGroup is the consumer group of the outbox relay on every sale stream.
+const RelayGroup = "relay"
+
+// KeyRetention is how long a sale's keys outlive its end: longer than the
+// longest payment timeout, so every order of the sale settles first.
+const KeyRetention = 7 * 24 * time.Hour
+
+// ClaimOutcome is the decision of one admission.
+type ClaimOutcome int
+
+// Outcomes of claim.lua, in its return-code order.
+const (
+	Admitted ClaimOutcome = iota
+	SoldOut
+	AlreadyClaimed
+	NotStarted
+	Ended
+	NotWarmed
+)
+
+func (o ClaimOutcome) String() string {
+	switch o {
+	case Admitted:
+		return "admitted"
+	case SoldOut:
+		return "sold_out"
+	case AlreadyClaimed:
+		return "already_claimed"
+	case NotStarted:
+		return "not_started"
+	case Ended:
+		return "ended"
+	case NotWarmed:
+		return "not_warmed"
+	}
+	return "unknown"
+}
+
+// Scripts runs the admission scripts under one key prefix.
+type Scripts struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// New returns Scripts using rdb with key prefix (e.g. "seckill"); tests use
+// a prefix of their own.
+func New(rdb redis.UniversalClient, prefix string) *Scripts {
+	return &Scripts{rdb: rdb, prefix: prefix}
+}
+
+// Client is the Redis client the scripts run on.
+func (s *Scripts) Client() redis.UniversalClient { return s.rdb }
+
+// Prefix is the key prefix.
+func (s *Scripts) Prefix() string { return s.prefix }
+
+// Keys are the Redis keys of one sale.
+type Keys struct {
+	Stock, Claims, Meta, Outbox string
+}
+
+// SaleKeys returns the keys of sale id.
+func (s *Scripts) SaleKeys(saleID int64) Keys {
+	tag := s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:"
+	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox"}
+}
+
+// ActiveSalesKey is a sorted set of warmed sale ids scored by the time
+// (unix ms) until which the relay must watch their outbox.
+func (s *Scripts) ActiveSalesKey() string { return s.prefix + ":sales" }
+
+// RestockChannel is the pub/sub channel told a sale id whenever a unit
+// returns to a sale's counter.
+func (s *Scripts) RestockChannel() string { return s.prefix + ":restock" }
+
+// ClaimResult is the outcome of one admission.
+type ClaimResult struct {
+	Outcome ClaimOutcome
+	// OrderID is the new order (Admitted) or the user's active order
+	// (AlreadyClaimed); zero otherwise.
+	OrderID int64
+}
+
+// Claim runs the admission for userID on saleID with the fresh orderID.
+// An error means the outcome is unknown (Redis unreachable or timed out):
+// the caller must not assume the claim failed or succeeded.
+func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64) (ClaimResult, error) {
+	k := s.SaleKeys(saleID)
+	res, err := claimScript.Run(ctx, s.rdb,
+		[]string{k.Stock, k.Claims, k.Meta, k.Outbox},
+		userID, orderID, saleID).Slice()
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claim script: %w", err)
+	}
+	if len(res) != 2 {
+		return ClaimResult{}, fmt.Errorf("claim script: unexpected reply %v", res)
+	}
+	code, ok := res[0].(int64)
+	if !ok || code < int64(Admitted) || code > int64(NotWarmed) {
+		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
+	}
+	r := ClaimResult{Outcome: ClaimOutcome(code)}
+	if str, _ := res[1].(string); str != "" {
+		if r.OrderID, err = strconv.ParseInt(str, 10, 64); err != nil {
+			return ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)
+		}
+	}
+	return r, nil
+}
+
+// WarmSpec is what warm-up loads for one sale.
+type WarmSpec struct {
+	SaleID   int64
+	Units    int64
+	StartsAt time.Time
+	EndsAt   time.Time
+}
+
+// Warm loads spec into Redis unless the sale's counter is live, and lists
+// the sale for the relay. It reports whether it loaded the counter now.
+func (s *Scripts) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
+	if spec.Units < 0 {
+		return false, errors.New("warm: negative units")
+	}
+	k := s.SaleKeys(spec.SaleID)
+	expire := spec.EndsAt.Add(KeyRetention)
+	loaded, err := warmScript.Run(ctx, s.rdb,
+		[]string{k.Stock, k.Meta, k.Outbox},
+		spec.Units, spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup).Int()
+	if err != nil {
+		return false, fmt.Errorf("warm script: %w", err)
+	}
+	// The relay watches a sale's outbox until every claim of it has been
+	// relayed; claims stop at EndsAt, so a day past it is ample.
+	if err := s.rdb.ZAdd(ctx, s.ActiveSalesKey(), redis.Z{
+		Score:  float64(spec.EndsAt.Add(24 * time.Hour).UnixMilli()),
+		Member: strconv.FormatInt(spec.SaleID, 10),
+	}).Err(); err != nil {
+		return false, fmt.Errorf("list sale for relay: %w", err)
+	}
+	return loaded == 1, nil
+}
+
+// Release forgets userID's claim on saleID if it still names orderID and,
+// when returnUnit is set, gives the unit back to a warmed counter. Safe to
+// repeat: it reports whether this call released the claim.
+func (s *Scripts) Release(ctx context.Context, saleID int64, userID string, orderID int64, returnUnit bool) (bool, error) {
+	k := s.SaleKeys(saleID)
+	ret := "0"
+	if returnUnit {
+		ret = "1"
+	}
+	n, err := releaseScript.Run(ctx, s.rdb,
+		[]string{k.Stock, k.Claims},
+		userID, orderID, ret, s.RestockChannel(), saleID).Int()
+	if err != nil {
+		return false, fmt.Errorf("release script: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Remaining reads a sale's counter; ok is false when the sale is not warmed.
+func (s *Scripts) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error) {
+	n, err = s.rdb.Get(ctx, s.SaleKeys(saleID).Stock).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read stock: %w", err)
+	}
+	return n, true, nil
+}
+
+// ClaimOf returns the order id userID holds on saleID, or 0.
+func (s *Scripts) ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error) {
+	id, err := s.rdb.HGet(ctx, s.SaleKeys(saleID).Claims, userID).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read claim: %w", err)
+	}
+	return id, nil
+}
+
+// Preload loads every script into the script cache, so the first claims of
+// a burst do not pay for an EVAL fallback.
+func (s *Scripts) Preload(ctx context.Context) error {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, warmScript} {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("load script: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package seckill
+
+import (
+	"strconv"
+	"time"
+)
+
+// OrderStatus is the life stage of an order. Only CLOSED is not "active".
+type OrderStatus string
+
+// Order statuses of API.md.
+const (
+	StatusQueued          OrderStatus = "QUEUED"
+	StatusAwaitingPayment OrderStatus = "AWAITING_PAYMENT"
+	StatusPaid            OrderStatus = "PAID"
+	StatusClosed          OrderStatus = "CLOSED"
+)
+
+// Terminal reports whether no further transition can happen.
+func (s OrderStatus) Terminal() bool { return s == StatusPaid || s == StatusClosed }
+
+// CloseReason says why an order was closed.
+type CloseReason string
+
+// Close reasons of API.md.
+const (
+	ClosePaymentTimeout CloseReason = "PAYMENT_TIMEOUT"
+	CloseCancelled      CloseReason = "CANCELLED"
+	ClosePaymentFailed  CloseReason = "PAYMENT_FAILED"
+	CloseSoldOut        CloseReason = "SOLD_OUT"
+)
+
+// Refund is a payment taken for an order that could not be honoured.
+type Refund struct {
+	Status      string `json:"status"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// Order is the order object of API.md.
+type Order struct {
+	ID          int64
+	SaleID      int64
+	UserID      string
+	Status      OrderStatus
+	CloseReason CloseReason
+	AmountCents int64
+	Currency    string
+	PayBy       *time.Time
+	CreatedAt   time.Time
+	PaidAt      *time.Time
+	ClosedAt    *time.Time
+	Refund      *Refund
+}
+
+// OrderJSON is the wire form of an Order: IDs as strings, times in UTC.
+type OrderJSON struct {
+	OrderID     string       `json:"order_id"`
+	SaleID      string       `json:"sale_id"`
+	UserID      string       `json:"user_id"`
+	Status      OrderStatus  `json:"status"`
+	CloseReason *CloseReason `json:"close_reason"`
+	AmountCents int64        `json:"amount_cents"`
+	Currency    string       `json:"currency"`
+	PayBy       *time.Time   `json:"pay_by"`
+	CreatedAt   time.Time    `json:"created_at"`
+	PaidAt      *time.Time   `json:"paid_at"`
+	ClosedAt    *time.Time   `json:"closed_at"`
+	Refund      *Refund      `json:"refund"`
+}
+
+// JSON returns the wire form of o.
+func (o *Order) JSON() OrderJSON {
+	j := OrderJSON{
+		OrderID:     strconv.FormatInt(o.ID, 10),
+		SaleID:      strconv.FormatInt(o.SaleID, 10),
+		UserID:      o.UserID,
+		Status:      o.Status,
+		AmountCents: o.AmountCents,
+		Currency:    o.Currency,
+		PayBy:       utc(o.PayBy),
+		CreatedAt:   o.CreatedAt.UTC(),
+		PaidAt:      utc(o.PaidAt),
+		ClosedAt:    utc(o.ClosedAt),
+		Refund:      o.Refund,
+	}
+	if o.CloseReason != "" {
+		r := o.CloseReason
+		j.CloseReason = &r
+	}
+	return j
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

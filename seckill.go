@@ -1,0 +1,98 @@
+// Package seckill is the domain of the flash-sale system: the names shared
+// by the API, the relay, the workflow and the activities, the order and sale
+// types, and the error codes of the public contract (API.md).
+//
+// The packages below it do the work: lua/ (Redis admission), store/
+// (Postgres), workflows/ and activities/ (the OrderSaga), relay/ (outbox to
+// Temporal), api/ (HTTP), worker/ (Temporal worker), app/ (wiring) and
+// cmd/seckill (the binary).
+package seckill
+
+import (
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Temporal names. Changing one breaks running workflows.
+const (
+	// DefaultTaskQueue is the task queue when TEMPORAL_TASK_QUEUE is unset.
+	DefaultTaskQueue = "seckill-orders"
+	// OrderSagaWorkflow is the workflow type of one admitted claim.
+	OrderSagaWorkflow = "OrderSaga"
+	// PaymentSignal carries a PaymentEvent from the webhook to the saga.
+	PaymentSignal = "payment"
+	// CancelSignal asks the saga to close an unpaid order (reason CANCELLED).
+	CancelSignal = "cancel"
+	// StatusQuery answers the saga's current OrderStatus.
+	StatusQuery = "status"
+)
+
+// Search attributes (Keyword) set on every OrderSaga and kept current at each
+// transition, so operators can filter orders in the Temporal UI.
+var (
+	SaleIDAttr      = temporal.NewSearchAttributeKeyKeyword("SaleId")
+	UserIDAttr      = temporal.NewSearchAttributeKeyKeyword("UserId")
+	OrderStatusAttr = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+)
+
+// SearchAttributeNames lists the custom search attributes seckill needs
+// registered on its namespace.
+var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName()}
+
+// OrderWorkflowID is the workflow ID of the saga of order id. Deterministic,
+// so a retried start after an ambiguous error finds the same workflow.
+func OrderWorkflowID(orderID int64) string {
+	return "order-" + strconv.FormatInt(orderID, 10)
+}
+
+// SagaInput starts an OrderSaga. One struct, so fields can be added without
+// breaking running histories.
+type SagaInput struct {
+	OrderID int64
+	SaleID  int64
+	UserID  string
+	// AdmittedAt is when the Lua admission accepted the claim (Redis time).
+	AdmittedAt time.Time
+}
+
+// SagaResult is how an OrderSaga ended.
+type SagaResult struct {
+	Status      OrderStatus
+	CloseReason CloseReason
+}
+
+// PaymentEventType is the type of a payment provider event seckill acts on.
+type PaymentEventType string
+
+// The Stripe event types seckill handles; others are recorded and ignored.
+const (
+	PaymentSucceeded PaymentEventType = "payment_intent.succeeded"
+	PaymentFailed    PaymentEventType = "payment_intent.payment_failed"
+)
+
+// PaymentEvent is a verified, recorded provider event for one order, as the
+// webhook signals it to the order's saga.
+type PaymentEvent struct {
+	EventID         string
+	Type            PaymentEventType
+	PaymentIntentID string
+	AmountCents     int64
+	Currency        string
+}
+
+// PaymentOutcome records what a payment event did, for operators.
+type PaymentOutcome string
+
+// Payment outcomes, stored on the payment_events row.
+const (
+	OutcomeReceived     PaymentOutcome = "RECEIVED"      // recorded, not yet delivered
+	OutcomeDelivered    PaymentOutcome = "DELIVERED"     // signalled to a running saga
+	OutcomeApplied      PaymentOutcome = "APPLIED"       // changed the order
+	OutcomeDuplicate    PaymentOutcome = "DUPLICATE"     // order already decided by another event
+	OutcomeLate         PaymentOutcome = "LATE"          // order already CLOSED
+	OutcomeMismatch     PaymentOutcome = "MISMATCH"      // amount or currency differ from the order
+	OutcomeUnknownOrder PaymentOutcome = "UNKNOWN_ORDER" // no such order; kept for operators
+	OutcomeIgnored      PaymentOutcome = "IGNORED"       // event type seckill does not handle
+)

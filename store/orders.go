@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+// Errors of the order transitions.
+var (
+	// ErrSoldOut: the database had no available unit; the order is CLOSED
+	// with reason SOLD_OUT.
+	ErrSoldOut = errors.New("sold out in the database")
+	// ErrActiveOrderExists: the user already has another active order for
+	// the sale (the partial unique index refused this one).
+	ErrActiveOrderExists = errors.New("user already has an active order for this sale")
+	// ErrOrderClosed: the order is CLOSED and cannot be paid.
+	ErrOrderClosed = errors.New("order is closed")
+	// ErrOrderPaid: the order is PAID and cannot be closed.
+	ErrOrderPaid = errors.New("order is paid")
+)
+
+type orderRow struct {
+	ID              int64 `gorm:"primaryKey;autoIncrement:false"`
+	SaleID          int64
+	UserID          string
+	Status          string
+	CloseReason     *string
+	StockLocked     bool
+	AmountCents     int64
+	Currency        string
+	PayBy           *time.Time
+	PaymentIntentID *string
+	CreatedAt       time.Time
+	PaidAt          *time.Time
+	ClosedAt        *time.Time
+	UpdatedAt       time.Time
+}
+
+func (orderRow) TableName() string { return "orders" }
+
+func (r *orderRow) order() *seckill.Order {
+	o := &seckill.Order{
+		ID:          r.ID,
+		SaleID:      r.SaleID,
+		UserID:      r.UserID,
+		Status:      seckill.OrderStatus(r.Status),
+		AmountCents: r.AmountCents,
+		Currency:    r.Currency,
+		PayBy:       r.PayBy,
+		CreatedAt:   r.CreatedAt,
+		PaidAt:      r.PaidAt,
+		ClosedAt:    r.ClosedAt,
+	}
+	if r.CloseReason != nil {
+		o.CloseReason = seckill.CloseReason(*r.CloseReason)
+	}
+	return o
+}
+
+// NewOrder is an admitted claim the saga writes down.
+type NewOrder struct {
+	ID        int64
+	SaleID    int64
+	UserID    string
+	CreatedAt time.Time
+}
+
+// CreateOrder writes the order QUEUED at the sale's price, or returns the
+// existing row when it was written before (idempotent by order id). It
+// returns the sale too, for its payment timeout.
+func (s *Store) CreateOrder(ctx context.Context, n NewOrder) (*seckill.Order, *seckill.Sale, error) {
+	sale, err := s.Sale(ctx, n.SaleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	row := orderRow{
+		ID:          n.ID,
+		SaleID:      n.SaleID,
+		UserID:      n.UserID,
+		Status:      string(seckill.StatusQueued),
+		AmountCents: sale.PriceCents,
+		Currency:    sale.Currency,
+		CreatedAt:   n.CreatedAt.UTC(),
+		UpdatedAt:   time.Now().UTC(),
+	}
+	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(&row).Error
+	if isUniqueViolation(err, "orders_one_active_per_user") {
+		return nil, sale, ErrActiveOrderExists
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("insert order %d: %w", n.ID, err)
+	}
+	o, err := s.Order(ctx, n.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, sale, nil
+}
+
+// Order returns order id.
+func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
+	var row orderRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load order %d: %w", id, err)
+	}
+	return row.order(), nil
+}
+
+// lockedOrder runs fn in a transaction holding the order's row lock, so
+// the order's transitions are serialized whoever calls them.
+func (s *Store) lockedOrder(ctx context.Context, id int64, fn func(tx *gorm.DB, row *orderRow) error) (*seckill.Order, error) {
+	var row orderRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("lock order %d: %w", id, err)
+		}
+		return fn(tx, &row)
+	})
+	if err != nil && !errors.Is(err, ErrSoldOut) {
+		return nil, err
+	}
+	return row.order(), err
+}
+
+// LockStock moves one unit of the order's sale from available to locked and
+// makes the order AWAITING_PAYMENT until payBy. The UPDATE is conditional
+// on available > 0, so the database never oversells; when it is refused the
+// order is CLOSED with SOLD_OUT in the same transaction and ErrSoldOut is
+// returned. Idempotent: an order past QUEUED is returned unchanged (with
+// ErrSoldOut again if it was closed as sold out).
+func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (*seckill.Order, error) {
+	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
+		if row.Status != string(seckill.StatusQueued) {
+			if row.CloseReason != nil && *row.CloseReason == string(seckill.CloseSoldOut) {
+				return ErrSoldOut
+			}
+			return nil
+		}
+		now := time.Now().UTC()
+		res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
+			WHERE id = ? AND available > 0`, row.SaleID)
+		if res.Error != nil {
+			return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			reason := string(seckill.CloseSoldOut)
+			row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
+			if err := tx.Save(row).Error; err != nil {
+				return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
+			}
+			return ErrSoldOut
+		}
+		payBy = payBy.UTC()
+		row.Status, row.StockLocked, row.PayBy, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &payBy, now
+		if err := tx.Save(row).Error; err != nil {
+			return fmt.Errorf("mark order %d awaiting payment: %w", row.ID, err)
+		}
+		return nil
+	})
+}
+
+// ConfirmPayment makes an AWAITING_PAYMENT order PAID and moves its unit
+// from locked to sold, in one transaction. Idempotent: a PAID order is
+// returned unchanged. A CLOSED order returns ErrOrderClosed.
+func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, paymentIntentID string, paidAt time.Time) (*seckill.Order, error) {
+	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
+		switch seckill.OrderStatus(row.Status) {
+		case seckill.StatusPaid:
+			return nil
+		case seckill.StatusClosed:
+			return ErrOrderClosed
+		case seckill.StatusQueued:
+			return fmt.Errorf("confirm order %d: stock not locked yet", row.ID)
+		}
+		res := tx.Exec(`UPDATE sales SET locked = locked - 1, sold = sold + 1
+			WHERE id = ? AND locked > 0`, row.SaleID)
+		if res.Error != nil {
+			return fmt.Errorf("sell unit of sale %d: %w", row.SaleID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("sell unit of sale %d: no locked unit", row.SaleID)
+		}
+		paidAt = paidAt.UTC()
+		row.Status, row.StockLocked, row.PaidAt, row.UpdatedAt = string(seckill.StatusPaid), false, &paidAt, time.Now().UTC()
+		if paymentIntentID != "" {
+			row.PaymentIntentID = &paymentIntentID
+		}
+		if err := tx.Save(row).Error; err != nil {
+			return fmt.Errorf("mark order %d paid: %w", row.ID, err)
+		}
+		return nil
+	})
+}
+
+// CloseOrder closes a QUEUED or AWAITING_PAYMENT order with reason and, if
+// it held a locked unit, gives the unit back to available, in one
+// transaction. Idempotent: a CLOSED order is returned unchanged. A PAID
+// order returns ErrOrderPaid.
+func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, closedAt time.Time) (*seckill.Order, error) {
+	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
+		switch seckill.OrderStatus(row.Status) {
+		case seckill.StatusClosed:
+			return nil
+		case seckill.StatusPaid:
+			return ErrOrderPaid
+		}
+		if row.StockLocked {
+			res := tx.Exec(`UPDATE sales SET locked = locked - 1, available = available + 1
+				WHERE id = ? AND locked > 0`, row.SaleID)
+			if res.Error != nil {
+				return fmt.Errorf("release unit of sale %d: %w", row.SaleID, res.Error)
+			}
+			if res.RowsAffected != 1 {
+				return fmt.Errorf("release unit of sale %d: no locked unit", row.SaleID)
+			}
+		}
+		r := string(reason)
+		closedAt = closedAt.UTC()
+		row.Status, row.CloseReason, row.StockLocked, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &r, false, &closedAt, time.Now().UTC()
+		if err := tx.Save(row).Error; err != nil {
+			return fmt.Errorf("close order %d: %w", row.ID, err)
+		}
+		return nil
+	})
+}

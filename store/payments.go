@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill"
+)
+
+type paymentEventRow struct {
+	ID              string `gorm:"primaryKey"`
+	Type            string
+	OrderID         *int64
+	PaymentIntentID *string
+	AmountCents     *int64
+	Currency        *string
+	Payload         []byte `gorm:"type:jsonb"`
+	Outcome         string
+	ReceivedAt      time.Time `gorm:"->"`
+	DeliveredAt     *time.Time
+}
+
+func (paymentEventRow) TableName() string { return "payment_events" }
+
+// PaymentEvent is a recorded provider event.
+type PaymentEvent struct {
+	ID              string
+	Type            string
+	OrderID         int64 // 0: the event names no order
+	PaymentIntentID string
+	AmountCents     int64
+	Currency        string
+	Payload         []byte
+	Outcome         seckill.PaymentOutcome
+	DeliveredAt     *time.Time
+}
+
+func (r *paymentEventRow) event() *PaymentEvent {
+	e := &PaymentEvent{ID: r.ID, Type: r.Type, Payload: r.Payload, Outcome: seckill.PaymentOutcome(r.Outcome), DeliveredAt: r.DeliveredAt}
+	if r.OrderID != nil {
+		e.OrderID = *r.OrderID
+	}
+	if r.PaymentIntentID != nil {
+		e.PaymentIntentID = *r.PaymentIntentID
+	}
+	if r.AmountCents != nil {
+		e.AmountCents = *r.AmountCents
+	}
+	if r.Currency != nil {
+		e.Currency = *r.Currency
+	}
+	return e
+}
+
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// RecordPaymentEvent stores e unless an event with its id is stored
+// already. It returns the stored event and whether this call inserted it.
+func (s *Store) RecordPaymentEvent(ctx context.Context, e PaymentEvent) (*PaymentEvent, bool, error) {
+	row := paymentEventRow{
+		ID:              e.ID,
+		Type:            e.Type,
+		OrderID:         nonZero(e.OrderID),
+		PaymentIntentID: nonZero(e.PaymentIntentID),
+		AmountCents:     &e.AmountCents,
+		Currency:        nonZero(e.Currency),
+		Payload:         e.Payload,
+		Outcome:         string(e.Outcome),
+	}
+	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).
+		Omit("ReceivedAt").Create(&row)
+	if res.Error != nil {
+		return nil, false, fmt.Errorf("record payment event %q: %w", e.ID, res.Error)
+	}
+	stored, err := s.PaymentEvent(ctx, e.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	return stored, res.RowsAffected == 1, nil
+}
+
+// PaymentEvent returns the stored event id.
+func (s *Store) PaymentEvent(ctx context.Context, id string) (*PaymentEvent, error) {
+	var row paymentEventRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load payment event %q: %w", id, err)
+	}
+	return row.event(), nil
+}
+
+// SetPaymentOutcome records what event id did. delivered marks that it
+// reached the order's saga (or needs no delivery), so a redelivery of the
+// same event is not delivered again.
+func (s *Store) SetPaymentOutcome(ctx context.Context, id string, outcome seckill.PaymentOutcome, delivered bool) error {
+	updates := map[string]any{"outcome": string(outcome)}
+	if delivered {
+		updates["delivered_at"] = gorm.Expr("COALESCE(delivered_at, now())")
+	}
+	if err := s.db.WithContext(ctx).Model(&paymentEventRow{}).Where("id = ?", id).Updates(updates).Error; err != nil {
+		return fmt.Errorf("set outcome of payment event %q: %w", id, err)
+	}
+	return nil
+}
+
+// MarkDelivered records that event id reached its order's saga. The outcome
+// becomes DELIVERED only if the saga has not recorded a more precise one.
+func (s *Store) MarkDelivered(ctx context.Context, id string) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE payment_events
+		SET delivered_at = COALESCE(delivered_at, now()),
+		    outcome = CASE WHEN outcome = ? THEN ? ELSE outcome END
+		WHERE id = ?`, string(seckill.OutcomeReceived), string(seckill.OutcomeDelivered), id).Error
+	if err != nil {
+		return fmt.Errorf("mark payment event %q delivered: %w", id, err)
+	}
+	return nil
+}

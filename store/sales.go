@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+)
+
+type saleRow struct {
+	ID                    int64 `gorm:"primaryKey"`
+	Name                  string
+	PriceCents            int64
+	Currency              string
+	Total                 int64
+	Available             int64
+	Locked                int64
+	Sold                  int64
+	StartsAt              time.Time
+	EndsAt                time.Time
+	PaymentTimeoutSeconds int
+	CreatedAt             time.Time `gorm:"->"`
+}
+
+func (saleRow) TableName() string { return "sales" }
+
+func (r *saleRow) sale() *seckill.Sale {
+	return &seckill.Sale{
+		ID:             r.ID,
+		Name:           r.Name,
+		PriceCents:     r.PriceCents,
+		Currency:       r.Currency,
+		StartsAt:       r.StartsAt.UTC(),
+		EndsAt:         r.EndsAt.UTC(),
+		PaymentTimeout: time.Duration(r.PaymentTimeoutSeconds) * time.Second,
+		Stock: seckill.Stock{
+			Total:     r.Total,
+			Available: r.Available,
+			Locked:    r.Locked,
+			Sold:      r.Sold,
+		},
+	}
+}
+
+// NewSale is what an admin creates.
+type NewSale struct {
+	Name           string
+	PriceCents     int64
+	Currency       string
+	Stock          int64
+	StartsAt       time.Time
+	EndsAt         time.Time
+	PaymentTimeout time.Duration
+}
+
+// CreateSale inserts a sale with all its stock available, then runs
+// within (which may be nil) inside the same transaction: if within fails the
+// sale is not created and its error is returned.
+func (s *Store) CreateSale(ctx context.Context, n NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error) {
+	row := saleRow{
+		Name:                  n.Name,
+		PriceCents:            n.PriceCents,
+		Currency:              n.Currency,
+		Total:                 n.Stock,
+		Available:             n.Stock,
+		StartsAt:              n.StartsAt.UTC(),
+		EndsAt:                n.EndsAt.UTC(),
+		PaymentTimeoutSeconds: int(n.PaymentTimeout / time.Second),
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Omit("ID", "CreatedAt").Create(&row).Error; err != nil {
+			return fmt.Errorf("insert sale: %w", err)
+		}
+		if within != nil {
+			return within(row.sale())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return row.sale(), nil
+}
+
+// Sale returns sale id with its database stock split (Remaining unset).
+func (s *Store) Sale(ctx context.Context, id int64) (*seckill.Sale, error) {
+	var row saleRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sale %d: %w", id, err)
+	}
+	return row.sale(), nil
+}
+
+// Sales lists sales, newest first, at most limit, with ids below before
+// (0: from the newest).
+func (s *Store) Sales(ctx context.Context, limit int, before int64) ([]*seckill.Sale, error) {
+	var rows []saleRow
+	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	if before > 0 {
+		q = q.Where("id < ?", before)
+	}
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list sales: %w", err)
+	}
+	sales := make([]*seckill.Sale, len(rows))
+	for i := range rows {
+		sales[i] = rows[i].sale()
+	}
+	return sales, nil
+}

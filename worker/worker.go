@@ -1,0 +1,70 @@
+// Package worker registers seckill's workflows and activities on a Temporal
+// worker and makes sure the namespace has seckill's search attributes.
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/workflows"
+)
+
+// Options tune the worker. Zero values take the SDK defaults.
+type Options struct {
+	// MaxConcurrentActivities bounds activities running at once.
+	MaxConcurrentActivities int
+	// MaxConcurrentWorkflowTasks bounds workflow tasks running at once.
+	MaxConcurrentWorkflowTasks int
+}
+
+// New returns a worker on taskQueue with the OrderSaga and acts registered.
+// Start it with Run or Start.
+func New(c client.Client, taskQueue string, acts *activities.Activities, opts Options) worker.Worker {
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:     opts.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: opts.MaxConcurrentWorkflowTasks,
+		// A panicking saga is a bug: fail its task (it retries after a
+		// deploy) rather than the workflow, so no order is abandoned.
+		WorkflowPanicPolicy: worker.BlockWorkflow,
+	})
+	Register(w, acts)
+	return w
+}
+
+// Register adds the workflows and activities to r.
+func Register(r worker.Registry, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(workflows.OrderSaga, workflow.RegisterOptions{Name: seckill.OrderSagaWorkflow})
+	r.RegisterActivity(acts)
+}
+
+// EnsureSearchAttributes registers any of seckill's Keyword search
+// attributes the namespace lacks. Safe to call from every process at start.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	list, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, name := range seckill.SearchAttributeNames {
+		if _, ok := list.GetCustomAttributes()[name]; !ok {
+			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing,
+	}); err != nil {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
+}
