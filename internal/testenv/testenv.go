@@ -1,0 +1,142 @@
+// Package testenv gives each test its own Postgres database and Redis key
+// prefix on the machine's real servers, and removes both when the test
+// ends. Tests skip nothing: when a server is missing they fail, because
+// `make test` starts both.
+//
+// TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+// names the server to create databases on; TEST_REDIS_URL (default
+// redis://127.0.0.1:6379/0) the Redis.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// Suffix returns a short random name part.
+func Suffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// DatabaseURL creates a fresh, migrated database and returns its URL. The
+// database is dropped when t ends.
+func DatabaseURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := env("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	name := "seckill_test_" + Suffix()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to postgres (%s): %v", admin, err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Logf("drop database %s: %v", name, err)
+			return
+		}
+		defer func() { _ = c.Close(ctx) }()
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	dsn := u.String()
+	st, err := store.Open(ctx, dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Store opens a store on a fresh database, closed when t ends.
+func Store(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	dsn := DatabaseURL(t)
+	st, err := store.Open(context.Background(), dsn, store.Options{MaxOpenConns: 32, MaxIdleConns: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st, dsn
+}
+
+// RedisURL is the Redis tests use.
+func RedisURL() string { return env("TEST_REDIS_URL", "redis://127.0.0.1:6379/0") }
+
+// Redis returns a client and a key prefix of the test's own; every key
+// under the prefix is deleted when t ends.
+func Redis(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	opts, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.PoolSize = 256
+	rdb := redis.NewClient(opts)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("connect to redis: %v", err)
+	}
+	prefix := "seckilltest-" + Suffix()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
+}
+
+// Scripts returns Scripts on the test's own prefix.
+func Scripts(t testing.TB) *lua.Scripts {
+	rdb, prefix := Redis(t)
+	return lua.New(rdb, prefix)
+}
+
+// Name returns a name for t usable in ids (lower case, no spaces).
+func Name(t testing.TB) string {
+	return strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+}
