@@ -86,10 +86,15 @@ type decision struct {
 
 func (s *saga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 	ctx = withActivityOptions(ctx)
+	// The steps before the wait run to their end even if an operator cancels
+	// the workflow: stopping half way would leave a claim, or a locked unit,
+	// with no saga to give it back. The wait then sees the cancel and
+	// compensates.
+	sctx, _ := workflow.NewDisconnectedContext(ctx)
 
-	if err := workflow.ExecuteActivity(ctx, a.CreateOrder, seckill.CreateOrderInput{
+	if err := workflow.ExecuteActivity(sctx, a.CreateOrder, seckill.CreateOrderInput{
 		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, AdmittedAt: s.in.AdmittedAt,
-	}).Get(ctx, &s.order); err != nil {
+	}).Get(sctx, &s.order); err != nil {
 		return seckill.SagaResult{}, err
 	}
 
@@ -100,13 +105,12 @@ func (s *saga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 		// Closed before this run (or refused as a second active order):
 		// make sure the Redis half is done too. For an order that never held
 		// a database unit the release gives no unit back.
-		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		if err := s.releaseClaim(dctx, s.order.CloseReason != seckill.CloseSoldOut); err != nil {
+		if err := s.releaseClaim(sctx, s.order.CloseReason != seckill.CloseSoldOut); err != nil {
 			return seckill.SagaResult{}, err
 		}
 		return s.finish(ctx, seckill.StatusClosed, s.order.CloseReason)
 	case seckill.StatusQueued:
-		soldOut, err := s.lockStock(ctx)
+		soldOut, err := s.lockStock(sctx)
 		if err != nil {
 			return seckill.SagaResult{}, err
 		}
