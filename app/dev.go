@@ -31,6 +31,9 @@ type DevOptions struct {
 	DBFile string
 	// NoUI skips the Temporal Web UI.
 	NoUI bool
+	// TemporalLogLevel of the embedded server (debug, info, warn, error,
+	// fatal) [warn].
+	TemporalLogLevel string
 }
 
 // StartDevServer starts the embedded Temporal server with seckill's search
@@ -46,7 +49,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 	}
 	return devserver.Start(devserver.Config{
 		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile,
-		Namespace: cfg.Namespace, SearchAttributes: attrs,
+		Namespace: cfg.Namespace, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
 	})
 }
 

@@ -1,0 +1,36 @@
+# seckill: `make dev` runs the system, `make test` runs every test.
+SHELL     := /bin/bash
+GO        ?= go
+# Packages that embed the Temporal server link slowly (minutes, cold): they
+# are tested without -race; everything else runs with it.
+SLOW_PKGS := ./app/...
+FAST_PKGS := $(shell $(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')
+
+.PHONY: help dev test test-fast test-e2e vet fmt build services
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+dev: services ## run everything in one process: Temporal + UI, worker, relay, API
+	$(GO) run ./cmd/seckill dev
+
+test: services vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis if needed)
+
+test-fast: ## unit and integration tests, with the race detector
+	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
+
+test-e2e: ## end-to-end tests on the embedded Temporal server
+	$(GO) test -count=1 -timeout 20m -v $(SLOW_PKGS)
+
+vet: ## go vet and a gofmt check
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+fmt: ## format the code
+	gofmt -w .
+
+build: ## build bin/seckill
+	$(GO) build -o bin/seckill ./cmd/seckill
+
+services: ## make sure PostgreSQL and Redis answer on loopback
+	@bash scripts/ensure-services.sh

@@ -1,0 +1,302 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+// system is seckill dev wired in-process for one test: its own embedded
+// Temporal server, database and Redis prefix.
+type system struct {
+	t        *testing.T
+	info     app.DevInfo
+	cfg      app.Config
+	store    *store.Store
+	redis    *redis.Client
+	scripts  *lua.Scripts
+	temporal sdkclient.Client
+	http     *http.Client
+}
+
+type systemOptions struct {
+	ui bool
+}
+
+func startSystem(t *testing.T, opts systemOptions) *system {
+	t.Helper()
+	st, dsn := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	cfg, err := app.FromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.DevTemporalPort = freePort(t)
+	cfg.DevUIPort = freePort(t)
+	cfg.DatabaseURL = dsn
+	cfg.RedisURL = testenv.RedisURL()
+	cfg.RedisPrefix = prefix
+	cfg.RelayClaimIdle = 2 * time.Second
+	// SECKILL_TEST_LOG=1 shows seckill's and Temporal's logs.
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	temporalLog := "fatal"
+	if os.Getenv("SECKILL_TEST_LOG") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		temporalLog = "warn"
+	}
+	cfg.WithDevSecrets()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan app.DevInfo, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Dev(ctx, cfg, app.DevOptions{NoUI: !opts.ui, TemporalLogLevel: temporalLog}, func(info app.DevInfo) { ready <- info })
+	}()
+	s := &system{t: t, cfg: cfg, store: st, redis: rdb, scripts: lua.New(rdb, prefix),
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
+	select {
+	case s.info = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("seckill dev stopped before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		cancel()
+		t.Fatal("seckill dev not ready after 90s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(60 * time.Second):
+			t.Error("seckill dev did not stop within 60s")
+		}
+	})
+	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: s.info.TemporalAddress, Logger: nopLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(s.temporal.Close)
+	return s
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (s *system) token(user string, admin bool) string {
+	tok, err := api.SignToken(s.cfg.JWTSecret, user, admin, time.Hour)
+	require.NoError(s.t, err)
+	return tok
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)
+	return m
+}
+
+func (s *system) do(method, path, token string, body []byte, header map[string]string) (response, error) {
+	req, err := http.NewRequest(method, s.info.APIURL+path, bytes.NewReader(body))
+	if err != nil {
+		return response{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, err
+}
+
+func (s *system) mustDo(method, path, token string, body []byte) response {
+	s.t.Helper()
+	r, err := s.do(method, path, token, body, nil)
+	require.NoError(s.t, err)
+	return r
+}
+
+// createSale creates an active sale and returns its id.
+func (s *system) createSale(stock int, timeout time.Duration) string {
+	s.t.Helper()
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"name": "Test sale", "price_cents": 990, "currency": "usd", "stock": stock,
+		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
+		"payment_timeout_seconds": int(timeout / time.Second),
+	})
+	r := s.mustDo("POST", "/api/v1/sales", s.token("admin", true), body)
+	require.Equal(s.t, http.StatusCreated, r.status, "%s", r.body)
+	return r.json(s.t)["id"].(string)
+}
+
+func (s *system) stock(saleID string) seckill.Stock {
+	s.t.Helper()
+	r := s.mustDo("GET", "/api/v1/sales/"+saleID, "", nil)
+	require.Equal(s.t, http.StatusOK, r.status, "%s", r.body)
+	var sale seckill.SaleJSON
+	require.NoError(s.t, json.Unmarshal(r.body, &sale))
+	return sale.Stock
+}
+
+func (s *system) order(orderID, user string) seckill.OrderJSON {
+	s.t.Helper()
+	r := s.mustDo("GET", "/api/v1/orders/"+orderID, s.token(user, false), nil)
+	require.Equal(s.t, http.StatusOK, r.status, "%s", r.body)
+	var o seckill.OrderJSON
+	require.NoError(s.t, json.Unmarshal(r.body, &o))
+	return o
+}
+
+// waitOrder polls until the order has status want.
+func (s *system) waitOrder(orderID, user string, want seckill.OrderStatus, within time.Duration) seckill.OrderJSON {
+	s.t.Helper()
+	var o seckill.OrderJSON
+	require.Eventually(s.t, func() bool {
+		o = s.order(orderID, user)
+		return o.Status == want
+	}, within, 50*time.Millisecond, "order %s never became %s", orderID, want)
+	return o
+}
+
+func (s *system) claim(saleID, user string) response {
+	s.t.Helper()
+	return s.mustDo("POST", "/api/v1/sales/"+saleID+"/claims", s.token(user, false), nil)
+}
+
+// webhook sends a Stripe-style event for orderID, signed now.
+func (s *system) webhook(eventID string, typ seckill.PaymentEventType, orderID string, amount int64) response {
+	s.t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"id": eventID, "type": string(typ), "created": time.Now().Unix(),
+		"data": map[string]any{"object": map[string]any{
+			"id": "pi_" + eventID, "object": "payment_intent", "amount": amount, "currency": "usd",
+			"metadata": map[string]string{"order_id": orderID},
+		}},
+	})
+	r, err := s.do("POST", "/api/v1/payments/webhook", "", body, map[string]string{
+		"Stripe-Signature": api.Sign(body, s.cfg.WebhookSecret, time.Now()),
+	})
+	require.NoError(s.t, err)
+	return r
+}
+
+// dbStock reads the authoritative split.
+func (s *system) dbStock(saleID string) seckill.Stock {
+	s.t.Helper()
+	id, err := strconv.ParseInt(saleID, 10, 64)
+	require.NoError(s.t, err)
+	sale, err := s.store.Sale(context.Background(), id)
+	require.NoError(s.t, err)
+	n, ok, err := s.scripts.Remaining(context.Background(), id)
+	require.NoError(s.t, err)
+	require.True(s.t, ok, "sale %s not warmed", saleID)
+	sale.Stock.Remaining = n
+	return sale.Stock
+}
+
+func (s *system) requireSplit(saleID string, remaining, available, locked, sold int64) {
+	s.t.Helper()
+	st := s.stock(saleID)
+	require.Equal(s.t, seckill.Stock{Total: st.Total, Remaining: remaining, Available: available, Locked: locked, Sold: sold}, st,
+		"stock of sale %s", saleID)
+	require.Equal(s.t, st.Total, st.Available+st.Locked+st.Sold)
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Info(string, ...any)  {}
+func (nopLogger) Warn(string, ...any)  {}
+func (nopLogger) Error(string, ...any) {}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+func assertEventually(t *testing.T, cond func() bool, within time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
+}
+
+// diagnose logs where a sale's claims stand: stock, outbox and workflows.
+func (s *system) diagnose(saleID string) {
+	ctx := context.Background()
+	keys := s.scripts.SaleKeys(mustInt(s.t, saleID))
+	s.t.Logf("db+redis stock: %+v", s.dbStock(saleID))
+	xlen, _ := s.redis.XLen(ctx, keys.Outbox).Result()
+	pending, _ := s.redis.XPending(ctx, keys.Outbox, "relay").Result()
+	s.t.Logf("outbox: len %d, pending %+v", xlen, pending)
+	claims, _ := s.redis.HLen(ctx, keys.Claims).Result()
+	s.t.Logf("claims: %d", claims)
+	db, _ := s.store.SQLDB()
+	rows, err := db.QueryContext(ctx, "SELECT status, count(*) FROM orders WHERE sale_id = $1 GROUP BY status", saleID)
+	if err == nil {
+		for rows.Next() {
+			var st string
+			var n int
+			_ = rows.Scan(&st, &n)
+			s.t.Logf("orders %s: %d", st, n)
+		}
+		_ = rows.Close()
+	}
+	resp, err := s.temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("SaleId = %q", saleID), PageSize: 1000,
+	})
+	if err == nil {
+		byStatus := map[string]int{}
+		for _, e := range resp.GetExecutions() {
+			byStatus[e.GetStatus().String()]++
+		}
+		s.t.Logf("workflows: %v", byStatus)
+	}
+}

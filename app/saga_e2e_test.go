@@ -1,0 +1,94 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/seckill/seckill"
+)
+
+// TestSaga_PayFailAndTimeoutEndToEnd drives seckill dev over HTTP through
+// the three endings of an order and checks the sale's split after each.
+func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createSale(3, 5*time.Second)
+	s.requireSplit(sale, 3, 3, 0, 0)
+
+	// Paid.
+	r := s.claim(sale, "payer")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	require.Equal(t, "/api/v1/orders/"+r.json(t)["order_id"].(string), r.header.Get("Location"))
+	paid := r.json(t)["order_id"].(string)
+	o := s.waitOrder(paid, "payer", seckill.StatusAwaitingPayment, 20*time.Second)
+	require.NotNil(t, o.PayBy)
+	s.requireSplit(sale, 2, 2, 1, 0)
+	r = s.webhook("evt_paid_1", seckill.PaymentSucceeded, paid, 990)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	o = s.waitOrder(paid, "payer", seckill.StatusPaid, 20*time.Second)
+	require.NotNil(t, o.PaidAt)
+	s.requireSplit(sale, 2, 2, 0, 1)
+	// The same event again: recorded once, nothing changes.
+	r = s.webhook("evt_paid_1", seckill.PaymentSucceeded, paid, 990)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	s.requireSplit(sale, 2, 2, 0, 1)
+	// A paid buyer still holds their one active order.
+	r = s.claim(sale, "payer")
+	require.Equal(t, http.StatusConflict, r.status)
+	require.Equal(t, "ALREADY_CLAIMED", r.json(t)["code"])
+	require.Equal(t, paid, r.json(t)["order_id"])
+
+	// Payment failed.
+	r = s.claim(sale, "failer")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	failed := r.json(t)["order_id"].(string)
+	s.waitOrder(failed, "failer", seckill.StatusAwaitingPayment, 20*time.Second)
+	s.requireSplit(sale, 1, 1, 1, 1)
+	r = s.webhook("evt_failed_1", seckill.PaymentFailed, failed, 990)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	o = s.waitOrder(failed, "failer", seckill.StatusClosed, 20*time.Second)
+	require.Equal(t, seckill.ClosePaymentFailed, *o.CloseReason)
+	require.Eventually(t, func() bool { return s.stock(sale) == seckill.Stock{Total: 3, Remaining: 2, Available: 2, Sold: 1} },
+		10*time.Second, 50*time.Millisecond)
+
+	// Timed out: nobody pays, and the unit comes back.
+	r = s.claim(sale, "sleeper")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	slept := r.json(t)["order_id"].(string)
+	s.waitOrder(slept, "sleeper", seckill.StatusAwaitingPayment, 20*time.Second)
+	s.requireSplit(sale, 1, 1, 1, 1)
+	o = s.waitOrder(slept, "sleeper", seckill.StatusClosed, 30*time.Second)
+	require.Equal(t, seckill.ClosePaymentTimeout, *o.CloseReason)
+	require.Eventually(t, func() bool { return s.stock(sale) == seckill.Stock{Total: 3, Remaining: 2, Available: 2, Sold: 1} },
+		10*time.Second, 50*time.Millisecond)
+
+	// A payment after the timeout is recorded as late, never applied.
+	r = s.webhook("evt_late_1", seckill.PaymentSucceeded, slept, 990)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, string(seckill.OutcomeLate), r.json(t)["outcome"])
+	require.Equal(t, seckill.StatusClosed, s.order(slept, "sleeper").Status)
+	s.requireSplit(sale, 2, 2, 0, 1)
+
+	// The failed and timed-out buyers may claim again.
+	r = s.claim(sale, "sleeper")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+
+	// Every order is findable by SaleId in Temporal, with its status.
+	require.Eventually(t, func() bool {
+		resp, err := s.temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("SaleId = %q AND OrderStatus = 'CLOSED'", sale),
+		})
+		return err == nil && len(resp.GetExecutions()) == 2
+	}, 20*time.Second, 200*time.Millisecond, "two CLOSED orders visible by SaleId")
+	resp, err := s.temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("SaleId = %q AND OrderStatus = 'PAID' AND UserId = 'payer'", sale),
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.GetExecutions(), 1)
+	require.Equal(t, seckill.OrderWorkflowID(mustInt(t, paid)), resp.GetExecutions()[0].GetExecution().GetWorkflowId())
+}
