@@ -118,9 +118,12 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 }
 
 // lockedOrder runs fn in a transaction holding the order's row lock, so
-// the order's transitions are serialized whoever calls them.
+// the order's transitions are serialized whoever calls them. fn may return
+// ErrSoldOut after writing the refusal: the transaction still commits and
+// ErrSoldOut is returned after the commit.
 func (s *Store) lockedOrder(ctx context.Context, id int64, fn func(tx *gorm.DB, row *orderRow) error) (*seckill.Order, error) {
 	var row orderRow
+	soldOut := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -129,12 +132,20 @@ func (s *Store) lockedOrder(ctx context.Context, id int64, fn func(tx *gorm.DB, 
 		if err != nil {
 			return fmt.Errorf("lock order %d: %w", id, err)
 		}
-		return fn(tx, &row)
+		err = fn(tx, &row)
+		if errors.Is(err, ErrSoldOut) {
+			soldOut = true
+			return nil
+		}
+		return err
 	})
-	if err != nil && !errors.Is(err, ErrSoldOut) {
+	if err != nil {
 		return nil, err
 	}
-	return row.order(), err
+	if soldOut {
+		return row.order(), ErrSoldOut
+	}
+	return row.order(), nil
 }
 
 // LockStock moves one unit of the order's sale from available to locked and

@@ -1,0 +1,709 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/store"
+)
+
+func newSale(units int64) store.NewSale {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	return store.NewSale{
+		Name:           "Flash coupon",
+		PriceCents:     990,
+		Currency:       "usd",
+		Stock:          units,
+		StartsAt:       now.Add(-time.Minute),
+		EndsAt:         now.Add(time.Hour),
+		PaymentTimeout: 15 * time.Minute,
+	}
+}
+
+func createSale(t *testing.T, st *store.Store, units int64) *seckill.Sale {
+	t.Helper()
+	sale, err := st.CreateSale(t.Context(), newSale(units), nil)
+	require.NoError(t, err)
+	return sale
+}
+
+func createOrder(t *testing.T, st *store.Store, saleID, orderID int64, user string) *seckill.Order {
+	t.Helper()
+	o, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: orderID, SaleID: saleID, UserID: user, CreatedAt: time.Now()})
+	require.NoError(t, err)
+	return o
+}
+
+func lockStock(t *testing.T, st *store.Store, orderID int64) *seckill.Order {
+	t.Helper()
+	o, err := st.LockStock(t.Context(), orderID, time.Now().Add(15*time.Minute).Truncate(time.Microsecond))
+	require.NoError(t, err)
+	return o
+}
+
+func stock(t *testing.T, st *store.Store, saleID int64) seckill.Stock {
+	t.Helper()
+	sale, err := st.Sale(t.Context(), saleID)
+	require.NoError(t, err)
+	return sale.Stock
+}
+
+func order(t *testing.T, st *store.Store, id int64) *seckill.Order {
+	t.Helper()
+	o, err := st.Order(t.Context(), id)
+	require.NoError(t, err)
+	return o
+}
+
+func split(total, available, locked, sold int64) seckill.Stock {
+	return seckill.Stock{Total: total, Available: available, Locked: locked, Sold: sold}
+}
+
+func TestCreateSale_StoresSaleWithAllStockAvailable(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	n := newSale(100)
+
+	created, err := st.CreateSale(t.Context(), n, nil)
+	require.NoError(t, err)
+
+	require.NotZero(t, created.ID)
+	got, err := st.Sale(t.Context(), created.ID)
+	require.NoError(t, err)
+	require.Equal(t, &seckill.Sale{
+		ID:             created.ID,
+		Name:           n.Name,
+		PriceCents:     n.PriceCents,
+		Currency:       n.Currency,
+		StartsAt:       n.StartsAt,
+		EndsAt:         n.EndsAt,
+		PaymentTimeout: n.PaymentTimeout,
+		Stock:          split(100, 100, 0, 0),
+	}, got)
+	require.Equal(t, got, created)
+}
+
+func TestCreateSale_FailingWithinRollsBack(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	boom := errors.New("warm-up failed")
+	var seen *seckill.Sale
+
+	_, err := st.CreateSale(t.Context(), newSale(10), func(s *seckill.Sale) error {
+		seen = s
+		return boom
+	})
+
+	require.ErrorIs(t, err, boom)
+	require.NotNil(t, seen)
+	require.NotZero(t, seen.ID, "within sees the sale's id")
+	_, err = st.Sale(t.Context(), seen.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	sales, err := st.Sales(t.Context(), 10, 0)
+	require.NoError(t, err)
+	require.Empty(t, sales)
+}
+
+func TestSale_UnknownIsNotFound(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+
+	_, err := st.Sale(t.Context(), 12345)
+
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestSales_PagesNewestFirst(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	var ids []int64
+	for range 5 {
+		ids = append(ids, createSale(t, st, 1).ID)
+	}
+
+	var pages [][]int64
+	before := int64(0)
+	for {
+		sales, err := st.Sales(t.Context(), 2, before)
+		require.NoError(t, err)
+		if len(sales) == 0 {
+			break
+		}
+		var page []int64
+		for _, s := range sales {
+			page = append(page, s.ID)
+		}
+		pages = append(pages, page)
+		before = page[len(page)-1]
+	}
+
+	require.Equal(t, [][]int64{{ids[4], ids[3]}, {ids[2], ids[1]}, {ids[0]}}, pages)
+}
+
+func TestCreateOrder_QueuedAtSalePrice(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createdAt := time.Now().Add(-time.Second).Truncate(time.Microsecond)
+
+	o, gotSale, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: createdAt})
+
+	require.NoError(t, err)
+	require.Equal(t, sale.ID, gotSale.ID)
+	require.Equal(t, sale.PaymentTimeout, gotSale.PaymentTimeout)
+	require.Equal(t, &seckill.Order{
+		ID:          7,
+		SaleID:      sale.ID,
+		UserID:      "alice",
+		Status:      seckill.StatusQueued,
+		AmountCents: 990,
+		Currency:    "usd",
+		CreatedAt:   createdAt.UTC(),
+	}, normalize(o))
+	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID), "a queued order holds no unit")
+}
+
+func TestCreateOrder_IsIdempotent(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	first := createOrder(t, st, sale.ID, 7, "alice")
+
+	again := createOrder(t, st, sale.ID, 7, "alice")
+
+	require.Equal(t, normalize(first), normalize(again))
+}
+
+func TestCreateOrder_ReturnsExistingRowPastQueued(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	locked := lockStock(t, st, 7)
+
+	again := createOrder(t, st, sale.ID, 7, "alice")
+
+	require.Equal(t, seckill.StatusAwaitingPayment, again.Status)
+	require.Equal(t, normalize(locked), normalize(again))
+	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestCreateOrder_UnknownSaleIsNotFound(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+
+	_, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 7, SaleID: 999, UserID: "alice", CreatedAt: time.Now()})
+
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestCreateOrder_SecondActiveOrderOfUserRefused(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+
+	_, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+
+	require.ErrorIs(t, err, store.ErrActiveOrderExists)
+	_, err = st.Order(t.Context(), 8)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	// Another user, or the same user on another sale, is not affected.
+	createOrder(t, st, sale.ID, 9, "bob")
+	other := createSale(t, st, 5)
+	createOrder(t, st, other.ID, 10, "alice")
+}
+
+func TestCreateOrder_AllowedAgainAfterClose(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	_, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now())
+	require.NoError(t, err)
+
+	o := createOrder(t, st, sale.ID, 8, "alice")
+
+	require.Equal(t, seckill.StatusQueued, o.Status)
+}
+
+func TestLockStock_MovesUnitAndAwaitsPayment(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	payBy := time.Now().Add(15 * time.Minute).Truncate(time.Microsecond)
+
+	o, err := st.LockStock(t.Context(), 7, payBy)
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusAwaitingPayment, o.Status)
+	require.NotNil(t, o.PayBy)
+	require.True(t, payBy.Equal(*o.PayBy))
+	stored := order(t, st, 7)
+	require.Equal(t, seckill.StatusAwaitingPayment, stored.Status)
+	require.NotNil(t, stored.PayBy)
+	require.True(t, payBy.Equal(*stored.PayBy))
+	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestLockStock_IsIdempotent(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	first := lockStock(t, st, 7)
+
+	again, err := st.LockStock(t.Context(), 7, time.Now().Add(time.Hour))
+
+	require.NoError(t, err)
+	require.Equal(t, normalize(first), normalize(again), "a retry keeps the first deadline")
+	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestLockStock_SoldOutClosesOrder(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 1)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	createOrder(t, st, sale.ID, 8, "bob")
+
+	o, err := st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
+
+	require.ErrorIs(t, err, store.ErrSoldOut)
+	require.NotNil(t, o)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.CloseSoldOut, o.CloseReason)
+	stored := order(t, st, 8)
+	require.Equal(t, seckill.StatusClosed, stored.Status, "the SOLD_OUT close must be committed")
+	require.Equal(t, seckill.CloseSoldOut, stored.CloseReason)
+	require.NotNil(t, stored.ClosedAt)
+	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
+
+	_, err = st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
+
+	require.ErrorIs(t, err, store.ErrSoldOut, "a retry is refused again")
+	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestLockStock_SoldOutUserMayOrderAgain(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 1)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	createOrder(t, st, sale.ID, 8, "bob")
+	_, err := st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
+	require.ErrorIs(t, err, store.ErrSoldOut)
+
+	// Alice's unit comes back; bob's sold-out order is no longer active, so
+	// his next claim can be written.
+	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+	require.NoError(t, err)
+	_, _, err = st.CreateOrder(t.Context(), store.NewOrder{ID: 9, SaleID: sale.ID, UserID: "bob", CreatedAt: time.Now()})
+
+	require.NoError(t, err)
+}
+
+func TestLockStock_UnknownOrderIsNotFound(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+
+	_, err := st.LockStock(t.Context(), 404, time.Now())
+
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestLockStock_ParallelOrdersNeverOversell(t *testing.T) {
+	t.Parallel()
+	const (
+		orders = 20
+		units  = 5
+	)
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, units)
+	for i := range orders {
+		createOrder(t, st, sale.ID, int64(i+1), "user-"+strconv.Itoa(i))
+	}
+	ctx := t.Context()
+
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  = make([]error, orders)
+	)
+	for i := range orders {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = st.LockStock(ctx, int64(i+1), time.Now().Add(15*time.Minute))
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	statuses := map[string]int{}
+	for i := range orders {
+		if errs[i] != nil {
+			require.ErrorIs(t, errs[i], store.ErrSoldOut, "order %d", i+1)
+		}
+		o := order(t, st, int64(i+1))
+		key := string(o.Status)
+		if o.CloseReason != "" {
+			key += " " + string(o.CloseReason)
+		}
+		statuses[key]++
+		require.Equal(t, errs[i] == nil, o.Status == seckill.StatusAwaitingPayment, "order %d: %v", i+1, errs[i])
+	}
+	require.Equal(t, map[string]int{
+		"AWAITING_PAYMENT": units,
+		"CLOSED SOLD_OUT":  orders - units,
+	}, statuses)
+	s := stock(t, st, sale.ID)
+	require.Equal(t, split(units, 0, units, 0), s)
+	require.Equal(t, s.Total, s.Available+s.Locked+s.Sold)
+}
+
+func TestConfirmPayment_SellsLockedUnit(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	paidAt := time.Now().Truncate(time.Microsecond)
+
+	o, err := st.ConfirmPayment(t.Context(), 7, "pi_1", paidAt)
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusPaid, o.Status)
+	require.NotNil(t, o.PaidAt)
+	require.True(t, paidAt.Equal(*o.PaidAt))
+	require.Equal(t, normalize(o), normalize(order(t, st, 7)))
+	require.Equal(t, split(5, 4, 0, 1), stock(t, st, sale.ID))
+}
+
+func TestConfirmPayment_IsIdempotent(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	first, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now().Truncate(time.Microsecond))
+	require.NoError(t, err)
+
+	again, err := st.ConfirmPayment(t.Context(), 7, "pi_2", time.Now().Add(time.Minute))
+
+	require.NoError(t, err)
+	require.Equal(t, normalize(first), normalize(again))
+	require.Equal(t, split(5, 4, 0, 1), stock(t, st, sale.ID))
+}
+
+func TestConfirmPayment_ClosedOrderRefused(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	_, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+	require.NoError(t, err)
+
+	_, err = st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+
+	require.ErrorIs(t, err, store.ErrOrderClosed)
+	o := order(t, st, 7)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Nil(t, o.PaidAt)
+	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
+}
+
+func TestConfirmPayment_QueuedOrderRefused(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+
+	_, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+
+	require.Error(t, err)
+	require.Equal(t, seckill.StatusQueued, order(t, st, 7).Status)
+	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
+}
+
+func TestCloseOrder_ReleasesLockedUnitOnce(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	closedAt := time.Now().Truncate(time.Microsecond)
+
+	o, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, closedAt)
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.ClosePaymentTimeout, o.CloseReason)
+	require.NotNil(t, o.ClosedAt)
+	require.True(t, closedAt.Equal(*o.ClosedAt))
+	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
+
+	again, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now().Add(time.Minute))
+
+	require.NoError(t, err)
+	require.Equal(t, normalize(o), normalize(again), "a second close keeps the first reason")
+	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
+}
+
+func TestCloseOrder_QueuedOrderLeavesStock(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	createOrder(t, st, sale.ID, 8, "bob")
+	lockStock(t, st, 8)
+
+	o, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now())
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.CloseCancelled, o.CloseReason)
+	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID), "a queued order held no unit to give back")
+}
+
+func TestCloseOrder_PaidOrderRefused(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 7, "alice")
+	lockStock(t, st, 7)
+	_, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+	require.NoError(t, err)
+
+	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+
+	require.ErrorIs(t, err, store.ErrOrderPaid)
+	require.Equal(t, seckill.StatusPaid, order(t, st, 7).Status)
+	require.Equal(t, split(5, 4, 0, 1), stock(t, st, sale.ID))
+}
+
+func TestRecordPaymentEvent_InsertsOnce(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	e := store.PaymentEvent{
+		ID:              "evt_1",
+		Type:            string(seckill.PaymentSucceeded),
+		OrderID:         7,
+		PaymentIntentID: "pi_1",
+		AmountCents:     990,
+		Currency:        "usd",
+		Payload:         []byte(`{"id": "evt_1"}`),
+		Outcome:         seckill.OutcomeReceived,
+	}
+
+	stored, inserted, err := st.RecordPaymentEvent(t.Context(), e)
+
+	require.NoError(t, err)
+	require.True(t, inserted)
+	require.Equal(t, "evt_1", stored.ID)
+	require.Equal(t, int64(7), stored.OrderID)
+	require.Equal(t, "pi_1", stored.PaymentIntentID)
+	require.Equal(t, int64(990), stored.AmountCents)
+	require.Equal(t, "usd", stored.Currency)
+	require.JSONEq(t, `{"id": "evt_1"}`, string(stored.Payload))
+	require.Equal(t, seckill.OutcomeReceived, stored.Outcome)
+	require.Nil(t, stored.DeliveredAt)
+
+	dup := e
+	dup.AmountCents, dup.Outcome = 1, seckill.OutcomeIgnored
+	again, inserted, err := st.RecordPaymentEvent(t.Context(), dup)
+
+	require.NoError(t, err)
+	require.False(t, inserted)
+	require.Equal(t, stored, again, "a duplicate returns the first event unchanged")
+}
+
+func TestRecordPaymentEvent_WithoutOrder(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+
+	stored, inserted, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+		ID: "evt_1", Type: "customer.created", Payload: []byte(`{}`), Outcome: seckill.OutcomeIgnored,
+	})
+
+	require.NoError(t, err)
+	require.True(t, inserted)
+	require.Zero(t, stored.OrderID)
+	require.Empty(t, stored.PaymentIntentID)
+	require.Equal(t, seckill.OutcomeIgnored, stored.Outcome)
+}
+
+func TestMarkDelivered_OnlyReplacesReceived(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		outcome  seckill.PaymentOutcome
+		expected seckill.PaymentOutcome
+	}{
+		{"received", seckill.OutcomeReceived, seckill.OutcomeDelivered},
+		{"applied", seckill.OutcomeApplied, seckill.OutcomeApplied},
+		{"late", seckill.OutcomeLate, seckill.OutcomeLate},
+	}
+	st, _ := testenv.Store(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "evt_" + strconv.Itoa(i)
+			_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+				ID: id, Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: tt.outcome,
+			})
+			require.NoError(t, err)
+
+			require.NoError(t, st.MarkDelivered(t.Context(), id))
+
+			e, err := st.PaymentEvent(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, tt.expected, e.Outcome)
+			require.NotNil(t, e.DeliveredAt)
+		})
+	}
+}
+
+func TestMarkDelivered_KeepsFirstDeliveryTime(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+		ID: "evt_1", Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived,
+	})
+	require.NoError(t, err)
+	require.NoError(t, st.MarkDelivered(t.Context(), "evt_1"))
+	first, err := st.PaymentEvent(t.Context(), "evt_1")
+	require.NoError(t, err)
+
+	time.Sleep(10 * time.Millisecond) // now() would differ in a new transaction
+	require.NoError(t, st.MarkDelivered(t.Context(), "evt_1"))
+
+	again, err := st.PaymentEvent(t.Context(), "evt_1")
+	require.NoError(t, err)
+	require.Equal(t, first.DeliveredAt, again.DeliveredAt)
+}
+
+func TestSetPaymentOutcome_RecordsOutcomeAndDelivery(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		delivered bool
+	}{
+		{"delivered", true},
+		{"not delivered", false},
+	}
+	st, _ := testenv.Store(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "evt_" + strconv.Itoa(i)
+			_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+				ID: id, Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived,
+			})
+			require.NoError(t, err)
+
+			require.NoError(t, st.SetPaymentOutcome(t.Context(), id, seckill.OutcomeLate, tt.delivered))
+
+			e, err := st.PaymentEvent(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, seckill.OutcomeLate, e.Outcome)
+			require.Equal(t, tt.delivered, e.DeliveredAt != nil)
+		})
+	}
+}
+
+func TestPaymentEvent_UnknownIsNotFound(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+
+	_, err := st.PaymentEvent(t.Context(), "evt_missing")
+
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestEnsureDatabase_CreatesMissingDatabase(t *testing.T) {
+	t.Parallel()
+	_, dsn := testenv.Store(t)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	name := "seckill_ensure_" + testenv.Suffix()
+	u.Path = "/" + name
+	target := u.String()
+	t.Cleanup(func() { dropDatabase(t, dsn, name) })
+	ctx := t.Context()
+
+	require.NoError(t, store.EnsureDatabase(ctx, target))
+
+	st, err := store.Open(ctx, target, store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	require.NoError(t, st.Migrate(ctx))
+	created := createSale(t, st, 3)
+	require.NoError(t, st.Close())
+
+	require.NoError(t, store.EnsureDatabase(ctx, target), "an existing database is left alone")
+
+	st, err = store.Open(ctx, target, store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }()
+	got, err := st.Sale(ctx, created.ID)
+	require.NoError(t, err)
+	require.Equal(t, created.ID, got.ID, "the existing data survives")
+}
+
+func TestEnsureDatabase_RejectsBadURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		dsn  string
+	}{
+		{"not a url", "host=localhost dbname=x"},
+		{"no database", "postgres://postgres@127.0.0.1:5432/?sslmode=disable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Error(t, store.EnsureDatabase(t.Context(), tt.dsn))
+		})
+	}
+}
+
+// dropDatabase removes name from the server of dsn.
+func dropDatabase(t *testing.T, dsn, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Logf("drop database %s: %v", name, err)
+		return
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", pgx.Identifier{name}.Sanitize())); err != nil {
+		t.Logf("drop database %s: %v", name, err)
+	}
+}
+
+// normalize puts o's times in UTC so orders compare with require.Equal
+// whatever location the driver returned them in.
+func normalize(o *seckill.Order) *seckill.Order {
+	c := *o
+	c.CreatedAt = c.CreatedAt.UTC()
+	for _, p := range []**time.Time{&c.PayBy, &c.PaidAt, &c.ClosedAt} {
+		if *p != nil {
+			u := (**p).UTC()
+			*p = &u
+		}
+	}
+	return &c
+}
