@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,8 @@ func ParseEvent(body []byte) (ev seckill.PaymentEvent, orderID int64, err error)
 	if err := json.Unmarshal(body, &se); err != nil {
 		return ev, 0, errors.New("body is not a JSON event")
 	}
-	if se.ID == "" || len(se.ID) > 255 || se.Type == "" || len(se.Type) > 255 || se.Data == nil || len(se.Data.Object) == 0 {
+	if se.ID == "" || len(se.ID) > 255 || se.Type == "" || len(se.Type) > 255 || se.Data == nil ||
+		len(bytes.TrimSpace(se.Data.Object)) == 0 || bytes.TrimSpace(se.Data.Object)[0] != '{' {
 		return ev, 0, errors.New("event needs id, type and data.object")
 	}
 	ev.EventID, ev.Type = se.ID, seckill.PaymentEventType(se.Type)

@@ -1,0 +1,412 @@
+package lua_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+const saleID = 42
+
+// openSale is a window that is open now and for the rest of the test.
+func openSale(units int64) lua.WarmSpec {
+	now := time.Now()
+	return lua.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+}
+
+func warm(t *testing.T, sc *lua.Scripts, spec lua.WarmSpec) {
+	t.Helper()
+	loaded, err := sc.Warm(t.Context(), spec)
+	require.NoError(t, err)
+	require.True(t, loaded)
+}
+
+func claim(t *testing.T, sc *lua.Scripts, user string, orderID int64) lua.ClaimResult {
+	t.Helper()
+	res, err := sc.Claim(t.Context(), saleID, user, orderID)
+	require.NoError(t, err)
+	return res
+}
+
+func remaining(t *testing.T, sc *lua.Scripts) int64 {
+	t.Helper()
+	n, ok, err := sc.Remaining(t.Context(), saleID)
+	require.NoError(t, err)
+	require.True(t, ok, "sale is not warmed")
+	return n
+}
+
+func claimOf(t *testing.T, sc *lua.Scripts, user string) int64 {
+	t.Helper()
+	id, err := sc.ClaimOf(t.Context(), saleID, user)
+	require.NoError(t, err)
+	return id
+}
+
+func outbox(t *testing.T, sc *lua.Scripts) []redis.XMessage {
+	t.Helper()
+	msgs, err := sc.Client().XRange(t.Context(), sc.SaleKeys(saleID).Outbox, "-", "+").Result()
+	require.NoError(t, err)
+	return msgs
+}
+
+func exists(t *testing.T, sc *lua.Scripts, key string) bool {
+	t.Helper()
+	n, err := sc.Client().Exists(t.Context(), key).Result()
+	require.NoError(t, err)
+	return n == 1
+}
+
+func TestWarm_LoadsStockAndWindow(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	ctx := t.Context()
+	spec := openSale(10)
+
+	warm(t, sc, spec)
+
+	require.Equal(t, int64(10), remaining(t, sc))
+	k := sc.SaleKeys(saleID)
+	meta, err := sc.Client().HGetAll(ctx, k.Meta).Result()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"starts_ms": strconv.FormatInt(spec.StartsAt.UnixMilli(), 10),
+		"ends_ms":   strconv.FormatInt(spec.EndsAt.UnixMilli(), 10),
+		"expire_ms": strconv.FormatInt(spec.EndsAt.Add(lua.KeyRetention).UnixMilli(), 10),
+	}, meta)
+
+	// Every key of the sale goes KeyRetention after the sale ends.
+	wantExpiry := spec.EndsAt.Add(lua.KeyRetention).UnixMilli()
+	for _, key := range []string{k.Stock, k.Meta, k.Outbox} {
+		got, err := sc.Client().PExpireTime(ctx, key).Result()
+		require.NoError(t, err, key)
+		require.Equal(t, wantExpiry, got.Milliseconds(), key)
+	}
+
+	// The relay's group exists before the first entry, and the sale is
+	// listed for the relay.
+	groups, err := sc.Client().XInfoGroups(ctx, k.Outbox).Result()
+	require.NoError(t, err)
+	require.Len(t, groups, 1)
+	require.Equal(t, lua.RelayGroup, groups[0].Name)
+	_, err = sc.Client().ZScore(ctx, sc.ActiveSalesKey(), strconv.Itoa(saleID)).Result()
+	require.NoError(t, err)
+}
+
+func TestWarm_DoesNotOverwriteLiveCounter(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(10))
+	for i := range 3 {
+		require.Equal(t, lua.Admitted, claim(t, sc, "u"+strconv.Itoa(i), int64(i+1)).Outcome)
+	}
+
+	loaded, err := sc.Warm(t.Context(), openSale(100))
+	require.NoError(t, err)
+
+	require.False(t, loaded)
+	require.Equal(t, int64(7), remaining(t, sc))
+	require.Equal(t, int64(1), claimOf(t, sc, "u0"), "a second warm-up keeps the claims")
+	require.Len(t, outbox(t, sc), 3, "a second warm-up keeps the outbox")
+}
+
+func TestWarm_RejectsNegativeUnits(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	spec := openSale(-1)
+
+	_, err := sc.Warm(t.Context(), spec)
+
+	require.Error(t, err)
+	_, ok, err := sc.Remaining(t.Context(), saleID)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(3))
+	before := time.Now()
+
+	res := claim(t, sc, "alice", 1001)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1001}, res)
+	require.Equal(t, int64(2), remaining(t, sc))
+	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
+	msgs := outbox(t, sc)
+	require.Len(t, msgs, 1)
+	v := msgs[0].Values
+	require.Len(t, v, 4)
+	require.Equal(t, "1001", v["o"])
+	require.Equal(t, "alice", v["u"])
+	require.Equal(t, strconv.Itoa(saleID), v["s"])
+	admittedMs, err := strconv.ParseInt(v["t"].(string), 10, 64)
+	require.NoError(t, err)
+	// t is the Redis server's clock; allow for skew with the test's.
+	require.InDelta(t, before.UnixMilli(), admittedMs, float64(5*time.Second/time.Millisecond))
+}
+
+func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(3))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+
+	res := claim(t, sc, "alice", 1002)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 1001}, res)
+	require.Equal(t, int64(2), remaining(t, sc))
+	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
+	require.Len(t, outbox(t, sc), 1)
+}
+
+func TestClaim_SoldOutAfterLastUnit(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+
+	res := claim(t, sc, "bob", 1002)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut}, res)
+	require.Equal(t, int64(0), remaining(t, sc))
+	require.Zero(t, claimOf(t, sc, "bob"))
+	require.Len(t, outbox(t, sc), 1)
+}
+
+func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	tests := []struct {
+		name     string
+		starts   time.Time
+		ends     time.Time
+		expected lua.ClaimOutcome
+	}{
+		{"not started", now.Add(time.Hour), now.Add(2 * time.Hour), lua.NotStarted},
+		{"ended", now.Add(-2 * time.Hour), now.Add(-time.Second), lua.Ended},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sc := testenv.Scripts(t)
+			warm(t, sc, lua.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
+
+			res := claim(t, sc, "alice", 1001)
+
+			require.Equal(t, lua.ClaimResult{Outcome: tt.expected}, res)
+			require.Equal(t, int64(5), remaining(t, sc))
+			require.Zero(t, claimOf(t, sc, "alice"))
+			require.Empty(t, outbox(t, sc))
+		})
+	}
+}
+
+func TestClaim_NotWarmedFailsClosed(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	k := sc.SaleKeys(saleID)
+
+	res := claim(t, sc, "alice", 1001)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.NotWarmed}, res)
+	for _, key := range []string{k.Stock, k.Claims, k.Meta, k.Outbox} {
+		require.False(t, exists(t, sc, key), "claim wrote %s", key)
+	}
+}
+
+func TestClaim_NotWarmedWithoutWindow(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(5))
+	k := sc.SaleKeys(saleID)
+	require.NoError(t, sc.Client().Del(t.Context(), k.Meta).Err())
+
+	res := claim(t, sc, "alice", 1001)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.NotWarmed}, res)
+	require.Equal(t, int64(5), remaining(t, sc))
+	require.Zero(t, claimOf(t, sc, "alice"))
+	require.Empty(t, outbox(t, sc))
+}
+
+func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
+	t.Parallel()
+	const (
+		buyers = 500
+		units  = 50
+	)
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(units))
+	ctx := t.Context()
+
+	var (
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+		outcomes = make([]lua.ClaimResult, buyers)
+		errs     = make([]error, buyers)
+	)
+	for i := range buyers {
+		wg.Go(func() {
+			<-start
+			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1))
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	admitted := map[int64]bool{}
+	for i, res := range outcomes {
+		require.NoError(t, errs[i])
+		switch res.Outcome {
+		case lua.Admitted:
+			require.Equal(t, int64(i+1), res.OrderID)
+			admitted[res.OrderID] = true
+		case lua.SoldOut:
+		default:
+			t.Fatalf("buyer %d: unexpected outcome %v", i, res.Outcome)
+		}
+	}
+	require.Len(t, admitted, units)
+	require.Equal(t, int64(0), remaining(t, sc))
+	claims, err := sc.Client().HLen(ctx, sc.SaleKeys(saleID).Claims).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(units), claims)
+	msgs := outbox(t, sc)
+	require.Len(t, msgs, units)
+	for _, m := range msgs {
+		id, err := strconv.ParseInt(m.Values["o"].(string), 10, 64)
+		require.NoError(t, err)
+		require.True(t, admitted[id], "outbox entry for order %d that was not admitted", id)
+		delete(admitted, id)
+	}
+}
+
+func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	ctx := t.Context()
+
+	released, err := sc.Release(ctx, saleID, "alice", 1001, true)
+	require.NoError(t, err)
+	require.True(t, released)
+	require.Equal(t, int64(1), remaining(t, sc))
+	require.Zero(t, claimOf(t, sc, "alice"))
+
+	released, err = sc.Release(ctx, saleID, "alice", 1001, true)
+	require.NoError(t, err)
+	require.False(t, released)
+	require.Equal(t, int64(1), remaining(t, sc), "a repeated release must not return a second unit")
+}
+
+func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(2))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, false)
+
+	require.NoError(t, err)
+	require.True(t, released)
+	require.Equal(t, int64(1), remaining(t, sc))
+	require.Zero(t, claimOf(t, sc, "alice"))
+}
+
+func TestRelease_UserMayClaimAgain(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
+	require.NoError(t, err)
+	require.True(t, released)
+
+	res := claim(t, sc, "alice", 1002)
+
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1002}, res)
+	require.Equal(t, int64(0), remaining(t, sc))
+}
+
+func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(2))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+
+	released, err := sc.Release(t.Context(), saleID, "alice", 999, true)
+
+	require.NoError(t, err)
+	require.False(t, released)
+	require.Equal(t, int64(1), remaining(t, sc))
+	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
+}
+
+func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	ctx := t.Context()
+	k := sc.SaleKeys(saleID)
+	require.NoError(t, sc.Client().Del(ctx, k.Stock).Err()) // Redis lost the counter
+	sub := subscribe(t, sc)
+
+	released, err := sc.Release(ctx, saleID, "alice", 1001, true)
+
+	require.NoError(t, err)
+	require.True(t, released, "the claim is still forgotten")
+	require.Zero(t, claimOf(t, sc, "alice"))
+	require.False(t, exists(t, sc, k.Stock))
+	// Messages on one channel arrive in order: if the release had announced
+	// a restock, it would come before this marker.
+	require.NoError(t, sc.Client().Publish(ctx, sc.RestockChannel(), "marker").Err())
+	require.Equal(t, "marker", receive(t, sub).Payload)
+}
+
+func TestRelease_AnnouncesRestock(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	sub := subscribe(t, sc)
+
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
+
+	require.NoError(t, err)
+	require.True(t, released)
+	msg := receive(t, sub)
+	require.Equal(t, sc.RestockChannel(), msg.Channel)
+	require.Equal(t, strconv.Itoa(saleID), msg.Payload)
+}
+
+// subscribe listens on the restock channel, returning once the
+// subscription is active so no later message is missed.
+func subscribe(t *testing.T, sc *lua.Scripts) *redis.PubSub {
+	t.Helper()
+	sub := sc.Client().Subscribe(t.Context(), sc.RestockChannel())
+	t.Cleanup(func() { _ = sub.Close() })
+	_, err := sub.Receive(t.Context())
+	require.NoError(t, err)
+	return sub
+}
+
+func receive(t *testing.T, sub *redis.PubSub) *redis.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	msg, err := sub.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	return msg
+}
