@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +302,33 @@ func (s *system) diagnose(saleID string) {
 		}
 		s.t.Logf("workflows: %v", byStatus)
 	}
+}
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+func ignoreClosed(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// rawPost announces a body of size bytes and sends only its first 64 KiB
+// and one byte, then reads the answer: a server that refuses large bodies
+// from their Content-Length answers before the rest is sent.
+func rawPost(t *testing.T, baseURL, path, token string, size int) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: seckill\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		path, token, size)
+	require.NoError(t, err)
+	_, _ = conn.Write(bytes.Repeat([]byte("a"), 64<<10+1))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -1,0 +1,136 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/lua"
+)
+
+// TestRelay_TakesOverEntriesOfACrashedRelay admits claims while no relay
+// runs (the orders answer QUEUED), lets a relay read them and die before
+// acknowledging, then starts two relays: every claim gets exactly one saga.
+func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, dsn := testenv.Store(t)
+	_, prefix := testenv.Redis(t)
+	cfg, err := app.FromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.WithDevSecrets()
+	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
+	cfg.DevTemporalPort = freePort(t)
+	cfg.RelayClaimIdle = time.Second
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ts, err := app.StartDevServer(cfg, app.DevOptions{NoUI: true, TemporalLogLevel: "fatal"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ts.Stop() })
+	cfg.TemporalAddress = ts.Address()
+	d, err := app.Connect(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+
+	// The API alone: claims are admitted, nothing relays them yet.
+	ln, err := app.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- app.RunAPI(ctx, cfg, d, ln) }()
+	base := "http://" + ln.Addr().String()
+	require.Eventually(t, func() bool {
+		r, err := http.Get(base + "/healthz")
+		if err == nil {
+			_ = r.Body.Close()
+		}
+		return err == nil && r.StatusCode == 200
+	}, 10*time.Second, 50*time.Millisecond)
+
+	call := func(method, path, user string, admin bool, body string) (int, map[string]any) {
+		tok, err := api.SignToken(cfg.JWTSecret, user, admin, time.Hour)
+		require.NoError(t, err)
+		req := httptest.NewRequest(method, base+path, stringsReader(body))
+		req.RequestURI = ""
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	now := time.Now().UTC()
+	status, sale := call("POST", "/api/v1/sales", "admin", true, fmt.Sprintf(
+		`{"name":"relay","price_cents":500,"currency":"EUR","stock":5,"starts_at":%q,"ends_at":%q,"payment_timeout_seconds":600}`,
+		now.Add(-time.Minute).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339)))
+	require.Equal(t, http.StatusCreated, status, "%v", sale)
+	saleID := sale["id"].(string)
+
+	orders := map[string]string{}
+	for _, u := range []string{"ann", "bob", "cid"} {
+		status, body := call("POST", "/api/v1/sales/"+saleID+"/claims", u, false, "")
+		require.Equal(t, http.StatusAccepted, status, "%v", body)
+		orders[u] = body["order_id"].(string)
+	}
+	// Admitted but not yet written: the owner sees QUEUED, others nothing.
+	status, o := call("GET", "/api/v1/orders/"+orders["ann"], "ann", false, "")
+	require.Equal(t, http.StatusOK, status, "%v", o)
+	require.Equal(t, "QUEUED", o["status"])
+	require.Equal(t, "eur", o["currency"])
+	require.EqualValues(t, 500, o["amount_cents"])
+	require.Nil(t, o["pay_by"])
+	status, o = call("GET", "/api/v1/orders/"+orders["ann"], "bob", false, "")
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "ORDER_NOT_FOUND", o["code"])
+
+	// A relay reads every entry and dies before acknowledging any.
+	keys := lua.New(d.Redis, prefix).SaleKeys(mustInt(t, saleID))
+	res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: lua.RelayGroup, Consumer: "crashed-relay", Streams: []string{keys.Outbox, ">"}, Count: 100,
+	}).Result()
+	require.NoError(t, err)
+	require.Len(t, res[0].Messages, 3)
+
+	// Two relays (with their workers) take over; every order gets one saga.
+	for range 2 {
+		go func() { _ = app.RunWorker(ctx, cfg, d) }()
+	}
+	for u, id := range orders {
+		require.Eventually(t, func() bool {
+			o, err := d.Store.Order(ctx, mustInt(t, id))
+			return err == nil && o.Status == seckill.StatusAwaitingPayment && o.UserID == u
+		}, 30*time.Second, 100*time.Millisecond, "order of %s", u)
+	}
+	require.Eventually(t, func() bool {
+		n, err := d.Redis.XLen(ctx, keys.Outbox).Result()
+		return err == nil && n == 0
+	}, 10*time.Second, 100*time.Millisecond, "outbox drained")
+	resp, err := d.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("SaleId = %q", saleID),
+	})
+	require.NoError(t, err)
+	require.Len(t, resp.GetExecutions(), 3)
+
+	// The owner now sees the order as written by the saga.
+	status, o = call("GET", "/api/v1/orders/"+orders["bob"], "bob", false, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "AWAITING_PAYMENT", o["status"])
+	require.NotNil(t, o["pay_by"])
+
+	cancel()
+	require.NoError(t, ignoreClosed(<-apiDone))
+}
