@@ -32,7 +32,7 @@ type DevOptions struct {
 	// NoUI skips the Temporal Web UI.
 	NoUI bool
 	// TemporalLogLevel of the embedded server (debug, info, warn, error,
-	// fatal) [warn].
+	// fatal) [error].
 	TemporalLogLevel string
 }
 

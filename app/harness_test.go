@@ -65,7 +65,7 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	temporalLog := "fatal"
 	if os.Getenv("SECKILL_TEST_LOG") != "" {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-		temporalLog = "warn"
+		temporalLog = "info"
 	}
 	cfg.WithDevSecrets()
 

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 // TestSaga_PayFailAndTimeoutEndToEnd drives seckill dev over HTTP through
 // the three endings of an order and checks the sale's split after each.
 func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
-	s := startSystem(t, systemOptions{})
+	s := startSystem(t, systemOptions{ui: true})
 	sale := s.createSale(3, 5*time.Second)
 	s.requireSplit(sale, 3, 3, 0, 0)
 
@@ -91,4 +93,19 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, resp.GetExecutions(), 1)
 	require.Equal(t, seckill.OrderWorkflowID(mustInt(t, paid)), resp.GetExecutions()[0].GetExecution().GetWorkflowId())
+
+	// The Temporal Web UI finds the sale's orders by SaleId too.
+	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))
+	require.NoError(t, err)
+	defer func() { _ = ui.Body.Close() }()
+	require.Equal(t, http.StatusOK, ui.StatusCode)
+	var list struct {
+		Executions []struct {
+			Execution struct {
+				WorkflowID string `json:"workflowId"`
+			} `json:"execution"`
+		} `json:"executions"`
+	}
+	require.NoError(t, json.NewDecoder(ui.Body).Decode(&list))
+	require.Len(t, list.Executions, 4) // paid, failed, timed out, and the new claim
 }

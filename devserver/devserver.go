@@ -51,7 +51,9 @@ type Config struct {
 	Namespace string
 	// SearchAttributes are registered on Namespace at start.
 	SearchAttributes map[string]enumspb.IndexedValueType
-	// LogLevel of the server's own logs (debug, info, warn, error). Default warn.
+	// LogLevel of the server's own logs, written as JSON to stderr (debug,
+	// info, warn, error, fatal). Default error: a dev server that works
+	// has nothing to say.
 	LogLevel string
 }
 
@@ -74,7 +76,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg.Namespace = "default"
 	}
 	if cfg.LogLevel == "" {
-		cfg.LogLevel = "warn"
+		cfg.LogLevel = "error"
 	}
 	ports, err := freePorts(cfg.Host, 9)
 	if err != nil {
@@ -178,7 +180,7 @@ func Start(cfg Config) (*Server, error) {
 	w.RPC.MembershipPort = wp[0]
 	serverCfg.Services["worker"] = w
 
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Stdout: true, Level: cfg.LogLevel, Format: "json"}))
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json"}))
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),

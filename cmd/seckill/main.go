@@ -31,6 +31,9 @@ Usage:
   seckill token --user ID [--admin] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset)
+  seckill pay --order ID [--fail]   dev payment provider: send a signed webhook
+                                    for the order (uses SECKILL_WEBHOOK_SECRET,
+                                    or the dev secret when unset)
 
 Configuration is read from the environment; see README.md.
 `
@@ -95,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, cfg)
 	case "token":
 		return token(cfg, args, stdout)
+	case "pay":
+		return pay(cfg, args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -212,6 +217,8 @@ Create a demo sale (100 units, pay within 60 s):
     -d '{"name":"Demo coupon","price_cents":990,"currency":"usd","stock":100,"starts_at":"%[7]s","ends_at":"%[8]s","payment_timeout_seconds":60}'
 Claim a unit as alice (use the sale id from the answer):
   curl -si -X POST %[1]s/api/v1/sales/1/claims -H "Authorization: Bearer $ALICE"
+Pay for it as the payment provider would (a signed webhook):
+  go run ./cmd/seckill pay --order ORDER_ID
 `, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user,
 			now.Format(time.RFC3339), now.Add(24*time.Hour).Format(time.RFC3339))
 	})
