@@ -94,6 +94,10 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.Len(t, resp.GetExecutions(), 1)
 	require.Equal(t, seckill.OrderWorkflowID(mustInt(t, paid)), resp.GetExecutions()[0].GetExecution().GetWorkflowId())
 
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "paid")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "payment_failed")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "timeout_then_late_payment")
+
 	// The Temporal Web UI finds the sale's orders by SaleId too.
 	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))
 	require.NoError(t, err)
