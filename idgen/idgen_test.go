@@ -1,0 +1,76 @@
+package idgen_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/internal/testenv"
+)
+
+func TestGenerator_ProcessesLeaseDistinctNodes(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	a, err := idgen.New(ctx, rdb, prefix, log)
+	require.NoError(t, err)
+	b, err := idgen.New(ctx, rdb, prefix, log)
+	require.NoError(t, err)
+	require.NotEqual(t, a.NodeID(), b.NodeID())
+
+	// Two "processes" minting at once never mint the same id.
+	const n = 20000
+	ids := make(chan int64, 2*n)
+	var wg sync.WaitGroup
+	for _, g := range []*idgen.Generator{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n {
+				ids <- g.Next()
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := make(map[int64]bool, 2*n)
+	for id := range ids {
+		require.Positive(t, id)
+		require.False(t, seen[id], "id %d minted twice", id)
+		seen[id] = true
+	}
+}
+
+func TestGenerator_IDsAreTimeOrdered(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	g, err := idgen.New(context.Background(), rdb, prefix, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	before := time.Now().Add(-time.Millisecond)
+	first := g.Next()
+	time.Sleep(2 * time.Millisecond)
+	second := g.Next()
+	require.Greater(t, second, first)
+	require.WithinRange(t, idgen.Time(first), before, time.Now().Add(time.Millisecond))
+}
+
+func TestGenerator_RunReleasesTheLease(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := idgen.New(context.Background(), rdb, prefix, log)
+	require.NoError(t, err)
+	key := prefix + ":idnode:" + strconv.FormatInt(g.NodeID(), 10)
+	require.Equal(t, int64(1), rdb.Exists(context.Background(), key).Val())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, int64(0), rdb.Exists(context.Background(), key).Val())
+}
