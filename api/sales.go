@@ -197,16 +197,19 @@ func (s *Server) listSales(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// fillRemaining reads the Redis counters. A sale that is not warmed, or a
-// Redis that does not answer, shows 0: no admission is possible then.
+// fillRemaining reads the Redis counters in one round trip. A sale that is
+// not warmed, or a Redis that does not answer, shows 0: no admission is
+// possible then.
 func (s *Server) fillRemaining(ctx context.Context, sales []*seckill.Sale) {
+	ids := make([]int64, len(sales))
+	for i, sale := range sales {
+		ids[i] = sale.ID
+	}
+	remaining, err := s.cfg.Scripts.RemainingMany(ctx, ids)
+	if err != nil {
+		s.cfg.Log.Warn("read remaining stock", "error", err)
+	}
 	for _, sale := range sales {
-		n, ok, err := s.cfg.Scripts.Remaining(ctx, sale.ID)
-		if err != nil {
-			s.cfg.Log.Warn("read remaining stock", "saleID", sale.ID, "error", err)
-		}
-		if ok && n > 0 {
-			sale.Stock.Remaining = n
-		}
+		sale.Stock.Remaining = max(0, remaining[sale.ID])
 	}
 }

@@ -203,6 +203,28 @@ func (s *Scripts) Remaining(ctx context.Context, saleID int64) (n int64, ok bool
 	return n, true, nil
 }
 
+// RemainingMany reads the counters of several sales in one round trip.
+// A sale that is not warmed is absent from the map.
+func (s *Scripts) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error) {
+	cmds := make([]*redis.StringCmd, len(saleIDs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range saleIDs {
+			cmds[i] = p.Get(ctx, s.SaleKeys(id).Stock)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read stock: %w", err)
+	}
+	out := make(map[int64]int64, len(saleIDs))
+	for i, cmd := range cmds {
+		if n, err := cmd.Int64(); err == nil {
+			out[saleIDs[i]] = n
+		}
+	}
+	return out, nil
+}
+
 // ClaimOf returns the order id userID holds on saleID, or 0.
 func (s *Scripts) ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error) {
 	id, err := s.rdb.HGet(ctx, s.SaleKeys(saleID).Claims, userID).Int64()

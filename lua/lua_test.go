@@ -410,3 +410,15 @@ func receive(t *testing.T, sub *redis.PubSub) *redis.Message {
 	require.NoError(t, err)
 	return msg
 }
+
+func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	warm(t, sc, openSale(10))
+	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1).Outcome)
+
+	got, err := sc.RemainingMany(t.Context(), []int64{saleID, saleID + 1})
+
+	require.NoError(t, err)
+	require.Equal(t, map[int64]int64{saleID: 9}, got)
+}
