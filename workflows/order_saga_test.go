@@ -74,7 +74,7 @@ func newSagaTest(t *testing.T) *sagaTest {
 	s.env.OnActivity(acts.CreateOrder, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
 		return s.createDelay
 	}).Return(
-		func(_ context.Context, in seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
+		func(context.Context, seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
 			s.record("CreateOrder")
 			return s.createOrder()
 		}).Maybe()
