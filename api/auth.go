@@ -69,6 +69,12 @@ func newVerifier(secret []byte) *verifier {
 	)}
 }
 
+// ParseToken verifies a raw bearer token against secret with the rules of
+// API.md and returns its principal.
+func ParseToken(secret []byte, raw string) (Principal, error) {
+	return newVerifier(secret).Verify(raw)
+}
+
 // Verify returns the principal of a raw token.
 func (v *verifier) Verify(raw string) (Principal, error) {
 	var c Claims
