@@ -10,6 +10,24 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
+// HeaderIdempotencyKey makes a claim safe to retry: the same user sending
+// the same key for the same sale gets the first answer again for 24 h.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// ValidIdempotencyKey reports whether key is 1-255 printable ASCII
+// characters (0x21-0x7E).
+func ValidIdempotencyKey(key string) bool {
+	if len(key) < 1 || len(key) > 255 {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 type claimResponse struct {
 	OrderID string              `json:"order_id"`
 	SaleID  string              `json:"sale_id"`
@@ -45,25 +63,36 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	// The script checks the window against Redis' clock; this check only
-	// spares Redis the obvious cases.
-	if start.Before(sale.StartsAt) {
-		outcome = "not_started"
-		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+	idemKey := c.Get(HeaderIdempotencyKey)
+	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
+		outcome = "invalid"
+		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters", HeaderIdempotencyKey)
 	}
-	if !start.Before(sale.EndsAt) {
-		outcome = "ended"
-		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+	// The script checks the window against Redis' clock; this check only
+	// spares Redis the obvious cases. With an Idempotency-Key every answer
+	// comes from the script, which records it.
+	if idemKey == "" {
+		if start.Before(sale.StartsAt) {
+			outcome = "not_started"
+			return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+		}
+		if !start.Before(sale.EndsAt) {
+			outcome = "ended"
+			return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+		}
 	}
 
 	user := principal(c).UserID
-	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next())
+	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey)
 	if err != nil {
 		s.cfg.Log.Warn("claim script failed", "saleID", saleID, "userID", user, "error", err)
 		outcome = "unavailable"
 		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
 	}
 	outcome = res.Outcome.String()
+	if res.Replayed {
+		c.Set("Idempotent-Replayed", "true")
+	}
 	switch res.Outcome {
 	case lua.Admitted:
 		id := strconv.FormatInt(res.OrderID, 10)

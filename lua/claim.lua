@@ -5,9 +5,17 @@
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
 -- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
 -- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
+-- KEYS[5] (optional) idem  seckill:{sN}:idem:<user>:<key hash>  the first
+--         decision for this user's Idempotency-Key, "code:order id"
 -- ARGV[1] user id
 -- ARGV[2] order id (fresh, from the caller's time-ordered generator)
 -- ARGV[3] sale id
+-- ARGV[4] seconds to keep the idempotency record (with KEYS[5])
+--
+-- With KEYS[5], a recorded decision is returned as it was, with a third
+-- element 1 (replayed), and nothing else happens; otherwise the decision is
+-- recorded. NOT_WARMED is never recorded: it is not an answer, only a
+-- "try again".
 --
 -- Returns {code, order id}:
 --   0 ADMITTED         order id = ARGV[2]; stock decremented, claim and
@@ -18,6 +26,21 @@
 --   4 ENDED
 --   5 NOT_WARMED       the stock key or meta is missing: fail closed, never
 --                      read nil as zero or as stock
+if KEYS[5] then
+  local prev = redis.call('GET', KEYS[5])
+  if prev then
+    local sep = string.find(prev, ':', 1, true)
+    return {tonumber(string.sub(prev, 1, sep - 1)), string.sub(prev, sep + 1), 1}
+  end
+end
+
+local function decide(code, id)
+  if KEYS[5] then
+    redis.call('SET', KEYS[5], code .. ':' .. id, 'EX', ARGV[4])
+  end
+  return {code, id}
+end
+
 local stock = redis.call('GET', KEYS[1])
 if not stock then
   return {5, ''}
@@ -31,18 +54,18 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(window[1]) then
-  return {3, ''}
+  return decide(3, '')
 end
 if now >= tonumber(window[2]) then
-  return {4, ''}
+  return decide(4, '')
 end
 
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
-  return {2, existing}
+  return decide(2, existing)
 end
 if tonumber(stock) <= 0 then
-  return {1, ''}
+  return decide(1, '')
 end
 
 redis.call('DECR', KEYS[1])
@@ -51,4 +74,4 @@ if window[3] then
   redis.call('PEXPIREAT', KEYS[2], window[3])
 end
 redis.call('XADD', KEYS[4], '*', 'o', ARGV[2], 'u', ARGV[1], 's', ARGV[3], 't', tostring(now))
-return {0, ARGV[2]}
+return decide(0, ARGV[2])

@@ -8,7 +8,9 @@ package lua
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -105,39 +107,58 @@ func (s *Scripts) ActiveSalesKey() string { return s.prefix + ":sales" }
 // returns to a sale's counter.
 func (s *Scripts) RestockChannel() string { return s.prefix + ":restock" }
 
+// IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
+const IdempotencyTTL = 24 * time.Hour
+
 // ClaimResult is the outcome of one admission.
 type ClaimResult struct {
 	Outcome ClaimOutcome
 	// OrderID is the new order (Admitted) or the user's active order
 	// (AlreadyClaimed); zero otherwise.
 	OrderID int64
+	// Replayed is set when the result is the recorded first answer to the
+	// same Idempotency-Key.
+	Replayed bool
 }
 
 // Claim runs the admission for userID on saleID with the fresh orderID.
+// With a non-empty idempotencyKey the first decision for (user, sale, key)
+// is recorded for IdempotencyTTL and returned again to every repeat.
 // An error means the outcome is unknown (Redis unreachable or timed out):
 // the caller must not assume the claim failed or succeeded.
-func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64) (ClaimResult, error) {
+func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string) (ClaimResult, error) {
 	k := s.SaleKeys(saleID)
-	res, err := claimScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Claims, k.Meta, k.Outbox},
-		userID, orderID, saleID).Slice()
+	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox}
+	if idempotencyKey != "" {
+		keys = append(keys, s.idempotencyKey(saleID, userID, idempotencyKey))
+	}
+	res, err := claimScript.Run(ctx, s.rdb, keys,
+		userID, orderID, saleID, int64(IdempotencyTTL/time.Second)).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim script: %w", err)
 	}
-	if len(res) != 2 {
+	if len(res) < 2 || len(res) > 3 {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected reply %v", res)
 	}
 	code, ok := res[0].(int64)
 	if !ok || code < int64(Admitted) || code > int64(NotWarmed) {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
 	}
-	r := ClaimResult{Outcome: ClaimOutcome(code)}
+	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: len(res) == 3}
 	if str, _ := res[1].(string); str != "" {
 		if r.OrderID, err = strconv.ParseInt(str, 10, 64); err != nil {
 			return ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)
 		}
 	}
 	return r, nil
+}
+
+// idempotencyKey is the record of one user's key on one sale. The client's
+// key is hashed: it may hold any printable characters, and its length must
+// not grow Redis keys.
+func (s *Scripts) idempotencyKey(saleID int64, userID, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:idem:" + userID + ":" + hex.EncodeToString(sum[:16])
 }
 
 // WarmSpec is what warm-up loads for one sale.

@@ -31,7 +31,7 @@ func warm(t *testing.T, sc *lua.Scripts, spec lua.WarmSpec) {
 
 func claim(t *testing.T, sc *lua.Scripts, user string, orderID int64) lua.ClaimResult {
 	t.Helper()
-	res, err := sc.Claim(t.Context(), saleID, user, orderID)
+	res, err := sc.Claim(t.Context(), saleID, user, orderID, "")
 	require.NoError(t, err)
 	return res
 }
@@ -258,7 +258,7 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	for i := range buyers {
 		wg.Go(func() {
 			<-start
-			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1))
+			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1), "")
 		})
 	}
 	close(start)
@@ -421,4 +421,61 @@ func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
 
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{saleID: 9}, got)
+}
+
+func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	ctx := t.Context()
+	warm(t, sc, openSale(1))
+
+	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1}, first)
+
+	// The same key again, even with another fresh order id: the first answer.
+	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, Replayed: true}, again)
+	// Another key is a new request: the user already holds an order.
+	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 1}, other)
+	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
+	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut}, bob)
+	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut, Replayed: true}, bobAgain)
+
+	// Only one unit was taken and one outbox entry written.
+	require.Equal(t, int64(0), remaining(t, sc))
+	n, err := sc.Client().XLen(ctx, sc.SaleKeys(saleID).Outbox).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+
+	// The record is kept for 24 h.
+	keys, err := sc.Client().Keys(ctx, sc.Prefix()+":*idem*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 3)
+	for _, k := range keys {
+		ttl := sc.Client().TTL(ctx, k).Val()
+		require.InDelta(t, lua.IdempotencyTTL.Seconds(), ttl.Seconds(), 5)
+	}
+}
+
+func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	ctx := t.Context()
+
+	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.NotWarmed, res.Outcome)
+
+	warm(t, sc, openSale(1))
+	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1")
+	require.NoError(t, err)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 2}, res, "a retry after 503 is a new attempt")
 }
