@@ -60,3 +60,16 @@ type PaymentOutcomeInput struct {
 	EventID string
 	Outcome PaymentOutcome
 }
+
+// RefundInput gives back the payment of one provider event.
+type RefundInput struct {
+	EventID         string
+	OrderID         int64
+	SaleID          int64
+	UserID          string
+	PaymentIntentID string
+	AmountCents     int64
+	Currency        string
+	// Reason is why the payment was not honoured: LATE, DUPLICATE or MISMATCH.
+	Reason PaymentOutcome
+}

@@ -96,3 +96,11 @@ const (
 	OutcomeUnknownOrder PaymentOutcome = "UNKNOWN_ORDER" // no such order; kept for operators
 	OutcomeIgnored      PaymentOutcome = "IGNORED"       // event type seckill does not handle
 )
+
+// RefundWorkflow gives back one payment that seckill could not honour,
+// started by the webhook when the order's saga has already ended.
+const RefundWorkflow = "PaymentRefund"
+
+// RefundWorkflowID is the workflow ID of the refund of provider event id:
+// one refund per event, however often the event is delivered.
+func RefundWorkflowID(eventID string) string { return "refund-" + eventID }

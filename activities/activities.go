@@ -14,13 +14,15 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/store"
 )
 
 // Activities holds the activities' dependencies.
 type Activities struct {
-	store   *store.Store
-	scripts *lua.Scripts
+	store    *store.Store
+	scripts  *lua.Scripts
+	provider payments.Provider
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
@@ -28,9 +30,9 @@ type Activities struct {
 }
 
 // New returns the activities. maxStockTx bounds concurrent stock
-// transactions in this worker (at least 1).
-func New(st *store.Store, scripts *lua.Scripts, maxStockTx int) *Activities {
-	return &Activities{store: st, scripts: scripts, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+// transactions in this worker (at least 1); provider refunds payments.
+func New(st *store.Store, scripts *lua.Scripts, provider payments.Provider, maxStockTx int) *Activities {
+	return &Activities{store: st, scripts: scripts, provider: provider, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 }
 
 func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
@@ -117,4 +119,25 @@ func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimIn
 func (a *Activities) RecordPaymentOutcome(ctx context.Context, in seckill.PaymentOutcomeInput) error {
 	err := a.store.SetPaymentOutcome(ctx, in.EventID, in.Outcome, true)
 	return err
+}
+
+// RefundPayment gives back the payment of one provider event: it records
+// the refund PENDING, asks the provider (idempotency key: the event id) and
+// marks it SUCCEEDED. Idempotent by event id: a repeat finds the refund
+// done, or asks the provider again with the same key, which refunds once.
+func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) error {
+	status, err := a.store.StartRefund(ctx, store.NewRefund{
+		EventID: in.EventID, OrderID: in.OrderID, PaymentIntentID: in.PaymentIntentID,
+		AmountCents: in.AmountCents, Currency: in.Currency, Reason: in.Reason,
+	})
+	if err != nil || status == store.RefundSucceeded {
+		return err
+	}
+	id, err := a.provider.Refund(ctx, payments.RefundRequest{
+		IdempotencyKey: in.EventID, PaymentIntentID: in.PaymentIntentID, AmountCents: in.AmountCents, Currency: in.Currency,
+	})
+	if err != nil {
+		return fmt.Errorf("refund %s at the provider: %w", in.EventID, err)
+	}
+	return a.store.FinishRefund(ctx, in.EventID, id)
 }

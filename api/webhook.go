@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/workflows"
 )
 
 // stripeEvent is the part of a Stripe event seckill reads.
@@ -144,6 +146,19 @@ func (s *Server) deliver(ctx context.Context, ev seckill.PaymentEvent, orderID i
 	}
 	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
 		outcome = seckill.OutcomeIgnored // a failure for a decided order changes nothing
+	}
+	if ev.Type == seckill.PaymentSucceeded && (outcome == seckill.OutcomeLate || outcome == seckill.OutcomeDuplicate) {
+		// The money was taken for an order that cannot be honoured: give it
+		// back. The refund is a workflow of its own, one per event.
+		in := seckill.RefundInput{
+			EventID: ev.EventID, OrderID: orderID, SaleID: o.SaleID, UserID: o.UserID,
+			PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
+		}
+		_, err := s.cfg.Temporal.ExecuteWorkflow(ctx, workflows.RefundStartOptions(in, s.cfg.TaskQueue), seckill.RefundWorkflow, in)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if err != nil && !errors.As(err, &started) {
+			return "", fmt.Errorf("start refund: %w", err)
+		}
 	}
 	s.cfg.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
 		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)

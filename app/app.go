@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/worker"
@@ -97,7 +98,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Scripts, cfg.StockTx)
+	acts := activities.New(d.Store, d.Scripts, payments.DevProvider{Store: d.Store}, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

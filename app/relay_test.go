@@ -97,6 +97,11 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, "ORDER_NOT_FOUND", o["code"])
 
+	// cid cancels while QUEUED: the saga is started with the cancel in it.
+	status, body := call("POST", "/api/v1/orders/"+orders["cid"]+"/cancel", "cid", false, "")
+	require.Equal(t, http.StatusAccepted, status, "%v", body)
+	require.Equal(t, "QUEUED", body["status"])
+
 	// A relay reads every entry and dies before acknowledging any.
 	keys := lua.New(d.Redis, prefix).SaleKeys(mustInt(t, saleID))
 	res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -110,11 +115,23 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 		go func() { _ = app.RunWorker(ctx, cfg, d) }()
 	}
 	for u, id := range orders {
+		want := seckill.StatusAwaitingPayment
+		if u == "cid" {
+			want = seckill.StatusClosed
+		}
 		require.Eventually(t, func() bool {
 			o, err := d.Store.Order(ctx, mustInt(t, id))
-			return err == nil && o.Status == seckill.StatusAwaitingPayment && o.UserID == u
+			return err == nil && o.Status == want && o.UserID == u
 		}, 30*time.Second, 100*time.Millisecond, "order of %s", u)
 	}
+	cancelled, err := d.Store.Order(ctx, mustInt(t, orders["cid"]))
+	require.NoError(t, err)
+	require.Equal(t, seckill.CloseCancelled, cancelled.CloseReason)
+	require.Eventually(t, func() bool {
+		n, ok, err := d.Scripts.Remaining(ctx, mustInt(t, saleID))
+		sale, serr := d.Store.Sale(ctx, mustInt(t, saleID))
+		return err == nil && serr == nil && ok && n == 3 && sale.Stock.Available == 3 && sale.Stock.Locked == 2
+	}, 10*time.Second, 100*time.Millisecond, "cid's unit is back")
 	require.Eventually(t, func() bool {
 		n, err := d.Redis.XLen(ctx, keys.Outbox).Result()
 		return err == nil && n == 0

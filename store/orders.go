@@ -114,7 +114,11 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load order %d: %w", id, err)
 	}
-	return row.order(), nil
+	o := row.order()
+	if o.Refund, err = s.orderRefund(ctx, id); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // lockedOrder runs fn in a transaction holding the order's row lock, so

@@ -42,6 +42,7 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, opts Op
 // Register adds the workflows and activities to r.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderSaga, workflow.RegisterOptions{Name: seckill.OrderSagaWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.PaymentRefund, workflow.RegisterOptions{Name: seckill.RefundWorkflow})
 	r.RegisterActivity(acts)
 }
 

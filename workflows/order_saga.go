@@ -210,7 +210,7 @@ func (s *saga) onPayment(ctx workflow.Context, ev seckill.PaymentEvent) *decisio
 		if ev.AmountCents != s.order.AmountCents || ev.Currency != s.order.Currency {
 			s.log.Warn("payment does not match the order", "eventID", ev.EventID,
 				"amountCents", ev.AmountCents, "currency", ev.Currency)
-			s.recordOutcome(ctx, ev.EventID, seckill.OutcomeMismatch)
+			s.refuse(ctx, ev, seckill.OutcomeMismatch)
 			return nil
 		}
 		return &decision{paid: &ev, event: ev.EventID}
@@ -279,7 +279,11 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 			outcome = seckill.OutcomeLate
 		}
 		s.log.Warn("payment after the order was decided", "eventID", ev.EventID, "outcome", outcome)
-		s.recordOutcome(ctx, ev.EventID, outcome)
+		if ev.Type == seckill.PaymentSucceeded {
+			s.refuse(ctx, ev, outcome)
+		} else {
+			s.recordOutcome(ctx, ev.EventID, outcome)
+		}
 	}
 	// Cancel requests after the decision have nothing left to cancel.
 	for s.cancels.ReceiveAsync(nil) {
@@ -290,6 +294,20 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 func (s *saga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
 	s.status = status
 	return workflow.UpsertTypedSearchAttributes(ctx, seckill.OrderStatusAttr.ValueSet(string(status)))
+}
+
+// refuse records that a successful payment was not applied and gives it
+// back. The refund is retried until done: a payment taken must end as a
+// PAID order or a refund (DESIGN.md invariant 5).
+func (s *saga) refuse(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
+	s.recordOutcome(ctx, ev.EventID, outcome)
+	err := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{
+		EventID: ev.EventID, OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
+		PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
+	}).Get(ctx, nil)
+	if err != nil {
+		s.log.Error("refund payment", "eventID", ev.EventID, "error", err)
+	}
 }
 
 // recordOutcome stores what a payment event did. It is bookkeeping for

@@ -47,6 +47,7 @@ type sagaTest struct {
 	closes   []seckill.CloseOrderInput
 	releases []seckill.ReleaseClaimInput
 	outcomes []seckill.PaymentOutcomeInput
+	refunds  []seckill.RefundInput
 	statuses []seckill.OrderStatus // OrderStatus search attribute, as upserted
 	timers   []time.Duration
 }
@@ -121,6 +122,14 @@ func newSagaTest(t *testing.T) *sagaTest {
 			defer s.mu.Unlock()
 			s.calls = append(s.calls, "RecordPaymentOutcome")
 			s.outcomes = append(s.outcomes, in)
+			return nil
+		}).Maybe()
+	s.env.OnActivity(acts.RefundPayment, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in seckill.RefundInput) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.calls = append(s.calls, "RefundPayment")
+			s.refunds = append(s.refunds, in)
 			return nil
 		}).Maybe()
 	s.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
@@ -237,6 +246,7 @@ func TestOrderSaga_PaymentFailedClosesAndReturnsUnit(t *testing.T) {
 
 	require.Equal(t, closed(seckill.ClosePaymentFailed), s.run(t))
 	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim", "RecordPaymentOutcome"}, s.calls)
+	require.Empty(t, s.refunds, "a failed payment took no money")
 	require.Empty(t, s.confirms)
 	require.Equal(t, []seckill.CloseOrderInput{{
 		OrderID: input.OrderID, Reason: seckill.ClosePaymentFailed, ClosedAt: start.Add(3 * time.Minute),
@@ -256,7 +266,8 @@ func TestOrderSaga_TimeoutClosesAtDeadlineAndRecordsLatePayment(t *testing.T) {
 
 	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
 	require.Equal(t, []time.Duration{paymentTimeout}, s.timers)
-	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim", "RecordPaymentOutcome"}, s.calls)
+	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim", "RecordPaymentOutcome", "RefundPayment"}, s.calls)
+	require.Equal(t, []seckill.RefundInput{refund(succeeded("evt_late"), seckill.OutcomeLate)}, s.refunds)
 	require.Empty(t, s.confirms)
 	require.Equal(t, []seckill.CloseOrderInput{{
 		OrderID: input.OrderID, Reason: seckill.ClosePaymentTimeout, ClosedAt: start.Add(paymentTimeout),
@@ -389,6 +400,7 @@ func TestOrderSaga_MismatchedPaymentIsRecordedNotApplied(t *testing.T) {
 				outcome("evt_wrong", seckill.OutcomeMismatch),
 				outcome("evt_right", seckill.OutcomeApplied),
 			}, s.outcomes)
+			require.Equal(t, []seckill.RefundInput{refund(wrong, seckill.OutcomeMismatch)}, s.refunds, "the wrong payment is given back")
 		})
 	}
 }
@@ -419,6 +431,22 @@ func TestOrderSaga_DuplicateEventChangesNothing(t *testing.T) {
 		require.Equal(t, paid(), s.run(t))
 		require.Len(t, s.confirms, 1)
 		require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
+		require.Empty(t, s.refunds, "the same event twice is one payment")
+	})
+	t.Run("a second payment for a paid order is refunded", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.env.RegisterDelayedCallback(func() {
+			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_1"))
+			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_2"))
+		}, time.Minute)
+
+		require.Equal(t, paid(), s.run(t))
+		require.Len(t, s.confirms, 1)
+		require.Equal(t, []seckill.PaymentOutcomeInput{
+			outcome("evt_1", seckill.OutcomeApplied),
+			outcome("evt_2", seckill.OutcomeDuplicate),
+		}, s.outcomes)
+		require.Equal(t, []seckill.RefundInput{refund(succeeded("evt_2"), seckill.OutcomeDuplicate)}, s.refunds)
 	})
 }
 
@@ -511,5 +539,13 @@ func TestOrderSaga_ResumesClosedOrderReleasesClaim(t *testing.T) {
 			require.Equal(t, []string{"CreateOrder", "ReleaseClaim"}, s.calls)
 			require.Equal(t, []seckill.ReleaseClaimInput{release(tt.returnUnit)}, s.releases)
 		})
+	}
+}
+
+// refund is the refund the saga must start for ev.
+func refund(ev seckill.PaymentEvent, reason seckill.PaymentOutcome) seckill.RefundInput {
+	return seckill.RefundInput{
+		EventID: ev.EventID, OrderID: input.OrderID, SaleID: input.SaleID, UserID: input.UserID,
+		PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: reason,
 	}
 }
