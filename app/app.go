@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/warmup"
 	"github.com/seckill/seckill/worker"
 )
 
@@ -92,8 +93,9 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	return g.Wait()
 }
 
-// RunWorker runs the Temporal worker and the outbox relay until ctx is
-// done, after making sure the namespace has seckill's search attributes.
+// RunWorker runs the Temporal worker, the outbox relay and the re-warmer
+// until ctx is done, after making sure the namespace has seckill's search
+// attributes.
 func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
@@ -110,7 +112,11 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
 	}, cfg.Log.With("component", "relay"))
-	return r.Run(ctx)
+	warmer := warmup.New(d.Store, d.Scripts, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.Run(gctx) })
+	g.Go(func() error { return warmer.Run(gctx) })
+	return g.Wait()
 }
 
 // Listen opens the API's listener.

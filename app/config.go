@@ -35,6 +35,7 @@ type Config struct {
 	WorkerActivities int
 	StockTx          int
 	RelayClaimIdle   time.Duration
+	RewarmEvery      time.Duration
 
 	Log *slog.Logger
 }
@@ -95,6 +96,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		WorkerActivities: num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
 		StockTx:          num("SECKILL_STOCK_TX", 8, 1, 1000),
 		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
+		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
 	}
 	return c, errors.Join(errs...)
 }

@@ -26,10 +26,13 @@ var (
 	releaseSrc string
 	//go:embed warm.lua
 	warmSrc string
+	//go:embed rewarm.lua
+	rewarmSrc string
 
 	claimScript   = redis.NewScript(claimSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	warmScript    = redis.NewScript(warmSrc)
+	rewarmScript  = redis.NewScript(rewarmSrc)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.
@@ -183,13 +186,52 @@ func (s *Scripts) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("warm script: %w", err)
 	}
-	// The relay watches a sale's outbox until every claim of it has been
-	// relayed; claims stop at EndsAt, so a day past it is ample.
+	if err := s.listForRelay(ctx, spec); err != nil {
+		return false, err
+	}
+	return loaded == 1, nil
+}
+
+// listForRelay lists the sale for the relay, which watches a sale's outbox
+// until every claim of it has been relayed; claims stop at EndsAt, so a day
+// past it is ample.
+func (s *Scripts) listForRelay(ctx context.Context, spec WarmSpec) error {
 	if err := s.rdb.ZAdd(ctx, s.ActiveSalesKey(), redis.Z{
 		Score:  float64(spec.EndsAt.Add(24 * time.Hour).UnixMilli()),
 		Member: strconv.FormatInt(spec.SaleID, 10),
 	}).Err(); err != nil {
-		return false, fmt.Errorf("list sale for relay: %w", err)
+		return fmt.Errorf("list sale for relay: %w", err)
+	}
+	return nil
+}
+
+// ActiveClaim is a user's order that still counts as their one claim.
+type ActiveClaim struct {
+	UserID  string
+	OrderID int64
+}
+
+// Rewarm loads a sale whose keys Redis lost (restarted empty) from a
+// database snapshot: spec.Units as the counter and claims as the users'
+// active orders. It does nothing when the counter is live, and reports
+// whether it loaded the sale now.
+func (s *Scripts) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
+	if spec.Units < 0 {
+		spec.Units = 0
+	}
+	k := s.SaleKeys(spec.SaleID)
+	expire := spec.EndsAt.Add(KeyRetention)
+	args := make([]any, 0, 5+2*len(claims))
+	args = append(args, spec.Units, spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup)
+	for _, c := range claims {
+		args = append(args, c.UserID, c.OrderID)
+	}
+	loaded, err := rewarmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox, k.Claims}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("rewarm script: %w", err)
+	}
+	if err := s.listForRelay(ctx, spec); err != nil {
+		return false, err
 	}
 	return loaded == 1, nil
 }
@@ -261,7 +303,7 @@ func (s *Scripts) ClaimOf(ctx context.Context, saleID int64, userID string) (int
 // Preload loads every script into the script cache, so the first claims of
 // a burst do not pay for an EVAL fallback.
 func (s *Scripts) Preload(ctx context.Context) error {
-	for _, sc := range []*redis.Script{claimScript, releaseScript, warmScript} {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, warmScript, rewarmScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load script: %w", err)
 		}

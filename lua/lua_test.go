@@ -479,3 +479,27 @@ func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 2}, res, "a retry after 503 is a new attempt")
 }
+
+func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	ctx := t.Context()
+	spec := openSale(7)
+	claims := []lua.ActiveClaim{{UserID: "alice", OrderID: 11}, {UserID: "bob", OrderID: 12}}
+
+	loaded, err := sc.Rewarm(ctx, spec, claims)
+	require.NoError(t, err)
+	require.True(t, loaded)
+	require.Equal(t, int64(7), remaining(t, sc))
+	res := claim(t, sc, "alice", 99)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
+	require.Equal(t, lua.Admitted, claim(t, sc, "carol", 13).Outcome)
+
+	// A live counter is never overwritten.
+	loaded, err = sc.Rewarm(ctx, openSale(100), nil)
+	require.NoError(t, err)
+	require.False(t, loaded)
+	require.Equal(t, int64(6), remaining(t, sc))
+	res = claim(t, sc, "bob", 98)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 12}, res)
+}

@@ -707,3 +707,29 @@ func normalize(o *seckill.Order) *seckill.Order {
 	}
 	return &c
 }
+
+func TestWarmSnapshot_SubtractsOrdersNotYetHoldingAUnit(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 5)
+	createOrder(t, st, sale.ID, 1, "alice") // QUEUED: will take a unit
+	createOrder(t, st, sale.ID, 2, "bob")
+	lockStock(t, st, 2) // AWAITING_PAYMENT: holds one
+	createOrder(t, st, sale.ID, 3, "carol")
+	lockStock(t, st, 3)
+	_, err := st.CloseOrder(t.Context(), 3, seckill.ClosePaymentTimeout, time.Now())
+	require.NoError(t, err)
+
+	snap, err := st.WarmSnapshot(t.Context(), sale.ID)
+
+	require.NoError(t, err)
+	require.Equal(t, int64(3), snap.Units, "5 total - 1 locked - 1 queued")
+	require.ElementsMatch(t, []store.ActiveOrder{{UserID: "alice", OrderID: 1}, {UserID: "bob", OrderID: 2}}, snap.Claims)
+
+	open, err := st.OpenSales(t.Context(), time.Now())
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	open, err = st.OpenSales(t.Context(), sale.EndsAt)
+	require.NoError(t, err)
+	require.Empty(t, open)
+}

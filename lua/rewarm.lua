@@ -1,0 +1,34 @@
+-- rewarm.lua: load a sale whose keys Redis lost, from the database's
+-- snapshot, unless the counter is live again. Like warm.lua, but it also
+-- restores the claims of the orders still active, so one buyer still gets
+-- one active order.
+--
+-- KEYS[1] stock   seckill:{sN}:stock
+-- KEYS[2] meta    seckill:{sN}:meta
+-- KEYS[3] outbox  seckill:{sN}:outbox
+-- KEYS[4] claims  seckill:{sN}:claims
+-- ARGV[1] units to load: the database's available minus the orders written
+--         but not yet holding a unit (they will take theirs from available)
+-- ARGV[2] starts_ms
+-- ARGV[3] ends_ms
+-- ARGV[4] expire_ms
+-- ARGV[5] consumer group of the outbox relay
+-- ARGV[6..] user id, order id, user id, order id, ... of the active orders
+--
+-- Returns 1 when the sale was loaded now, 0 when it was already live.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('DEL', KEYS[4])
+for i = 6, #ARGV, 2 do
+  redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+end
+if #ARGV >= 6 then
+  redis.call('PEXPIREAT', KEYS[4], ARGV[4])
+end
+redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4])
+redis.call('PEXPIREAT', KEYS[2], ARGV[4])
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[4])
+pcall(redis.call, 'XGROUP', 'CREATE', KEYS[3], ARGV[5], '0', 'MKSTREAM')
+redis.call('PEXPIREAT', KEYS[3], ARGV[4])
+return 1

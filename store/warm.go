@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// WarmSnapshot is what Redis needs to admit claims for a sale again after
+// losing its keys, read in one consistent snapshot.
+type WarmSnapshot struct {
+	Sale *seckill.Sale
+	// Units is available minus the orders written but not yet holding a
+	// unit: those will take theirs from available when their saga locks.
+	Units int64
+	// Claims are the users' active (not CLOSED) orders.
+	Claims []ActiveOrder
+}
+
+// ActiveOrder is one user's active order of a sale.
+type ActiveOrder struct {
+	UserID  string
+	OrderID int64
+}
+
+// OpenSales returns the sales whose window has not ended at now: the ones
+// whose Redis keys must exist for claims to be admitted.
+func (s *Store) OpenSales(ctx context.Context, now time.Time) ([]*seckill.Sale, error) {
+	var rows []saleRow
+	if err := s.db.WithContext(ctx).Where("ends_at > ?", now.UTC()).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list open sales: %w", err)
+	}
+	sales := make([]*seckill.Sale, len(rows))
+	for i := range rows {
+		sales[i] = rows[i].sale()
+	}
+	return sales, nil
+}
+
+// WarmSnapshot reads the sale, its admissible units and its active orders
+// in one repeatable-read transaction, so the three agree with each other.
+func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, error) {
+	tx := s.db.WithContext(ctx).Begin(&sqlTxOptionsRepeatableRead)
+	if tx.Error != nil {
+		return nil, fmt.Errorf("begin snapshot: %w", tx.Error)
+	}
+	defer tx.Rollback()
+	var row saleRow
+	if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
+		return nil, fmt.Errorf("load sale %d: %w", saleID, err)
+	}
+	var pending int64
+	if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
+		Count(&pending).Error; err != nil {
+		return nil, fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
+	}
+	snap := &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
+	if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
+		Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
+		Scan(&snap.Claims).Error; err != nil {
+		return nil, fmt.Errorf("load active orders of sale %d: %w", saleID, err)
+	}
+	return snap, nil
+}
