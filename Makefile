@@ -6,7 +6,10 @@ GO        ?= go
 SLOW_PKGS := ./app/...
 FAST_PKGS := $(shell $(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')
 
-.PHONY: help dev test test-fast test-e2e vet fmt build services
+FUZZTIME  ?= 20s
+FUZZ_TARGETS := FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
+
+.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -25,6 +28,11 @@ vet: ## go vet and a gofmt check
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 fmt: ## format the code
 	gofmt -w .

@@ -130,6 +130,7 @@ func FuzzVerifySignature(f *testing.F) {
 		{"t=" + ts + ", v1=" + mac + " ", body, 3},
 		{"v1=" + mac + ",t=" + ts, body, 4},
 		{"t=" + ts + ",v0=" + mac + ",v1=" + strings.Repeat("0", 64) + ",v1=" + mac, body, 5},
+		{"t=" + ts + ",v1=" + mac + ",v1=" + strings.Repeat("ab", 32), body, 6},
 		{"t=" + ts + ",v1=" + mac + ",t=" + ts, body, 6},
 		{"t=" + ts + ",v1=" + mac[:62], body, 8},
 		{"t=" + ts + ",v1=" + mac + "00", body, 9},

@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/store"
@@ -331,4 +332,15 @@ func rawPost(t *testing.T, baseURL, path, token string, size int) (int, string) 
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// requireAudit waits (up to a minute) for the sale to be at rest and
+// checks the six invariants of DESIGN.md.
+func (s *system) requireAudit(saleID string) {
+	s.t.Helper()
+	a := &audit.Auditor{DB: s.store.Gorm(), Scripts: s.scripts, Temporal: s.temporal}
+	rep, err := a.Wait(context.Background(), mustInt(s.t, saleID), audit.Options{}, time.Minute)
+	require.NoError(s.t, err)
+	require.True(s.t, rep.AtRest && rep.OK(), "audit:\n%s", rep)
+	s.t.Logf("audit:\n%s", rep)
 }

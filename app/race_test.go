@@ -120,4 +120,5 @@ func TestClaim_ExactlyStockWinnersUnderRace(t *testing.T) {
 		return st.Available == units && st.Remaining == units
 	}, 90*time.Second, 200*time.Millisecond, "all units return after the timeout")
 	require.Equal(t, seckill.Stock{Total: units, Remaining: units, Available: units}, s.dbStock(sale))
+	s.requireAudit(sale)
 }

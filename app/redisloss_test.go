@@ -63,4 +63,5 @@ func TestRedisLoss_FailsClosedThenRewarmsFromPostgres(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return s.dbStock(sale) == seckill.Stock{Total: 10, Remaining: 8, Available: 8, Locked: 1, Sold: 1}
 	}, 20*time.Second, 100*time.Millisecond)
+	s.requireAudit(sale)
 }

@@ -69,16 +69,19 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.Eventually(t, func() bool { return s.stock(sale) == seckill.Stock{Total: 3, Remaining: 2, Available: 2, Sold: 1} },
 		10*time.Second, 50*time.Millisecond)
 
-	// A payment after the timeout is recorded as late, never applied.
+	// A payment after the timeout is recorded as late, never applied, and
+	// refunded.
 	r = s.webhook("evt_late_1", seckill.PaymentSucceeded, slept, 990)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.Equal(t, string(seckill.OutcomeLate), r.json(t)["outcome"])
+	require.Contains(t, []any{string(seckill.OutcomeLate), string(seckill.OutcomeDelivered)}, r.json(t)["outcome"])
+	s.waitRefund(slept, "sleeper", 990)
 	require.Equal(t, seckill.StatusClosed, s.order(slept, "sleeper").Status)
 	s.requireSplit(sale, 2, 2, 0, 1)
 
 	// The failed and timed-out buyers may claim again.
 	r = s.claim(sale, "sleeper")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	s.requireAudit(sale)
 
 	// Every order is findable by SaleId in Temporal, with its status.
 	require.Eventually(t, func() bool {
@@ -111,5 +114,5 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 		} `json:"executions"`
 	}
 	require.NoError(t, json.NewDecoder(ui.Body).Decode(&list))
-	require.Len(t, list.Executions, 4) // paid, failed, timed out, and the new claim
+	require.Len(t, list.Executions, 5) // paid, failed, timed out, the new claim, and the late payment's refund
 }

@@ -95,6 +95,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return migrations.Up(ctx, sqlDB)
 }
 
+// Gorm exposes the gorm handle, for read-only tools such as the audit.
+func (s *Store) Gorm() *gorm.DB { return s.db }
+
 // SQLDB exposes the database/sql handle (for tools and tests).
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 

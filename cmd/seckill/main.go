@@ -31,6 +31,9 @@ Usage:
   seckill token --user ID [--admin] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset)
+  seckill audit --sale ID [--wait 2m] [--json]
+                                    check the six invariants of a sale; exits
+                                    non-zero on any violation
   seckill pay --order ID [--fail]   dev payment provider: send a signed webhook
                                     for the order (uses SECKILL_WEBHOOK_SECRET,
                                     or the dev secret when unset)
@@ -100,6 +103,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return token(cfg, args, stdout)
 	case "pay":
 		return pay(cfg, args, stdout)
+	case "audit":
+		return runAudit(ctx, cfg, args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

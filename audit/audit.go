@@ -1,0 +1,312 @@
+// Package audit checks the six invariants of DESIGN.md for one sale, from
+// the outside: it reads Postgres, Redis and Temporal and reports every
+// violation it finds. `seckill audit` and the tests use it.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/store"
+)
+
+// Check is one invariant's result.
+type Check struct {
+	Invariant int    `json:"invariant"`
+	Name      string `json:"name"`
+	OK        bool   `json:"ok"`
+	// Violations name what breaks the invariant (empty when OK).
+	Violations []string `json:"violations,omitempty"`
+}
+
+// Report is the audit of one sale.
+type Report struct {
+	SaleID int64          `json:"sale_id"`
+	AtRest bool           `json:"at_rest"`
+	Stock  seckill.Stock  `json:"stock"`
+	Orders map[string]int `json:"orders"`
+	Checks []Check        `json:"checks"`
+}
+
+// OK reports whether every check passed.
+func (r *Report) OK() bool {
+	for _, c := range r.Checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Options tune the audit.
+type Options struct {
+	// Grace is how long past its deadline an order may take to settle, and
+	// a claim to reach its saga, before it counts as stuck [60s].
+	Grace time.Duration
+}
+
+// Auditor reads the three stores. Temporal may be nil: claims without an
+// order row are then not checked for a saga.
+type Auditor struct {
+	DB       *gorm.DB
+	Scripts  *lua.Scripts
+	Temporal client.Client
+}
+
+type orderRow struct {
+	ID              int64
+	UserID          string
+	Status          string
+	CloseReason     *string
+	StockLocked     bool
+	PayBy           *time.Time
+	CreatedAt       time.Time
+	PaymentIntentID *string
+}
+
+type eventRow struct {
+	ID              string
+	OrderID         int64
+	PaymentIntentID *string
+	Outcome         string
+	ReceivedAt      time.Time
+	RefundStatus    *string
+}
+
+// Run audits sale saleID at now.
+func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = 60 * time.Second
+	}
+	now := time.Now()
+	rep := &Report{SaleID: saleID, Orders: map[string]int{}}
+
+	// Postgres.
+	var sale struct {
+		Total, Available, Locked, Sold int64
+		PaymentTimeoutSeconds          int64
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds FROM sales WHERE id = ?`, saleID).
+		Scan(&sale).Error; err != nil {
+		return nil, fmt.Errorf("read sale: %w", err)
+	}
+	if sale.Total == 0 {
+		return nil, fmt.Errorf("sale %d: %w", saleID, store.ErrNotFound)
+	}
+	var orders []orderRow
+	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id
+		FROM orders WHERE sale_id = ?`, saleID).Scan(&orders).Error; err != nil {
+		return nil, fmt.Errorf("read orders: %w", err)
+	}
+	var events []eventRow
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.outcome, e.received_at, r.status AS refund_status
+		FROM payment_events e JOIN orders o ON o.id = e.order_id
+		LEFT JOIN refunds r ON r.event_id = e.id
+		WHERE o.sale_id = ? AND e.type = ?`, saleID, string(seckill.PaymentSucceeded)).Scan(&events).Error; err != nil {
+		return nil, fmt.Errorf("read payment events: %w", err)
+	}
+
+	// Redis.
+	rdb := a.Scripts.Client()
+	keys := a.Scripts.SaleKeys(saleID)
+	remaining, warmed, err := a.Scripts.Remaining(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := rdb.HGetAll(ctx, keys.Claims).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read claims: %w", err)
+	}
+	outboxLen, err := rdb.XLen(ctx, keys.Outbox).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+
+	rep.Stock = seckill.Stock{Total: sale.Total, Remaining: remaining, Available: sale.Available, Locked: sale.Locked, Sold: sale.Sold}
+	byID := map[int64]orderRow{}
+	active := map[string][]int64{}
+	var paid, holding int64
+	queued := 0
+	for _, o := range orders {
+		rep.Orders[o.Status]++
+		byID[o.ID] = o
+		if o.Status != string(seckill.StatusClosed) {
+			active[o.UserID] = append(active[o.UserID], o.ID)
+		}
+		if o.Status == string(seckill.StatusPaid) {
+			paid++
+		}
+		if o.StockLocked {
+			holding++
+		}
+		if o.Status == string(seckill.StatusQueued) {
+			queued++
+		}
+	}
+	// At rest: nothing admitted waits for its saga, nothing written waits
+	// for its unit, and Redis' claims are exactly the active orders.
+	claimsMatch := len(claims) == len(active)
+	for user, ids := range active {
+		if claims[user] != strconv.FormatInt(ids[0], 10) {
+			claimsMatch = false
+		}
+	}
+	rep.AtRest = warmed && outboxLen == 0 && queued == 0 && claimsMatch
+
+	// 1. No oversell.
+	c1 := Check{Invariant: 1, Name: "no oversell: sold+locked <= total, total = available+locked+sold, counts match orders"}
+	if sale.Sold+sale.Locked > sale.Total {
+		c1.Violations = append(c1.Violations, fmt.Sprintf("sold %d + locked %d > total %d", sale.Sold, sale.Locked, sale.Total))
+	}
+	if sale.Available+sale.Locked+sale.Sold != sale.Total {
+		c1.Violations = append(c1.Violations, fmt.Sprintf("available %d + locked %d + sold %d != total %d", sale.Available, sale.Locked, sale.Sold, sale.Total))
+	}
+	if paid != sale.Sold {
+		c1.Violations = append(c1.Violations, fmt.Sprintf("%d PAID orders but sold = %d", paid, sale.Sold))
+	}
+	if holding != sale.Locked {
+		c1.Violations = append(c1.Violations, fmt.Sprintf("%d orders hold a unit but locked = %d", holding, sale.Locked))
+	}
+	rep.Checks = append(rep.Checks, finish(c1))
+
+	// 2. At rest, Redis remaining == DB available.
+	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
+	switch {
+	case !warmed:
+		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis")
+	case rep.AtRest && remaining != sale.Available:
+		c2.Violations = append(c2.Violations, fmt.Sprintf("remaining %d != available %d", remaining, sale.Available))
+	case !rep.AtRest:
+		c2.Violations = append(c2.Violations, fmt.Sprintf("not at rest: %d outbox entries, %d QUEUED orders, claims match orders: %v",
+			outboxLen, queued, claimsMatch))
+	}
+	rep.Checks = append(rep.Checks, finish(c2))
+
+	// 3. One active order per user.
+	c3 := Check{Invariant: 3, Name: "one active order per (sale, user)"}
+	for user, ids := range active {
+		if len(ids) > 1 {
+			c3.Violations = append(c3.Violations, fmt.Sprintf("user %s has %d active orders %v", user, len(ids), ids))
+		}
+	}
+	rep.Checks = append(rep.Checks, finish(c3))
+
+	// 4. Every admitted claim ends PAID or CLOSED in time; no orphans.
+	c4 := Check{Invariant: 4, Name: "every claim reaches a saga and a terminal state in time"}
+	timeout := time.Duration(sale.PaymentTimeoutSeconds) * time.Second
+	for _, o := range orders {
+		switch o.Status {
+		case string(seckill.StatusQueued):
+			if now.Sub(o.CreatedAt) > opts.Grace {
+				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d QUEUED since %s", o.ID, o.CreatedAt.Format(time.RFC3339)))
+			}
+		case string(seckill.StatusAwaitingPayment):
+			if o.PayBy != nil && now.Sub(*o.PayBy) > opts.Grace {
+				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d AWAITING_PAYMENT %s past its deadline", o.ID, now.Sub(*o.PayBy).Round(time.Second)))
+			}
+		}
+	}
+	for user, idStr := range claims {
+		id, err := strconv.ParseInt(idStr, 10, 64)
+		if err != nil {
+			c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s names no order: %q", user, idStr))
+			continue
+		}
+		if _, ok := byID[id]; ok {
+			continue
+		}
+		// Admitted, no row yet: its saga must exist (or the claim is young).
+		if a.Temporal != nil {
+			_, err := a.Temporal.DescribeWorkflowExecution(ctx, seckill.OrderWorkflowID(id), "")
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) && now.Sub(idgen.Time(id)) > opts.Grace {
+				c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s (order %d) has no saga after %s", user, id, now.Sub(idgen.Time(id)).Round(time.Second)))
+			} else if err != nil && !errors.As(err, &nf) {
+				return nil, fmt.Errorf("describe saga of order %d: %w", id, err)
+			}
+		}
+	}
+	rep.Checks = append(rep.Checks, finish(c4))
+
+	// 5. Every successful payment ends as a PAID order or a refund.
+	c5 := Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund"}
+	for _, e := range events {
+		o := byID[e.OrderID]
+		refunded := e.RefundStatus != nil && *e.RefundStatus == store.RefundSucceeded
+		appliedHere := o.Status == string(seckill.StatusPaid) && o.PaymentIntentID != nil && e.PaymentIntentID != nil && *o.PaymentIntentID == *e.PaymentIntentID
+		switch {
+		case appliedHere && refunded:
+			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid order %d and was refunded", e.ID, e.OrderID))
+		case appliedHere || refunded:
+		case now.Sub(e.ReceivedAt) <= opts.Grace+timeout && o.Status != string(seckill.StatusClosed) && o.Status != string(seckill.StatusPaid):
+			// Still in flight: the order is undecided.
+		case now.Sub(e.ReceivedAt) <= opts.Grace:
+		default:
+			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s (outcome %s) for order %d (%s): neither paid nor refunded", e.ID, e.Outcome, e.OrderID, o.Status))
+		}
+	}
+	rep.Checks = append(rep.Checks, finish(c5))
+
+	// 6. Compensation never creates stock: Redis never above the database.
+	c6 := Check{Invariant: 6, Name: "Redis never holds stock the database lacks"}
+	if warmed && remaining > sale.Available {
+		c6.Violations = append(c6.Violations, fmt.Sprintf("remaining %d > available %d", remaining, sale.Available))
+	}
+	if remaining < 0 {
+		c6.Violations = append(c6.Violations, fmt.Sprintf("remaining %d < 0", remaining))
+	}
+	rep.Checks = append(rep.Checks, finish(c6))
+	return rep, nil
+}
+
+func finish(c Check) Check {
+	c.OK = len(c.Violations) == 0
+	return c
+}
+
+// Wait audits until the sale is at rest and every check passes, or until
+// within has passed; it returns the last report.
+func (a *Auditor) Wait(ctx context.Context, saleID int64, opts Options, within time.Duration) (*Report, error) {
+	deadline := time.Now().Add(within)
+	for {
+		rep, err := a.Run(ctx, saleID, opts)
+		if err != nil || (rep.AtRest && rep.OK()) || time.Now().After(deadline) {
+			return rep, err
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// String renders the report for people.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; at rest: %v; orders %v\n",
+		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.AtRest, r.Orders)
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %d. %s\n", mark, c.Invariant, c.Name)
+		for _, v := range c.Violations {
+			fmt.Fprintf(&b, "         - %s\n", v)
+		}
+	}
+	return b.String()
+}
