@@ -42,6 +42,9 @@ type Config struct {
 	Log           *slog.Logger
 	// RequestTimeout bounds the work of one request [5s].
 	RequestTimeout time.Duration
+	// IPLimit limits the requests of one client address to /api/v1 (the
+	// payment webhook excepted). Per-user claim limits live in Scripts.
+	IPLimit IPLimit
 }
 
 // Server is the HTTP API.
@@ -84,14 +87,17 @@ func New(cfg Config) *Server {
 	s.app.Get("/readyz", s.ready)
 	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
+	s.app.Post("/api/v1/payments/webhook", s.webhook)
 	v1 := s.app.Group("/api/v1")
+	if cfg.IPLimit.Max > 0 {
+		v1.Use(ipLimiter(cfg.IPLimit))
+	}
 	v1.Get("/sales", s.listSales)
 	v1.Get("/sales/:id", s.getSale)
 	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
 	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
 	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
-	v1.Post("/payments/webhook", s.webhook)
 	return s
 }
 

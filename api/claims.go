@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -108,6 +109,9 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
 	case lua.Ended:
 		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+	case lua.RateLimited:
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64(math.Ceil(res.RetryAfter.Seconds())), 10))
+		return seckill.Errorf(seckill.CodeRateLimited, "too many claims; try again in %s", res.RetryAfter.Round(time.Second))
 	default: // lua.NotWarmed: fail closed until the stock is loaded again
 		s.cfg.Log.Warn("claim for a sale that is not warmed", "saleID", saleID)
 		return seckill.Errorf(seckill.CodeUnavailable, "the sale's stock is being loaded; try again shortly")

@@ -84,8 +84,8 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		return err
 	}
 	srv := api.New(api.Config{
-		Store: d.Store, Scripts: d.Scripts, IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
-		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log,
+		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
+		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })

@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/lua"
 )
 
 // Config is the whole configuration, read once from the environment.
@@ -36,6 +40,10 @@ type Config struct {
 	StockTx          int
 	RelayClaimIdle   time.Duration
 	RewarmEvery      time.Duration
+
+	// Rate limits.
+	ClaimRate lua.RateLimit
+	IPRate    api.IPLimit
 
 	Log *slog.Logger
 }
@@ -98,7 +106,46 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
 		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
 	}
+	var err error
+	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {
+		errs = append(errs, fmt.Errorf("SECKILL_CLAIM_RATE: %w", err))
+	}
+	if c.IPRate.Max, c.IPRate.Window, err = parseRate(str("SECKILL_IP_RATE", "0")); err != nil {
+		errs = append(errs, fmt.Errorf("SECKILL_IP_RATE: %w", err))
+	}
+	for _, p := range strings.Split(getenv("SECKILL_TRUSTED_PROXIES"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				errs = append(errs, fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is neither an address nor a CIDR", p))
+				continue
+			}
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		c.IPRate.TrustedProxies = append(c.IPRate.TrustedProxies, prefix.Masked())
+	}
 	return c, errors.Join(errs...)
+}
+
+// parseRate reads "N/duration" (e.g. "10/10s"); "0" means no limit.
+func parseRate(v string) (int, time.Duration, error) {
+	if v == "0" {
+		return 0, 0, nil
+	}
+	n, d, ok := strings.Cut(v, "/")
+	max, err := strconv.Atoi(n)
+	if !ok || err != nil || max < 1 {
+		return 0, 0, fmt.Errorf("want N/duration like 10/10s, or 0 for no limit, got %q", v)
+	}
+	window, err := time.ParseDuration(d)
+	if err != nil || window <= 0 {
+		return 0, 0, fmt.Errorf("want N/duration like 10/10s, or 0 for no limit, got %q", v)
+	}
+	return max, window, nil
 }
 
 // RequireSecrets fails unless both secrets are set: production processes

@@ -46,6 +46,8 @@ type system struct {
 
 type systemOptions struct {
 	ui bool
+	// configure adjusts the configuration before the system starts.
+	configure func(*app.Config)
 }
 
 func startSystem(t *testing.T, opts systemOptions) *system {
@@ -69,6 +71,9 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 		temporalLog = "info"
 	}
 	cfg.WithDevSecrets()
+	if opts.configure != nil {
+		opts.configure(&cfg)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan app.DevInfo, 1)

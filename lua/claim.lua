@@ -1,32 +1,41 @@
 -- claim.lua: the whole admission decision for one claim, atomically.
--- Every check runs before any write, so a refused claim changes nothing.
+-- Every check runs before any write, so a refused claim changes nothing
+-- (except the rate limiter's log of the attempt).
 --
 -- KEYS[1] stock   seckill:{sN}:stock   string counter of units left
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
 -- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
 -- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
--- KEYS[5] (optional) idem  seckill:{sN}:idem:<user>:<key hash>  the first
---         decision for this user's Idempotency-Key, "code:order id"
+-- KEYS[5] idem    seckill:{sN}:idem:<user>:<key hash>  the first decision
+--         for this user's Idempotency-Key, "code:order id" (used when
+--         ARGV[5] is "1")
+-- KEYS[6] rate    seckill:{sN}:rl:<user>  sorted set of this user's recent
+--         attempts (used when ARGV[6] > 0)
 -- ARGV[1] user id
 -- ARGV[2] order id (fresh, from the caller's time-ordered generator)
 -- ARGV[3] sale id
--- ARGV[4] seconds to keep the idempotency record (with KEYS[5])
+-- ARGV[4] seconds to keep the idempotency record
+-- ARGV[5] "1" when the request carries an Idempotency-Key
+-- ARGV[6] attempts allowed per user in the sliding window (0: no limit)
+-- ARGV[7] the window, milliseconds
 --
--- With KEYS[5], a recorded decision is returned as it was, with a third
--- element 1 (replayed), and nothing else happens; otherwise the decision is
--- recorded. NOT_WARMED is never recorded: it is not an answer, only a
--- "try again".
+-- With an Idempotency-Key, a recorded decision is returned as it was, with
+-- a third element 1 (replayed), and nothing else happens; otherwise the
+-- decision is recorded. NOT_WARMED and RATE_LIMITED are never recorded:
+-- they are not answers, only "try again".
 --
--- Returns {code, order id}:
---   0 ADMITTED         order id = ARGV[2]; stock decremented, claim and
---                      outbox entry written
+-- Returns {code, value}:
+--   0 ADMITTED         value = ARGV[2]; stock decremented, claim and outbox
+--                      entry written
 --   1 SOLD_OUT
---   2 ALREADY_CLAIMED  order id = the user's active order
+--   2 ALREADY_CLAIMED  value = the user's active order
 --   3 NOT_STARTED
 --   4 ENDED
 --   5 NOT_WARMED       the stock key or meta is missing: fail closed, never
 --                      read nil as zero or as stock
-if KEYS[5] then
+--   6 RATE_LIMITED     value = milliseconds until an attempt is allowed
+local idem = ARGV[5] == '1'
+if idem then
   local prev = redis.call('GET', KEYS[5])
   if prev then
     local sep = string.find(prev, ':', 1, true)
@@ -35,10 +44,26 @@ if KEYS[5] then
 end
 
 local function decide(code, id)
-  if KEYS[5] then
+  if idem then
     redis.call('SET', KEYS[5], code .. ':' .. id, 'EX', ARGV[4])
   end
   return {code, id}
+end
+
+-- One clock for every API node: the Redis server's.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local limit = tonumber(ARGV[6])
+if limit > 0 then
+  local span = tonumber(ARGV[7])
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now - span)
+  if redis.call('ZCARD', KEYS[6]) >= limit then
+    local oldest = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+    return {6, tostring(tonumber(oldest[2]) + span - now)}
+  end
+  redis.call('ZADD', KEYS[6], now, ARGV[2])
+  redis.call('PEXPIRE', KEYS[6], span)
 end
 
 local stock = redis.call('GET', KEYS[1])
@@ -49,10 +74,6 @@ local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
 if not window[1] or not window[2] then
   return {5, ''}
 end
-
--- One clock for every API node: the Redis server's.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(window[1]) then
   return decide(3, '')
 end

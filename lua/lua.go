@@ -53,6 +53,7 @@ const (
 	NotStarted
 	Ended
 	NotWarmed
+	RateLimited
 )
 
 func (o ClaimOutcome) String() string {
@@ -69,6 +70,8 @@ func (o ClaimOutcome) String() string {
 		return "ended"
 	case NotWarmed:
 		return "not_warmed"
+	case RateLimited:
+		return "rate_limited"
 	}
 	return "unknown"
 }
@@ -77,6 +80,22 @@ func (o ClaimOutcome) String() string {
 type Scripts struct {
 	rdb    redis.UniversalClient
 	prefix string
+	limit  RateLimit
+}
+
+// RateLimit is how many claims one user may attempt on one sale in a
+// sliding window. Zero Max: no limit.
+type RateLimit struct {
+	Max    int
+	Window time.Duration
+}
+
+// WithRateLimit returns s limiting each user's claims per sale to l. The
+// limit holds across every API process: its log lives in Redis.
+func (s *Scripts) WithRateLimit(l RateLimit) *Scripts {
+	c := *s
+	c.limit = l
+	return &c
 }
 
 // New returns Scripts using rdb with key prefix (e.g. "seckill"); tests use
@@ -122,6 +141,8 @@ type ClaimResult struct {
 	// Replayed is set when the result is the recorded first answer to the
 	// same Idempotency-Key.
 	Replayed bool
+	// RetryAfter is how long a RateLimited user must wait.
+	RetryAfter time.Duration
 }
 
 // Claim runs the admission for userID on saleID with the fresh orderID.
@@ -131,12 +152,16 @@ type ClaimResult struct {
 // the caller must not assume the claim failed or succeeded.
 func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string) (ClaimResult, error) {
 	k := s.SaleKeys(saleID)
-	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox}
+	tag := s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:"
+	idem := "0"
 	if idempotencyKey != "" {
-		keys = append(keys, s.idempotencyKey(saleID, userID, idempotencyKey))
+		idem = "1"
 	}
+	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox,
+		s.idempotencyKey(saleID, userID, idempotencyKey), tag + "rl:" + userID}
 	res, err := claimScript.Run(ctx, s.rdb, keys,
-		userID, orderID, saleID, int64(IdempotencyTTL/time.Second)).Slice()
+		userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
+		s.limit.Max, s.limit.Window.Milliseconds()).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim script: %w", err)
 	}
@@ -144,10 +169,15 @@ func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderI
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected reply %v", res)
 	}
 	code, ok := res[0].(int64)
-	if !ok || code < int64(Admitted) || code > int64(NotWarmed) {
+	if !ok || code < int64(Admitted) || code > int64(RateLimited) {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
 	}
 	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: len(res) == 3}
+	if r.Outcome == RateLimited {
+		ms, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		r.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
+		return r, nil
+	}
 	if str, _ := res[1].(string); str != "" {
 		if r.OrderID, err = strconv.ParseInt(str, 10, 64); err != nil {
 			return ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)

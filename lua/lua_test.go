@@ -503,3 +503,29 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	res = claim(t, sc, "bob", 98)
 	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 12}, res)
 }
+
+func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t).WithRateLimit(lua.RateLimit{Max: 3, Window: 500 * time.Millisecond})
+	ctx := t.Context()
+	warm(t, sc, openSale(10))
+
+	for i := range 3 {
+		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "")
+		require.NoError(t, err)
+		require.NotEqual(t, lua.RateLimited, res.Outcome)
+	}
+	res, err := sc.Claim(ctx, saleID, "eager", 4, "")
+	require.NoError(t, err)
+	require.Equal(t, lua.RateLimited, res.Outcome)
+	require.Positive(t, res.RetryAfter)
+	require.LessOrEqual(t, res.RetryAfter, 500*time.Millisecond)
+	// Other users are not affected, and a limited attempt changes nothing.
+	require.Equal(t, lua.Admitted, claim(t, sc, "calm", 5).Outcome)
+	require.Equal(t, int64(8), remaining(t, sc))
+
+	time.Sleep(res.RetryAfter + 20*time.Millisecond)
+	res, err = sc.Claim(ctx, saleID, "eager", 6, "")
+	require.NoError(t, err)
+	require.Equal(t, lua.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
+}
