@@ -104,3 +104,30 @@ const RefundWorkflow = "PaymentRefund"
 // RefundWorkflowID is the workflow ID of the refund of provider event id:
 // one refund per event, however often the event is delivered.
 func RefundWorkflowID(eventID string) string { return "refund-" + eventID }
+
+// Reconciliation names.
+const (
+	// ReconcileWorkflow runs one reconciliation pass over every settling sale.
+	ReconcileWorkflow = "Reconcile"
+	// ReconcileActivity is the activity doing the pass.
+	ReconcileActivity = "ReconcileAll"
+	// ReconcileScheduleID is the Temporal Schedule running it every minute.
+	ReconcileScheduleID = "seckill-reconcile"
+)
+
+// Drift kinds found by reconciliation.
+const (
+	DriftClaimWithoutSaga = "claim_without_saga"
+	DriftOrderWithoutSaga = "order_without_saga"
+	DriftSagaEndedEarly   = "saga_ended_order_unsettled"
+	DriftRedisAboveDB     = "redis_above_db"
+)
+
+// Drift is one disagreement between Redis, Postgres and Temporal.
+type Drift struct {
+	Kind    string `json:"kind"`
+	SaleID  int64  `json:"sale_id"`
+	OrderID int64  `json:"order_id,omitempty"`
+	Detail  string `json:"detail"`
+	Fixed   bool   `json:"fixed"`
+}

@@ -42,6 +42,10 @@ type Config struct {
 	Log           *slog.Logger
 	// RequestTimeout bounds the work of one request [5s].
 	RequestTimeout time.Duration
+	// Registry receives the API's metrics and is served on /metrics; nil
+	// creates one. Pass the worker's in one-process mode so /metrics has
+	// both.
+	Registry *prometheus.Registry
 	// IPLimit limits the requests of one client address to /api/v1 (the
 	// payment webhook excepted). Per-user claim limits live in Scripts.
 	IPLimit IPLimit
@@ -64,8 +68,10 @@ func New(cfg Config) *Server {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = seckill.DefaultTaskQueue
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := cfg.Registry
+	if reg == nil {
+		reg = NewRegistry()
+	}
 	s := &Server{
 		cfg:     cfg,
 		auth:    newVerifier(cfg.JWTSecret),
@@ -99,6 +105,14 @@ func New(cfg Config) *Server {
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
 	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
 	return s
+}
+
+// NewRegistry returns a metrics registry with the Go runtime and process
+// collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // App exposes the Fiber app (for tests with app.Test, and for mounting).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	sdkclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -18,18 +19,20 @@ import (
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/warmup"
 	"github.com/seckill/seckill/worker"
 )
 
-// Deps are the connections every process holds.
+// Deps are the connections every process holds, and its metrics.
 type Deps struct {
 	Redis    *redis.Client
 	Scripts  *lua.Scripts
 	Store    *store.Store
 	Temporal sdkclient.Client
+	Metrics  *prometheus.Registry
 }
 
 // Connect opens Redis, Postgres and the Temporal client.
@@ -39,7 +42,7 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	ropts.PoolSize = cfg.RedisPoolSize
-	d := &Deps{Redis: redis.NewClient(ropts)}
+	d := &Deps{Redis: redis.NewClient(ropts), Metrics: api.NewRegistry()}
 	d.Scripts = lua.New(d.Redis, cfg.RedisPrefix)
 	if err := d.Redis.Ping(ctx).Err(); err != nil {
 		d.Close()
@@ -86,6 +89,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	srv := api.New(api.Config{
 		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
+		Registry: d.Metrics,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })
@@ -102,6 +106,17 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	acts := activities.New(d.Store, d.Scripts, payments.DevProvider{Store: d.Store}, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
+	rec := &reconcile.Reconciler{
+		Store: d.Store, Scripts: d.Scripts, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
+		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
+	}
+	if err := rec.Register(d.Metrics); err != nil {
+		return err
+	}
+	w.RegisterActivity(&reconcile.Activities{R: rec})
+	if err := worker.EnsureReconcileSchedule(ctx, d.Temporal, cfg.TaskQueue, cfg.ReconcileEvery); err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

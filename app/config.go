@@ -40,6 +40,8 @@ type Config struct {
 	StockTx          int
 	RelayClaimIdle   time.Duration
 	RewarmEvery      time.Duration
+	ReconcileEvery   time.Duration
+	ReconcileGrace   time.Duration
 
 	// Rate limits.
 	ClaimRate lua.RateLimit
@@ -105,6 +107,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		StockTx:          num("SECKILL_STOCK_TX", 8, 1, 1000),
 		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
 		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
+		ReconcileEvery:   dur("SECKILL_RECONCILE_EVERY", time.Minute),
+		ReconcileGrace:   dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
 	}
 	var err error
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/devserver"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/store"
@@ -109,10 +110,9 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := devserver.FreePort("127.0.0.1")
 	require.NoError(t, err)
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func (s *system) token(user string, admin bool) string {

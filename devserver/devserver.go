@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -240,6 +241,24 @@ func (s *Server) Stop() error {
 	return s.temporal.Stop()
 }
 
+// Ports are picked below Linux's ephemeral range (32768-60999): a port
+// found free there and released is not handed to an outgoing connection
+// before the server binds it, as a port from ":0" can be.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+// FreePort returns a port on host that was free a moment ago, from outside
+// the ephemeral range.
+func FreePort(host string) (int, error) {
+	ports, err := freePorts(host, 1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
 func freePorts(host string, n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var listeners []net.Listener
@@ -248,13 +267,17 @@ func freePorts(host string, n int) ([]int, error) {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("no free port between %d and %d on %s", portLow, portHigh, host)
+		}
+		port := portLow + rand.IntN(portHigh-portLow)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+			continue
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

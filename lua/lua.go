@@ -340,3 +340,38 @@ func (s *Scripts) Preload(ctx context.Context) error {
 	}
 	return nil
 }
+
+// lowerScript sets a counter to a lower target only while it still holds
+// the value the caller read: a claim or a release in between wins.
+var lowerScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and cur == ARGV[1] and tonumber(ARGV[2]) < tonumber(cur) then
+  redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+  return 1
+end
+return 0`)
+
+// LowerRemaining lowers sale's counter from seen to target if it still
+// holds seen. It never raises it. It reports whether it changed it.
+func (s *Scripts) LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error) {
+	n, err := lowerScript.Run(ctx, s.rdb, []string{s.SaleKeys(saleID).Stock}, seen, target).Int()
+	if err != nil {
+		return false, fmt.Errorf("lower stock: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Claims returns every claim of a sale: user id -> order id.
+func (s *Scripts) Claims(ctx context.Context, saleID int64) (map[string]int64, error) {
+	raw, err := s.rdb.HGetAll(ctx, s.SaleKeys(saleID).Claims).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read claims: %w", err)
+	}
+	out := make(map[string]int64, len(raw))
+	for user, v := range raw {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[user] = id
+		}
+	}
+	return out, nil
+}

@@ -64,3 +64,32 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 	}
 	return snap, nil
 }
+
+// SettlingSales returns the sales that ended no earlier than since or are
+// still open: the ones whose orders may still be settling.
+func (s *Store) SettlingSales(ctx context.Context, since time.Time) ([]*seckill.Sale, error) {
+	return s.OpenSales(ctx, since)
+}
+
+// UnsettledOrders returns the sale's orders that are not PAID or CLOSED.
+func (s *Store) UnsettledOrders(ctx context.Context, saleID int64) ([]*seckill.Order, error) {
+	var rows []orderRow
+	if err := s.db.WithContext(ctx).Where("sale_id = ? AND status IN ?", saleID,
+		[]string{string(seckill.StatusQueued), string(seckill.StatusAwaitingPayment)}).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list unsettled orders of sale %d: %w", saleID, err)
+	}
+	out := make([]*seckill.Order, len(rows))
+	for i := range rows {
+		out[i] = rows[i].order()
+	}
+	return out, nil
+}
+
+// OrderExists reports whether order id has a row.
+func (s *Store) OrderExists(ctx context.Context, id int64) (bool, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&orderRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("look up order %d: %w", id, err)
+	}
+	return n == 1, nil
+}

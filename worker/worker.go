@@ -4,11 +4,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -43,7 +46,28 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, opts Op
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderSaga, workflow.RegisterOptions{Name: seckill.OrderSagaWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.PaymentRefund, workflow.RegisterOptions{Name: seckill.RefundWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: seckill.ReconcileWorkflow})
 	r.RegisterActivity(acts)
+}
+
+// EnsureReconcileSchedule creates the Schedule that runs Reconcile every
+// interval on taskQueue, unless it exists. Safe to call from every worker.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, taskQueue string, every time.Duration) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      seckill.ReconcileScheduleID,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action: &client.ScheduleWorkflowAction{
+			ID:                 seckill.ReconcileScheduleID,
+			Workflow:           seckill.ReconcileWorkflow,
+			TaskQueue:          taskQueue,
+			WorkflowRunTimeout: 5 * time.Minute,
+		},
+	})
+	if err != nil && !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create reconcile schedule: %w", err)
+	}
+	return nil
 }
 
 // EnsureSearchAttributes registers any of seckill's Keyword search
