@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
@@ -91,6 +94,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return withDeps(ctx, cfg, func(d *app.Deps) error {
+			if addr := os.Getenv("SECKILL_METRICS_ADDR"); addr != "" {
+				stopMetrics, err := serveMetrics(addr, d)
+				if err != nil {
+					return err
+				}
+				defer stopMetrics()
+				cfg.Log.Info("worker metrics", "url", "http://"+addr+"/metrics")
+			}
 			cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue)
 			return app.RunWorker(ctx, cfg, d)
 		})
@@ -227,4 +238,17 @@ Pay for it as the payment provider would (a signed webhook):
 `, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user,
 			now.Format(time.RFC3339), now.Add(24*time.Hour).Format(time.RFC3339))
 	})
+}
+
+// serveMetrics serves the process's metrics on addr until stopped.
+func serveMetrics(addr string, d *app.Deps) (func(), error) {
+	ln, err := app.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }
