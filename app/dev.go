@@ -34,6 +34,12 @@ type DevOptions struct {
 	// TemporalLogLevel of the embedded server (debug, info, warn, error,
 	// fatal) [error].
 	TemporalLogLevel string
+	// ExtraNamespaces are created on the embedded server too.
+	ExtraNamespaces []string
+	// TemporalAddress, when set, is a running Temporal server to use
+	// instead of starting one (TemporalUIURL is then its Web UI, if any).
+	TemporalAddress string
+	TemporalUIURL   string
 }
 
 // StartDevServer starts the embedded Temporal server with seckill's search
@@ -49,7 +55,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 	}
 	return devserver.Start(devserver.Config{
 		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile,
-		Namespace: cfg.Namespace, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
+		Namespace: cfg.Namespace, ExtraNamespaces: opts.ExtraNamespaces, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
 	})
 }
 
@@ -59,12 +65,16 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 // returns when ctx is done and everything has stopped.
 func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) error {
 	cfg.WithDevSecrets()
-	ts, err := StartDevServer(cfg, opts)
-	if err != nil {
-		return err
+	cfg.TemporalAddress = opts.TemporalAddress
+	uiURL := opts.TemporalUIURL
+	if cfg.TemporalAddress == "" {
+		ts, err := StartDevServer(cfg, opts)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = ts.Stop() }()
+		cfg.TemporalAddress, uiURL = ts.Address(), ts.UIURL()
 	}
-	defer func() { _ = ts.Stop() }()
-	cfg.TemporalAddress = ts.Address()
 
 	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return err
@@ -95,7 +105,7 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 			return err
 		}
 		ready(DevInfo{
-			APIURL: apiURL, UIURL: ts.UIURL(), TemporalAddress: ts.Address(),
+			APIURL: apiURL, UIURL: uiURL, TemporalAddress: cfg.TemporalAddress,
 			AdminToken: token, WebhookSecret: string(cfg.WebhookSecret),
 		})
 		return nil

@@ -1,8 +1,13 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,33 +17,60 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/devserver"
 )
 
-// TestDevServer_DBFileKeepsStateAcrossRestarts: `seckill devserver
-// --db-file` keeps workflows and search attributes when restarted.
-func TestDevServer_DBFileKeepsStateAcrossRestarts(t *testing.T) {
-	cfg, err := app.FromEnv(func(string) string { return "" })
+// startDevServerChild runs `devserver --db-file` in a child process (this
+// test binary, see runDevServerChild) and returns its address.
+func startDevServerChild(t *testing.T, dbFile string, port int) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dbFile, "SECKILL_DEV_TEMPORAL_PORT="+strconv.Itoa(port))
+	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	cfg.DevTemporalPort = freePort(t)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "READY ") || strings.HasPrefix(sc.Text(), "ERROR ") {
+				lines <- sc.Text()
+				return
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case line := <-lines:
+		require.True(t, strings.HasPrefix(line, "READY "), "dev server child: %q", line)
+		return cmd, strings.TrimPrefix(line, "READY ")
+	case <-time.After(60 * time.Second):
+		t.Fatal("dev server child not ready after 60s")
+	}
+	return nil, ""
+}
+
+// TestDevServer_DBFileSurvivesSIGKILL: `seckill devserver --db-file` keeps
+// workflows and search attributes when killed with SIGKILL and restarted.
+func TestDevServer_DBFileSurvivesSIGKILL(t *testing.T) {
 	dbFile := filepath.Join(t.TempDir(), "temporal", "dev.db")
-	opts := app.DevOptions{DBFile: dbFile, NoUI: true, TemporalLogLevel: "fatal"}
+	port, err := devserver.FreePort("127.0.0.1")
+	require.NoError(t, err)
 	ctx := context.Background()
 
-	ts, err := app.StartDevServer(cfg, opts)
-	require.NoError(t, err)
-	c, err := sdkclient.Dial(sdkclient.Options{HostPort: ts.Address(), Logger: nopLogger{}})
+	child, addr := startDevServerChild(t, dbFile, port)
+	c, err := sdkclient.Dial(sdkclient.Options{HostPort: addr, Logger: nopLogger{}})
 	require.NoError(t, err)
 	// A saga start with nobody to run it: it stays open across the restart.
 	_, err = c.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: "order-1", TaskQueue: "nobody"}, seckill.OrderSagaWorkflow, seckill.SagaInput{OrderID: 1})
 	require.NoError(t, err)
 	c.Close()
-	require.NoError(t, ts.Stop())
+	require.NoError(t, child.Process.Kill()) // SIGKILL
+	_ = child.Wait()
 
-	ts, err = app.StartDevServer(cfg, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ts.Stop() })
-	c, err = sdkclient.Dial(sdkclient.Options{HostPort: ts.Address(), Logger: nopLogger{}})
+	_, addr = startDevServerChild(t, dbFile, port)
+	c, err = sdkclient.Dial(sdkclient.Options{HostPort: addr, Logger: nopLogger{}})
 	require.NoError(t, err)
 	defer c.Close()
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)

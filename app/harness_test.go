@@ -26,7 +26,6 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
-	"github.com/seckill/seckill/devserver"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/store"
@@ -46,7 +45,6 @@ type system struct {
 }
 
 type systemOptions struct {
-	ui bool
 	// configure adjusts the configuration before the system starts.
 	configure func(*app.Config)
 }
@@ -58,18 +56,15 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	cfg, err := app.FromEnv(func(string) string { return "" })
 	require.NoError(t, err)
 	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.DevTemporalPort = freePort(t)
-	cfg.DevUIPort = freePort(t)
+	cfg.Namespace = namespace(t)
 	cfg.DatabaseURL = dsn
 	cfg.RedisURL = testenv.RedisURL()
 	cfg.RedisPrefix = prefix
 	cfg.RelayClaimIdle = 2 * time.Second
 	// SECKILL_TEST_LOG=1 shows seckill's and Temporal's logs.
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	temporalLog := "fatal"
 	if os.Getenv("SECKILL_TEST_LOG") != "" {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-		temporalLog = "info"
 	}
 	cfg.WithDevSecrets()
 	if opts.configure != nil {
@@ -80,7 +75,8 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	ready := make(chan app.DevInfo, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Dev(ctx, cfg, app.DevOptions{NoUI: !opts.ui, TemporalLogLevel: temporalLog}, func(info app.DevInfo) { ready <- info })
+		done <- app.Dev(ctx, cfg, app.DevOptions{TemporalAddress: shared.Address(), TemporalUIURL: shared.UIURL()},
+			func(info app.DevInfo) { ready <- info })
 	}()
 	s := &system{t: t, cfg: cfg, store: st, redis: rdb, scripts: lua.New(rdb, prefix),
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
@@ -102,17 +98,10 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 			t.Error("seckill dev did not stop within 60s")
 		}
 	})
-	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: s.info.TemporalAddress, Logger: nopLogger{}})
+	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: s.info.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
 	require.NoError(t, err)
 	t.Cleanup(s.temporal.Close)
 	return s
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := devserver.FreePort("127.0.0.1")
-	require.NoError(t, err)
-	return port
 }
 
 func (s *system) token(user string, admin bool) string {

@@ -26,12 +26,9 @@ func TestClaim_IdempotencyKeyReplaysAcrossAPIRestart(t *testing.T) {
 	require.NoError(t, err)
 	cfg.WithDevSecrets()
 	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
-	cfg.DevTemporalPort = freePort(t)
+	cfg.Namespace = namespace(t)
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ts, err := app.StartDevServer(cfg, app.DevOptions{NoUI: true, TemporalLogLevel: "fatal"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ts.Stop() })
-	cfg.TemporalAddress = ts.Address()
+	cfg.TemporalAddress = shared.Address()
 
 	// startAPI runs one API "process" with connections of its own.
 	startAPI := func() (string, func()) {

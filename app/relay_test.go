@@ -34,13 +34,10 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.NoError(t, err)
 	cfg.WithDevSecrets()
 	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
-	cfg.DevTemporalPort = freePort(t)
+	cfg.Namespace = namespace(t)
 	cfg.RelayClaimIdle = time.Second
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	ts, err := app.StartDevServer(cfg, app.DevOptions{NoUI: true, TemporalLogLevel: "fatal"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ts.Stop() })
-	cfg.TemporalAddress = ts.Address()
+	cfg.TemporalAddress = shared.Address()
 	d, err := app.Connect(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(d.Close)

@@ -18,7 +18,7 @@ import (
 // TestSaga_PayFailAndTimeoutEndToEnd drives seckill dev over HTTP through
 // the three endings of an order and checks the sale's split after each.
 func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
-	s := startSystem(t, systemOptions{ui: true})
+	s := startSystem(t, systemOptions{})
 	sale := s.createSale(3, 5*time.Second)
 	s.requireSplit(sale, 3, 3, 0, 0)
 
@@ -102,7 +102,7 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "timeout_then_late_payment")
 
 	// The Temporal Web UI finds the sale's orders by SaleId too.
-	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))
+	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/" + s.cfg.Namespace + "/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))
 	require.NoError(t, err)
 	defer func() { _ = ui.Body.Close() }()
 	require.Equal(t, http.StatusOK, ui.StatusCode)

@@ -50,7 +50,10 @@ type Config struct {
 	DBFile string
 	// Namespace is created at start. Default "default".
 	Namespace string
-	// SearchAttributes are registered on Namespace at start.
+	// ExtraNamespaces are created at start too, with the same search
+	// attributes (tests give each test a namespace of its own).
+	ExtraNamespaces []string
+	// SearchAttributes are registered on every namespace at start.
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// LogLevel of the server's own logs, written as JSON to stderr (debug,
 	// info, warn, error, fatal). Default error: a dev server that works
@@ -115,12 +118,16 @@ func Start(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	ns, err := sqlite.NewNamespaceConfig(clusterName, cfg.Namespace, false, cfg.SearchAttributes)
-	if err != nil {
-		return nil, fmt.Errorf("namespace config: %w", err)
+	var namespaces []*sqlite.NamespaceConfig
+	for _, name := range append([]string{cfg.Namespace}, cfg.ExtraNamespaces...) {
+		ns, err := sqlite.NewNamespaceConfig(clusterName, name, false, cfg.SearchAttributes)
+		if err != nil {
+			return nil, fmt.Errorf("namespace config: %w", err)
+		}
+		namespaces = append(namespaces, ns)
 	}
-	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("create namespace %s: %w", cfg.Namespace, err)
+	if err := sqlite.CreateNamespaces(sqlCfg, namespaces...); err != nil {
+		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
 
 	address := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
