@@ -117,10 +117,11 @@ const (
 
 // Drift kinds found by reconciliation.
 const (
-	DriftClaimWithoutSaga = "claim_without_saga"
-	DriftOrderWithoutSaga = "order_without_saga"
-	DriftSagaEndedEarly   = "saga_ended_order_unsettled"
-	DriftRedisAboveDB     = "redis_above_db"
+	DriftClaimWithoutSaga   = "claim_without_saga"
+	DriftOrderWithoutSaga   = "order_without_saga"
+	DriftSagaEndedEarly     = "saga_ended_order_unsettled"
+	DriftRedisAboveDB       = "redis_above_db"
+	DriftPaymentUndelivered = "payment_undelivered"
 )
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

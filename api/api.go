@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/store"
 )
 
@@ -53,11 +54,12 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	app     *fiber.App
-	auth    *verifier
-	sales   *saleCache
-	metrics *metrics
+	cfg      Config
+	app      *fiber.App
+	auth     *verifier
+	sales    *saleCache
+	metrics  *metrics
+	delivery *delivery.Deliverer
 }
 
 // New builds the API and its routes.
@@ -73,10 +75,11 @@ func New(cfg Config) *Server {
 		reg = NewRegistry()
 	}
 	s := &Server{
-		cfg:     cfg,
-		auth:    newVerifier(cfg.JWTSecret),
-		sales:   newSaleCache(cfg.Store),
-		metrics: newMetrics(reg),
+		cfg:      cfg,
+		auth:     newVerifier(cfg.JWTSecret),
+		sales:    newSaleCache(cfg.Store),
+		metrics:  newMetrics(reg),
+		delivery: &delivery.Deliverer{Store: cfg.Store, Temporal: cfg.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "seckill",

@@ -2,20 +2,16 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/store"
-	"github.com/seckill/seckill/workflows"
 )
 
 // stripeEvent is the part of a Stripe event seckill reads.
@@ -112,7 +108,13 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	if !inserted && stored.DeliveredAt != nil || stored.Outcome != seckill.OutcomeReceived {
 		return c.JSON(fiber.Map{"received": true, "outcome": stored.Outcome})
 	}
-	outcome, err = s.deliver(ctx, ev, orderID)
+	outcome, err = s.delivery.Deliver(ctx, ev, orderID)
+	if errors.Is(err, delivery.ErrNotYet) {
+		// Recorded durably; reconciliation delivers it once the order's
+		// saga runs (a claim admitted moments ago, or a saga being
+		// restarted).
+		return c.JSON(fiber.Map{"received": true, "outcome": seckill.OutcomeReceived})
+	}
 	if err != nil {
 		s.cfg.Log.Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
 		// Recorded, not delivered: the provider retries, and the retry
@@ -120,47 +122,4 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		return seckill.Errorf(seckill.CodeUnavailable, "event recorded; delivery will be retried")
 	}
 	return c.JSON(fiber.Map{"received": true, "outcome": outcome})
-}
-
-// deliver signals ev to the order's saga and records that it did. A saga
-// that no longer runs means the order is decided (the payment is late or a
-// duplicate) or never existed.
-func (s *Server) deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error) {
-	err := s.cfg.Temporal.SignalWorkflow(ctx, seckill.OrderWorkflowID(orderID), "", seckill.PaymentSignal, ev)
-	var nf *serviceerror.NotFound
-	switch {
-	case err == nil:
-		return seckill.OutcomeDelivered, s.cfg.Store.MarkDelivered(ctx, ev.EventID)
-	case !errors.As(err, &nf):
-		return "", err
-	}
-	outcome := seckill.OutcomeUnknownOrder
-	o, err := s.cfg.Store.Order(ctx, orderID)
-	switch {
-	case err == nil && o.Status == seckill.StatusClosed:
-		outcome = seckill.OutcomeLate
-	case err == nil && o.Status == seckill.StatusPaid:
-		outcome = seckill.OutcomeDuplicate
-	case err != nil && !isNotFound(err):
-		return "", err
-	}
-	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
-		outcome = seckill.OutcomeIgnored // a failure for a decided order changes nothing
-	}
-	if ev.Type == seckill.PaymentSucceeded && (outcome == seckill.OutcomeLate || outcome == seckill.OutcomeDuplicate) {
-		// The money was taken for an order that cannot be honoured: give it
-		// back. The refund is a workflow of its own, one per event.
-		in := seckill.RefundInput{
-			EventID: ev.EventID, OrderID: orderID, SaleID: o.SaleID, UserID: o.UserID,
-			PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
-		}
-		_, err := s.cfg.Temporal.ExecuteWorkflow(ctx, workflows.RefundStartOptions(in, s.cfg.TaskQueue), seckill.RefundWorkflow, in)
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &started) {
-			return "", fmt.Errorf("start refund: %w", err)
-		}
-	}
-	s.cfg.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
-		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)
-	return outcome, s.cfg.Store.SetPaymentOutcome(ctx, ev.EventID, outcome, true)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/store"
@@ -109,6 +110,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Scripts: d.Scripts, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
+		Delivery: &delivery.Deliverer{Store: d.Store, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
 	}
 	if err := rec.Register(d.Metrics); err != nil {
 		return err

@@ -36,6 +36,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
 	cfg.Namespace = namespace(t)
 	cfg.RelayClaimIdle = time.Second
+	cfg.ReconcileEvery, cfg.ReconcileGrace = 2*time.Second, time.Second
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.TemporalAddress = shared.Address()
 	d, err := app.Connect(ctx, cfg)
@@ -94,10 +95,21 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, "ORDER_NOT_FOUND", o["code"])
 
+	// ann pays before her saga exists: the event is recorded and answered
+	// 200, and delivered once the saga runs.
+	body := fmt.Sprintf(`{"id":"evt_early","type":"payment_intent.succeeded","data":{"object":{"id":"pi_early","amount":500,"currency":"eur","metadata":{"order_id":%q}}}}`, orders["ann"])
+	req, err := http.NewRequest("POST", base+"/api/v1/payments/webhook", stringsReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Stripe-Signature", api.Sign([]byte(body), cfg.WebhookSecret, time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
 	// cid cancels while QUEUED: the saga is started with the cancel in it.
-	status, body := call("POST", "/api/v1/orders/"+orders["cid"]+"/cancel", "cid", false, "")
-	require.Equal(t, http.StatusAccepted, status, "%v", body)
-	require.Equal(t, "QUEUED", body["status"])
+	status, cancelled := call("POST", "/api/v1/orders/"+orders["cid"]+"/cancel", "cid", false, "")
+	require.Equal(t, http.StatusAccepted, status, "%v", cancelled)
+	require.Equal(t, "QUEUED", cancelled["status"])
 
 	// A relay reads every entry and dies before acknowledging any.
 	keys := lua.New(d.Redis, prefix).SaleKeys(mustInt(t, saleID))
@@ -113,7 +125,10 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	}
 	for u, id := range orders {
 		want := seckill.StatusAwaitingPayment
-		if u == "cid" {
+		switch u {
+		case "ann":
+			want = seckill.StatusPaid
+		case "cid":
 			want = seckill.StatusClosed
 		}
 		require.Eventually(t, func() bool {
@@ -121,23 +136,23 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 			return err == nil && o.Status == want && o.UserID == u
 		}, 30*time.Second, 100*time.Millisecond, "order of %s", u)
 	}
-	cancelled, err := d.Store.Order(ctx, mustInt(t, orders["cid"]))
+	cidOrder, err := d.Store.Order(ctx, mustInt(t, orders["cid"]))
 	require.NoError(t, err)
-	require.Equal(t, seckill.CloseCancelled, cancelled.CloseReason)
+	require.Equal(t, seckill.CloseCancelled, cidOrder.CloseReason)
 	require.Eventually(t, func() bool {
 		n, ok, err := d.Scripts.Remaining(ctx, mustInt(t, saleID))
 		sale, serr := d.Store.Sale(ctx, mustInt(t, saleID))
-		return err == nil && serr == nil && ok && n == 3 && sale.Stock.Available == 3 && sale.Stock.Locked == 2
-	}, 10*time.Second, 100*time.Millisecond, "cid's unit is back")
+		return err == nil && serr == nil && ok && n == 3 && sale.Stock.Available == 3 && sale.Stock.Locked == 1 && sale.Stock.Sold == 1
+	}, 10*time.Second, 100*time.Millisecond, "cid's unit is back, ann's is sold")
 	require.Eventually(t, func() bool {
 		n, err := d.Redis.XLen(ctx, keys.Outbox).Result()
 		return err == nil && n == 0
 	}, 10*time.Second, 100*time.Millisecond, "outbox drained")
-	resp, err := d.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+	list, err := d.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Query: fmt.Sprintf("SaleId = %q", saleID),
 	})
 	require.NoError(t, err)
-	require.Len(t, resp.GetExecutions(), 3)
+	require.Len(t, list.GetExecutions(), 3)
 
 	// The owner now sees the order as written by the saga.
 	status, o = call("GET", "/api/v1/orders/"+orders["bob"], "bob", false, "")

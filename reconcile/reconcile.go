@@ -5,16 +5,22 @@
 // "seckill-reconcile").
 //
 // What it fixes, and why that is safe:
+//
 //   - an admitted claim (in Redis) with no order row and no saga after a
 //     grace period (its outbox entry was lost): start its saga, with the
 //     relay's workflow ID and options, so a late relay finds it started;
+//
 //   - an unsettled order (QUEUED or AWAITING_PAYMENT) with no saga in
 //     Temporal (Temporal lost its state): start its saga again; it reads
 //     the order as it stands and resumes, doing nothing twice;
+//
 //   - Redis remaining above Postgres available (impossible in normal
 //     operation: admission takes from Redis first and compensation gives
 //     to Postgres first): lower Redis to the database's figure, only if no
 //     claim or release moved it meanwhile. Redis is never raised.
+//
+//   - a payment event recorded while its order's saga could not take it
+//     (not started yet, or being restarted): deliver it now.
 //
 // What it only reports: a saga that ended while its order is unsettled.
 package reconcile
@@ -34,6 +40,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/workflows"
 )
@@ -48,6 +55,8 @@ type Reconciler struct {
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.
 	Grace time.Duration
+	// Delivery hands undelivered payment events to their sagas.
+	Delivery *delivery.Deliverer
 
 	drifts *prometheus.CounterVec
 }
@@ -147,6 +156,26 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			if err != nil {
 				return drifts, err
 			}
+		}
+	}
+
+	// Payment events recorded while their order's saga could not take them.
+	events, err := r.Store.UndeliveredPaymentEvents(ctx, saleID, time.Now().Add(-grace))
+	if err != nil {
+		return drifts, err
+	}
+	for _, e := range events {
+		outcome, err := r.Delivery.Deliver(ctx, seckill.PaymentEvent{
+			EventID: e.ID, Type: seckill.PaymentEventType(e.Type), PaymentIntentID: e.PaymentIntentID,
+			AmountCents: e.AmountCents, Currency: e.Currency,
+		}, e.OrderID)
+		if errors.Is(err, delivery.ErrNotYet) {
+			continue // its saga is being restarted above; next pass
+		}
+		report(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, SaleID: saleID, OrderID: e.OrderID, Fixed: err == nil,
+			Detail: fmt.Sprintf("payment event %s recorded but not delivered; delivered now: %s", e.ID, outcome)})
+		if err != nil {
+			return drifts, err
 		}
 	}
 

@@ -129,3 +129,20 @@ func (s *Store) MarkDelivered(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// UndeliveredPaymentEvents returns the events of saleID's orders that were
+// recorded before olderThan and never reached a saga.
+func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*PaymentEvent, error) {
+	var rows []paymentEventRow
+	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e JOIN orders o ON o.id = e.order_id
+		WHERE o.sale_id = ? AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?
+		ORDER BY e.received_at`, saleID, string(seckill.OutcomeReceived), olderThan).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list undelivered payment events of sale %d: %w", saleID, err)
+	}
+	out := make([]*PaymentEvent, len(rows))
+	for i := range rows {
+		out[i] = rows[i].event()
+	}
+	return out, nil
+}

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+)
+
+const (
+	jwtSecret     = "chaos-jwt-secret"
+	webhookSecret = "whsec_chaos"
+	adminDSN      = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+)
+
+type result struct {
+	seed      uint64
+	faults    map[string]int
+	admitted  int
+	statuses  map[string]int
+	lost      int
+	refunds   int
+	auditOK   bool
+	auditOut  string
+	elapsed   time.Duration
+	unsettled int
+}
+
+func (r *result) summary() string {
+	kinds := make([]string, 0, len(r.faults))
+	for k, n := range r.faults {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	verdict := "audit PASSED"
+	if !r.auditOK {
+		verdict = "audit FAILED"
+	}
+	return fmt.Sprintf("seed %d: %s in %s; faults %s; admitted %d, orders %v, refunds %d, unsettled %d, admitted-but-lost %d",
+		r.seed, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.lost)
+}
+
+func freePort() int {
+	for {
+		p := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			_ = l.Close()
+			return p
+		}
+	}
+}
+
+func waitHTTP(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %s", url, within)
+}
+
+func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
+	start := time.Now()
+	rng := newRand(seed)
+	res := &result{seed: seed, faults: map[string]int{}, statuses: map[string]int{}}
+	dir := filepath.Join(o.workDir, "seed-"+strconv.FormatUint(seed, 10))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "processes.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = logf.Close() }()
+	fmt.Printf("\n== seed %d (logs: %s)\n", seed, logf.Name())
+
+	redisPort, apiPort, temporalPort, uiPort := freePort(), freePort(), freePort(), freePort()
+	dbName := fmt.Sprintf("seckill_chaos_%d_%d", seed, time.Now().UnixNano()%1e6)
+	env := []string{
+		"REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redisPort) + "/0",
+		"DATABASE_URL=postgres://postgres@127.0.0.1:5432/" + dbName + "?sslmode=disable",
+		"TEMPORAL_ADDRESS=127.0.0.1:" + strconv.Itoa(temporalPort),
+		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
+		"SECKILL_DEV_UI_PORT=" + strconv.Itoa(uiPort),
+		"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(apiPort),
+		"SECKILL_JWT_SECRET=" + jwtSecret,
+		"SECKILL_WEBHOOK_SECRET=" + webhookSecret,
+		"SECKILL_RELAY_CLAIM_IDLE=2s",
+		"SECKILL_REWARM_EVERY=1s",
+		"SECKILL_RECONCILE_EVERY=5s",
+		"SECKILL_RECONCILE_GRACE=5s",
+		"SECKILL_CLAIM_RATE=0",
+		"SECKILL_LOG_LEVEL=warn",
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	migrate := exec.Command(o.binary, "migrate")
+	migrate.Env = append(os.Environ(), env...)
+	migrate.Stdout, migrate.Stderr = logf, logf
+	if err := migrate.Run(); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	defer dropDatabase(dbName)
+
+	redis := newProc("redis", logf, nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	temporal := newProc("temporal", logf, env, o.binary, "devserver", "--db-file", filepath.Join(dir, "temporal.db"))
+	worker := newProc("worker", logf, env, o.binary, "worker")
+	apiProc := newProc("api", logf, env, o.binary, "api")
+	procs := []*proc{redis, temporal, worker, apiProc}
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}()
+	for _, p := range procs {
+		if err := p.start(); err != nil {
+			return nil, err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := waitHTTP(base+"/readyz", 90*time.Second); err != nil {
+		return nil, err
+	}
+
+	admin, _ := api.SignToken([]byte(jwtSecret), "chaos-admin", true, time.Hour)
+	saleID, err := createSale(base, admin, o)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("sale %s: %d units, %d buyers, pay within %s; faults for %s\n", saleID, o.units, o.buyers, o.timeout, o.faultsFor)
+
+	// Faults, from the seed.
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	var faultsDone sync.WaitGroup
+	faultsDone.Add(1)
+	go func() {
+		defer faultsDone.Done()
+		kinds := []string{"api", "worker", "temporal", "redis"}
+		if o.pgRestart {
+			kinds = append(kinds, "postgres")
+		}
+		deadline := time.Now().Add(o.faultsFor)
+		for time.Now().Before(deadline) {
+			wait := 1500*time.Millisecond + time.Duration(rng.IntN(2500))*time.Millisecond
+			select {
+			case <-faultCtx.Done():
+				return
+			case <-time.After(wait):
+			}
+			kind := kinds[rng.IntN(len(kinds))]
+			res.faults[kind]++
+			fmt.Printf("  %5.1fs fault: %s\n", time.Since(start).Seconds(), kind)
+			switch kind {
+			case "api":
+				apiProc.kill()
+			case "worker":
+				worker.kill()
+			case "temporal":
+				temporal.kill()
+			case "redis":
+				redis.kill() // restarts empty: no persistence
+			case "postgres":
+				pg := exec.Command("bash", "-c", `pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart`)
+				pg.Stdout, pg.Stderr = logf, logf
+				_ = pg.Run()
+			}
+		}
+	}()
+
+	// Buyers, paced over most of the fault window.
+	orders := buy(base, saleID, seed, o)
+	stopFaults()
+	faultsDone.Wait()
+	res.admitted = len(orders)
+	fmt.Printf("  claims done: %d admitted; settling ...\n", len(orders))
+
+	if err := waitHTTP(base+"/readyz", 90*time.Second); err != nil {
+		return nil, err
+	}
+	// Every admitted order must reach PAID or CLOSED.
+	settleBy := time.Now().Add(3 * time.Minute)
+	pending := map[string]bool{}
+	for id := range orders {
+		pending[id] = true
+	}
+	lostSeen := map[string]int{}
+	for len(pending) > 0 && time.Now().Before(settleBy) {
+		for id := range pending {
+			status, code := orderStatus(base, admin, id)
+			switch {
+			case status == string(seckill.StatusPaid) || status == string(seckill.StatusClosed):
+				res.statuses[status]++
+				delete(pending, id)
+			case code == http.StatusNotFound:
+				lostSeen[id]++
+				if lostSeen[id] > 20 { // 404 for a minute: the claim is gone
+					res.lost++
+					delete(pending, id)
+				}
+			}
+		}
+		time.Sleep(3 * time.Second)
+	}
+	res.unsettled = len(pending)
+
+	audit := exec.Command(o.binary, "audit", "--sale", saleID, "--wait", "3m", "--grace", "30s")
+	audit.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	audit.Stdout, audit.Stderr = &out, io.MultiWriter(&out, logf)
+	res.auditOK = audit.Run() == nil && res.unsettled == 0
+	res.auditOut = out.String()
+	fmt.Print(res.auditOut)
+	res.refunds = countRefunds(dbName)
+	res.elapsed = time.Since(start)
+	fmt.Println(res.summary())
+	return res, nil
+}
+
+func createSale(base, admin string, o options) (string, error) {
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"name": "chaos", "price_cents": 990, "stock": o.units,
+		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
+		"payment_timeout_seconds": int(o.timeout / time.Second),
+	})
+	req, _ := http.NewRequest("POST", base+"/api/v1/sales", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var sale struct {
+		ID string `json:"id"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&sale) != nil {
+		return "", fmt.Errorf("create sale: %s", resp.Status)
+	}
+	return sale.ID, nil
+}
+
+// fate of buyer i: 0 pays, 1 fails, 2 never pays.
+func fate(seed uint64, i int) int {
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%d/%d", seed, i)
+	return int(h.Sum64() % 3)
+}
+
+// buy sends every buyer's claim (retrying ambiguous answers with the same
+// Idempotency-Key, so a retry is never a second claim) and pays or fails
+// the admitted ones. It returns the admitted order ids.
+func buy(base, saleID string, seed uint64, o options) map[string]int {
+	client := &http.Client{Timeout: 5 * time.Second}
+	var mu sync.Mutex
+	orders := map[string]int{}
+	var payments sync.WaitGroup
+	spread := o.faultsFor * 3 / 4
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= o.buyers {
+					return
+				}
+				time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(o.buyers))))
+				user := fmt.Sprintf("buyer-%d-%04d", seed, i)
+				token, _ := api.SignToken([]byte(jwtSecret), user, false, time.Hour)
+				deadline := time.Now().Add(90 * time.Second)
+				for time.Now().Before(deadline) {
+					req, _ := http.NewRequest("POST", base+"/api/v1/sales/"+saleID+"/claims", nil)
+					req.Header.Set("Authorization", "Bearer "+token)
+					req.Header.Set("Idempotency-Key", "chaos-claim")
+					resp, err := client.Do(req)
+					if err != nil {
+						time.Sleep(300 * time.Millisecond)
+						continue
+					}
+					var body struct {
+						OrderID string `json:"order_id"`
+					}
+					_ = json.NewDecoder(resp.Body).Decode(&body)
+					_ = resp.Body.Close()
+					if resp.StatusCode == http.StatusAccepted {
+						f := fate(seed, i)
+						mu.Lock()
+						orders[body.OrderID] = f
+						mu.Unlock()
+						if f < 2 {
+							payments.Add(1)
+							go func() {
+								defer payments.Done()
+								pay(client, base, body.OrderID, f == 1, time.Duration(i%2500)*time.Millisecond)
+							}()
+						}
+						break
+					}
+					if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusNotFound {
+						break
+					}
+					time.Sleep(300 * time.Millisecond) // 503, 429, 5xx: try again
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	payments.Wait()
+	return orders
+}
+
+// pay sends a signed payment event for order after delay, retrying until
+// the webhook answers 200 (bounded).
+func pay(client *http.Client, base, orderID string, fail bool, delay time.Duration) {
+	time.Sleep(delay)
+	typ := seckill.PaymentSucceeded
+	if fail {
+		typ = seckill.PaymentFailed
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": "evt_" + orderID, "object": "event", "type": string(typ), "created": time.Now().Unix(),
+		"data": map[string]any{"object": map[string]any{
+			"id": "pi_" + orderID, "object": "payment_intent", "amount": 990, "currency": "usd",
+			"metadata": map[string]string{"order_id": orderID},
+		}},
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("POST", base+"/api/v1/payments/webhook", bytes.NewReader(body))
+		req.Header.Set("Stripe-Signature", api.Sign(body, []byte(webhookSecret), time.Now()))
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func orderStatus(base, admin, id string) (string, int) {
+	req, _ := http.NewRequest("GET", base+"/api/v1/orders/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var o struct {
+		Status string `json:"status"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&o)
+	return o.Status, resp.StatusCode
+}
+
+func countRefunds(dbName string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM refunds").Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+func dropDatabase(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
