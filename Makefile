@@ -9,9 +9,9 @@ FAST_PKGS := $(shell $(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devs
 FUZZTIME  ?= 20s
 FUZZ_TARGETS := FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
 
-.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz
+.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz chaos chaos-short
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 dev: services ## run everything in one process: Temporal + UI, worker, relay, API
 	$(GO) run ./cmd/seckill dev
@@ -33,6 +33,12 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+chaos: services ## fault-injection suite: 3 seeds, 300 units, 3000 buyers, faults for 40 s each
+	$(GO) run ./chaos --seeds 1,2,3
+
+chaos-short: services ## one short chaos run (what CI runs): 60 units, 600 buyers, 20 s of faults
+	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s
 
 fmt: ## format the code
 	gofmt -w .

@@ -122,6 +122,8 @@ const (
 	DriftSagaEndedEarly     = "saga_ended_order_unsettled"
 	DriftRedisAboveDB       = "redis_above_db"
 	DriftPaymentUndelivered = "payment_undelivered"
+	DriftStaleClaim         = "stale_claim"
+	DriftClaimMissing       = "claim_missing"
 )
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

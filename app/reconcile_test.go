@@ -71,9 +71,27 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	require.Equal(t, 202, r.status, "%s", r.body)
 	s.waitOrder(itoa(lost), "lost", seckill.StatusClosed, 20*time.Second)
 
+	// A claim that outlived its CLOSED order, its unit never returned
+	// (a release lost to a re-warm from an older snapshot): released.
+	require.NoError(t, s.redis.HSet(ctx, keys.Claims, "lost", lost).Err())
+	require.NoError(t, s.redis.Decr(ctx, keys.Stock).Err())
+	// An active order whose claim Redis lost: written back.
+	missing := s.awaiting(sale, "missing")
+	require.NoError(t, s.redis.HDel(ctx, keys.Claims, "missing").Err())
+	require.Eventually(t, func() bool {
+		claims, err := s.scripts.Claims(ctx, saleID)
+		st := s.dbStock(sale)
+		_, stale := claims["lost"]
+		return err == nil && !stale && claims["missing"] == mustInt(t, missing.OrderID) && st.Remaining == st.Available
+	}, 30*time.Second, 100*time.Millisecond, "stale claim released, missing claim restored")
+	r = s.claim(sale, "missing")
+	require.Equal(t, 409, r.status)
+	require.Equal(t, "ALREADY_CLAIMED", r.json(t)["code"])
+
 	// Every drift was counted.
 	metrics := string(s.mustDo("GET", "/metrics", "", nil).body)
-	for _, kind := range []string{seckill.DriftRedisAboveDB, seckill.DriftClaimWithoutSaga, seckill.DriftOrderWithoutSaga} {
+	for _, kind := range []string{seckill.DriftRedisAboveDB, seckill.DriftClaimWithoutSaga, seckill.DriftOrderWithoutSaga,
+		seckill.DriftStaleClaim, seckill.DriftClaimMissing} {
 		require.True(t, strings.Contains(metrics, `seckill_reconcile_drift_total{fixed="true",kind="`+kind+`"}`), "metric for %s", kind)
 	}
 	s.requireAudit(sale)

@@ -164,8 +164,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		if o.pgRestart {
 			kinds = append(kinds, "postgres")
 		}
+		// Every kind once, in the seed's order, then the seed's picks.
+		order := append([]string(nil), kinds...)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		deadline := time.Now().Add(o.faultsFor)
-		for time.Now().Before(deadline) {
+		for n := 0; time.Now().Before(deadline); n++ {
 			wait := 1500*time.Millisecond + time.Duration(rng.IntN(2500))*time.Millisecond
 			select {
 			case <-faultCtx.Done():
@@ -173,6 +176,9 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			case <-time.After(wait):
 			}
 			kind := kinds[rng.IntN(len(kinds))]
+			if n < len(order) {
+				kind = order[n]
+			}
 			res.faults[kind]++
 			fmt.Printf("  %5.1fs fault: %s\n", time.Since(start).Seconds(), kind)
 			switch kind {
@@ -192,10 +198,10 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		}
 	}()
 
-	// Buyers, paced over most of the fault window.
+	// Buyers, paced over most of the fault window; faults go on to its end.
 	orders := buy(base, saleID, seed, o)
-	stopFaults()
 	faultsDone.Wait()
+	stopFaults()
 	res.admitted = len(orders)
 	fmt.Printf("  claims done: %d admitted; settling ...\n", len(orders))
 

@@ -375,3 +375,13 @@ func (s *Scripts) Claims(ctx context.Context, saleID int64) (map[string]int64, e
 	}
 	return out, nil
 }
+
+// RestoreClaim writes userID's claim on saleID as orderID unless the user
+// has one, and reports whether it wrote it.
+func (s *Scripts) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error) {
+	ok, err := s.rdb.HSetNX(ctx, s.SaleKeys(saleID).Claims, userID, orderID).Result()
+	if err != nil {
+		return false, fmt.Errorf("restore claim: %w", err)
+	}
+	return ok, nil
+}

@@ -14,6 +14,11 @@
 //     Temporal (Temporal lost its state): start its saga again; it reads
 //     the order as it stands and resumes, doing nothing twice;
 //
+//   - a claim naming an order that is CLOSED (its release was lost to a
+//     re-warm from an older snapshot): release it as the saga would have;
+//
+//   - an unsettled order whose user has no claim in Redis: write it back;
+//
 //   - Redis remaining above Postgres available (impossible in normal
 //     operation: admission takes from Redis first and compensation gives
 //     to Postgres first): lower Redis to the database's figure, only if no
@@ -103,20 +108,35 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		r.Log.Warn("reconcile drift", "kind", d.Kind, "saleID", d.SaleID, "orderID", d.OrderID, "fixed", d.Fixed, "detail", d.Detail)
 	}
 
-	// Claims admitted in Redis whose saga never started.
+	// Claims admitted in Redis whose saga never started, and claims that
+	// outlived their order.
 	claims, err := r.Scripts.Claims(ctx, saleID)
 	if err != nil {
 		return drifts, err
 	}
 	for user, orderID := range claims {
-		if time.Since(idgen.Time(orderID)) < grace {
-			continue
-		}
-		exists, err := r.Store.OrderExists(ctx, orderID)
-		if err != nil || exists {
+		o, err := r.Store.Order(ctx, orderID)
+		switch {
+		case err == nil && o.Status == seckill.StatusClosed:
+			// The order closed but its claim stayed (its release met a
+			// Redis being re-warmed from an older snapshot): release it
+			// now, returning the unit the database has back, exactly as
+			// the saga would have.
+			released, err := r.Scripts.Release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
 			if err != nil {
 				return drifts, err
 			}
+			if released {
+				report(seckill.Drift{Kind: seckill.DriftStaleClaim, SaleID: saleID, OrderID: orderID, Fixed: true,
+					Detail: fmt.Sprintf("claim of %s names an order CLOSED with %s; released", user, o.CloseReason)})
+			}
+			continue
+		case err == nil:
+			continue
+		case !errors.Is(err, store.ErrNotFound):
+			return drifts, err
+		}
+		if time.Since(idgen.Time(orderID)) < grace {
 			continue
 		}
 		_, found, err := r.saga(ctx, orderID)
@@ -140,6 +160,16 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		return drifts, err
 	}
 	for _, o := range orders {
+		if _, ok := claims[o.UserID]; !ok && time.Since(o.CreatedAt) > grace {
+			// An active order whose claim Redis lost: one buyer, one active
+			// order, so write it back (never over another claim).
+			restored, err := r.Scripts.RestoreClaim(ctx, saleID, o.UserID, o.ID)
+			if err != nil {
+				return drifts, err
+			}
+			report(seckill.Drift{Kind: seckill.DriftClaimMissing, SaleID: saleID, OrderID: o.ID, Fixed: restored,
+				Detail: fmt.Sprintf("order of %s is %s but Redis has no claim for it", o.UserID, o.Status)})
+		}
 		running, found, err := r.saga(ctx, o.ID)
 		if err != nil {
 			return drifts, err
