@@ -17,7 +17,8 @@
 //   - a claim naming an order that is CLOSED (its release was lost to a
 //     re-warm from an older snapshot): release it as the saga would have;
 //
-//   - an unsettled order whose user has no claim in Redis: write it back;
+//   - an active (not CLOSED) order whose user has no claim in Redis: write
+//     it back;
 //
 //   - Redis remaining above Postgres available (impossible in normal
 //     operation: admission takes from Redis first and compensation gives
@@ -154,8 +155,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 	}
 
-	// Unsettled orders whose saga Temporal does not have.
-	orders, err := r.Store.UnsettledOrders(ctx, saleID)
+	// Active orders whose claim Redis lost; unsettled ones whose saga
+	// Temporal does not have.
+	orders, err := r.Store.ActiveOrders(ctx, saleID)
 	if err != nil {
 		return drifts, err
 	}
@@ -170,6 +172,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			report(seckill.Drift{Kind: seckill.DriftClaimMissing, SaleID: saleID, OrderID: o.ID, Fixed: restored,
 				Detail: fmt.Sprintf("order of %s is %s but Redis has no claim for it", o.UserID, o.Status)})
 		}
+		if o.Status == seckill.StatusPaid {
+			continue
+		}
 		running, found, err := r.saga(ctx, o.ID)
 		if err != nil {
 			return drifts, err
@@ -177,6 +182,10 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		switch {
 		case found && running:
 		case found:
+			// The saga may have settled the order since it was read.
+			if now, err := r.Store.Order(ctx, o.ID); err == nil && now.Status.Terminal() {
+				continue
+			}
 			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID,
 				Detail: fmt.Sprintf("order is %s but its saga has ended", o.Status)})
 		default:

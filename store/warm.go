@@ -71,12 +71,13 @@ func (s *Store) SettlingSales(ctx context.Context, since time.Time) ([]*seckill.
 	return s.OpenSales(ctx, since)
 }
 
-// UnsettledOrders returns the sale's orders that are not PAID or CLOSED.
-func (s *Store) UnsettledOrders(ctx context.Context, saleID int64) ([]*seckill.Order, error) {
+// ActiveOrders returns the sale's orders that are not CLOSED: QUEUED,
+// AWAITING_PAYMENT and PAID, each its user's one active order.
+func (s *Store) ActiveOrders(ctx context.Context, saleID int64) ([]*seckill.Order, error) {
 	var rows []orderRow
-	if err := s.db.WithContext(ctx).Where("sale_id = ? AND status IN ?", saleID,
-		[]string{string(seckill.StatusQueued), string(seckill.StatusAwaitingPayment)}).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list unsettled orders of sale %d: %w", saleID, err)
+	if err := s.db.WithContext(ctx).Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
+		Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list active orders of sale %d: %w", saleID, err)
 	}
 	out := make([]*seckill.Order, len(rows))
 	for i := range rows {
