@@ -51,22 +51,16 @@ type systemOptions struct {
 
 func startSystem(t *testing.T, opts systemOptions) *system {
 	t.Helper()
-	st, dsn := testenv.Store(t)
-	rdb, prefix := testenv.Redis(t)
-	cfg, err := app.FromEnv(func(string) string { return "" })
+	cfg := testConfig(t)
+	st, err := store.Open(context.Background(), cfg.DatabaseURL, store.Options{MaxOpenConns: 16, MaxIdleConns: 16})
 	require.NoError(t, err)
-	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.Namespace = namespace(t)
-	cfg.DatabaseURL = dsn
-	cfg.RedisURL = testenv.RedisURL()
-	cfg.RedisPrefix = prefix
-	cfg.RelayClaimIdle = 2 * time.Second
-	// SECKILL_TEST_LOG=1 shows seckill's and Temporal's logs.
-	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("SECKILL_TEST_LOG") != "" {
-		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	cfg.WithDevSecrets()
+	t.Cleanup(func() { _ = st.Close() })
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	require.NoError(t, err)
+	ropts.PoolSize = 512
+	rdb := redis.NewClient(ropts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	prefix := cfg.RedisPrefix
 	if opts.configure != nil {
 		opts.configure(&cfg)
 	}
@@ -337,4 +331,25 @@ func (s *system) requireAudit(saleID string) {
 	require.NoError(s.t, err)
 	require.True(s.t, rep.AtRest && rep.OK(), "audit:\n%s", rep)
 	s.t.Logf("audit:\n%s", rep)
+}
+
+// testConfig is the configuration of one test's system: its own database,
+// Redis prefix and Temporal namespace on the shared server, dev secrets,
+// quiet logs (SECKILL_TEST_LOG=1 shows them).
+func testConfig(t *testing.T) app.Config {
+	t.Helper()
+	_, dsn := testenv.Store(t)
+	_, prefix := testenv.Redis(t)
+	cfg, err := app.FromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.WithDevSecrets()
+	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
+	cfg.Namespace = namespace(t)
+	cfg.TemporalAddress = shared.Address()
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("SECKILL_TEST_LOG") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return cfg
 }

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,22 +12,13 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/testenv"
 )
 
 // TestClaim_IdempotencyKeyReplaysAcrossAPIRestart: the same user sending the
 // same Idempotency-Key gets the first answer byte for byte, also from a new
 // API process.
 func TestClaim_IdempotencyKeyReplaysAcrossAPIRestart(t *testing.T) {
-	_, dsn := testenv.Store(t)
-	_, prefix := testenv.Redis(t)
-	cfg, err := app.FromEnv(func(string) string { return "" })
-	require.NoError(t, err)
-	cfg.WithDevSecrets()
-	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
-	cfg.Namespace = namespace(t)
-	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.TemporalAddress = shared.Address()
+	cfg := testConfig(t)
 
 	// startAPI runs one API "process" with connections of its own.
 	startAPI := func() (string, func()) {

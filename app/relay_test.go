@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -28,17 +25,9 @@ import (
 func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, dsn := testenv.Store(t)
-	_, prefix := testenv.Redis(t)
-	cfg, err := app.FromEnv(func(string) string { return "" })
-	require.NoError(t, err)
-	cfg.WithDevSecrets()
-	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisPrefix = dsn, testenv.RedisURL(), prefix
-	cfg.Namespace = namespace(t)
+	cfg := testConfig(t)
 	cfg.RelayClaimIdle = time.Second
 	cfg.ReconcileEvery, cfg.ReconcileGrace = 2*time.Second, time.Second
-	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.TemporalAddress = shared.Address()
 	d, err := app.Connect(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(d.Close)
@@ -112,7 +101,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, "QUEUED", cancelled["status"])
 
 	// A relay reads every entry and dies before acknowledging any.
-	keys := lua.New(d.Redis, prefix).SaleKeys(mustInt(t, saleID))
+	keys := lua.New(d.Redis, cfg.RedisPrefix).SaleKeys(mustInt(t, saleID))
 	res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: lua.RelayGroup, Consumer: "crashed-relay", Streams: []string{keys.Outbox, ">"}, Count: 100,
 	}).Result()
