@@ -33,10 +33,12 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	saleID := mustInt(t, sale)
 	keys := s.scripts.SaleKeys(saleID)
 
-	// The schedule is there for operators to see.
-	desc, err := s.temporal.ScheduleClient().GetHandle(ctx, seckill.ReconcileScheduleID).Describe(ctx)
-	require.NoError(t, err)
-	require.NotNil(t, desc)
+	// The schedule is there for operators to see (the worker creates it as
+	// it starts, beside the API that answered ready).
+	require.Eventually(t, func() bool {
+		desc, err := s.temporal.ScheduleClient().GetHandle(ctx, seckill.ReconcileScheduleID).Describe(ctx)
+		return err == nil && desc != nil
+	}, 20*time.Second, 100*time.Millisecond, "the reconcile schedule exists")
 
 	// Redis above the database (impossible in normal operation): lowered.
 	require.NoError(t, s.redis.IncrBy(ctx, keys.Stock, 3).Err())
@@ -51,7 +53,7 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	// An order whose saga Temporal lost: its saga is started again and
 	// resumes it.
 	orphan := oldOrderID(10*time.Second, 2)
-	_, _, err = s.store.CreateOrder(ctx, store.NewOrder{ID: orphan, SaleID: saleID, UserID: "orphan", CreatedAt: time.Now()})
+	_, _, err := s.store.CreateOrder(ctx, store.NewOrder{ID: orphan, SaleID: saleID, UserID: "orphan", CreatedAt: time.Now()})
 	require.NoError(t, err)
 	_, err = s.store.LockStock(ctx, orphan, time.Now().Add(time.Hour))
 	require.NoError(t, err)
