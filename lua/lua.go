@@ -152,13 +152,14 @@ type ClaimResult struct {
 // the caller must not assume the claim failed or succeeded.
 func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string) (ClaimResult, error) {
 	k := s.SaleKeys(saleID)
-	tag := s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:"
-	idem := "0"
+	tag := k.Stock[:len(k.Stock)-len("stock")] // the sale's "prefix:{sN}:"
+	// Without an Idempotency-Key the script never reads KEYS[5]: pass a
+	// placeholder in the same slot rather than hash a key on every claim.
+	idem, idemKey := "0", tag+"idem:-"
 	if idempotencyKey != "" {
-		idem = "1"
+		idem, idemKey = "1", s.idempotencyKey(saleID, userID, idempotencyKey)
 	}
-	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox,
-		s.idempotencyKey(saleID, userID, idempotencyKey), tag + "rl:" + userID}
+	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox, idemKey, tag + "rl:" + userID}
 	res, err := claimScript.Run(ctx, s.rdb, keys,
 		userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 		s.limit.Max, s.limit.Window.Milliseconds()).Slice()
