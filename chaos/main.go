@@ -10,6 +10,9 @@
 // worker (relay included) or the Temporal dev server (--db-file) is killed
 // with SIGKILL and restarted, Redis (a server of this run's own, without
 // persistence) is killed and restarted empty, or PostgreSQL is restarted.
+// Alongside, toxiproxy (in this process, between the API and worker and
+// their stores) injects latency, stalls that end in a closed connection,
+// and connection resets on the way to Redis and to PostgreSQL.
 // Then the system settles and `seckill audit --wait` must pass.
 //
 // Everything listens on loopback; every loop is bounded in count and time.

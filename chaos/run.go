@@ -100,9 +100,25 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 
 	redisPort, apiPort, temporalPort, uiPort := freePort(), freePort(), freePort(), freePort()
 	dbName := fmt.Sprintf("seckill_chaos_%d_%d", seed, time.Now().UnixNano()%1e6)
-	env := []string{
+	// The API and the worker reach Redis and PostgreSQL through toxiproxy;
+	// migrate and audit (the referee) go direct.
+	tox := newNetwork()
+	defer tox.close()
+	redisVia, err := tox.proxy("redis", "127.0.0.1:"+strconv.Itoa(redisPort))
+	if err != nil {
+		return nil, err
+	}
+	pgVia, err := tox.proxy("postgres", "127.0.0.1:5432")
+	if err != nil {
+		return nil, err
+	}
+	direct := []string{
 		"REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redisPort) + "/0",
 		"DATABASE_URL=postgres://postgres@127.0.0.1:5432/" + dbName + "?sslmode=disable",
+	}
+	env := []string{
+		"REDIS_URL=redis://" + redisVia + "/0",
+		"DATABASE_URL=postgres://postgres@" + pgVia + "/" + dbName + "?sslmode=disable",
 		"TEMPORAL_ADDRESS=127.0.0.1:" + strconv.Itoa(temporalPort),
 		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
 		"SECKILL_DEV_UI_PORT=" + strconv.Itoa(uiPort),
@@ -119,7 +135,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	base := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	migrate := exec.Command(o.binary, "migrate")
-	migrate.Env = append(os.Environ(), env...)
+	migrate.Env = append(append(os.Environ(), env...), direct...)
 	migrate.Stdout, migrate.Stderr = logf, logf
 	if err := migrate.Run(); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -157,6 +173,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	// Faults, from the seed.
 	faultCtx, stopFaults := context.WithCancel(ctx)
 	var faultsDone sync.WaitGroup
+	var faultsMu sync.Mutex
 	faultsDone.Add(1)
 	go func() {
 		defer faultsDone.Done()
@@ -179,7 +196,9 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			if n < len(order) {
 				kind = order[n]
 			}
+			faultsMu.Lock()
 			res.faults[kind]++
+			faultsMu.Unlock()
 			fmt.Printf("  %5.1fs fault: %s\n", time.Since(start).Seconds(), kind)
 			switch kind {
 			case "api":
@@ -195,6 +214,39 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 				pg.Stdout, pg.Stderr = logf, logf
 				_ = pg.Run()
 			}
+		}
+	}()
+
+	// Network faults: a second stream, from its own seeded source, so that
+	// a toxic can overlap a crash as it would in life.
+	faultsDone.Add(1)
+	go func() {
+		defer faultsDone.Done()
+		netRng := newRand(seed ^ 0x70c1c)
+		kinds := netFaults()
+		order := append([]netFault(nil), kinds...)
+		netRng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		deadline := time.Now().Add(o.faultsFor)
+		for n := 0; time.Now().Before(deadline); n++ {
+			select {
+			case <-faultCtx.Done():
+				return
+			case <-time.After(500*time.Millisecond + time.Duration(netRng.IntN(1500))*time.Millisecond):
+			}
+			f := kinds[netRng.IntN(len(kinds))]
+			if n < len(order) {
+				f = order[n]
+			}
+			done, err := tox.inject(f, netRng)
+			if err != nil {
+				fmt.Printf("  %5.1fs network fault %s not injected: %v\n", time.Since(start).Seconds(), f.kind, err)
+				continue
+			}
+			faultsMu.Lock()
+			res.faults[f.kind]++
+			faultsMu.Unlock()
+			fmt.Printf("  %5.1fs fault: %s\n", time.Since(start).Seconds(), f.kind)
+			<-done
 		}
 	}()
 
@@ -235,7 +287,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	res.unsettled = len(pending)
 
 	audit := exec.Command(o.binary, "audit", "--sale", saleID, "--wait", "3m", "--grace", "30s")
-	audit.Env = append(os.Environ(), env...)
+	audit.Env = append(append(os.Environ(), env...), direct...)
 	var out bytes.Buffer
 	audit.Stdout, audit.Stderr = &out, io.MultiWriter(&out, logf)
 	res.auditOK = audit.Run() == nil && res.unsettled == 0
