@@ -7,7 +7,7 @@ SLOW_PKGS := ./app/...
 FAST_PKGS := $(shell $(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')
 
 FUZZTIME  ?= 20s
-FUZZ_TARGETS := FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
+FUZZ_TARGETS := FuzzClaim FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
 
 .PHONY: help dev test test-fast test-e2e vet fmt build services fuzz chaos chaos-short
 help: ## list the targets

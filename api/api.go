@@ -162,11 +162,13 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	return c.JSON(checks)
 }
 
-// parseID parses a positive 64-bit id from a path parameter; ok is false
-// for anything else (the caller answers 404: no such thing exists).
+// parseID parses an id: a positive 64-bit integer in its canonical
+// decimal form, as the API writes ids. "007", "+7" and "7 " name nothing,
+// so one thing never has two names; ok is false for them (the caller
+// answers 404: no such thing exists).
 func parseID(s string) (int64, bool) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil && id > 0
+	return id, err == nil && id > 0 && s[0] != '+' && s[0] != '0'
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
