@@ -47,6 +47,10 @@ type Config struct {
 	// creates one. Pass the worker's in one-process mode so /metrics has
 	// both.
 	Registry *prometheus.Registry
+	// SoldOutTTL is how long a sold-out answer from Redis is reused
+	// without asking again (a returned unit clears it sooner, through
+	// pub/sub) [SoldOutTTL].
+	SoldOutTTL time.Duration
 	// IPLimit limits the requests of one client address to /api/v1 (the
 	// payment webhook excepted). Per-user claim limits live in Scripts.
 	IPLimit IPLimit
@@ -60,12 +64,16 @@ type Server struct {
 	sales    *saleCache
 	metrics  *metrics
 	delivery *delivery.Deliverer
+	soldOut  *soldOutFlags
 }
 
 // New builds the API and its routes.
 func New(cfg Config) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 5 * time.Second
+	}
+	if cfg.SoldOutTTL <= 0 {
+		cfg.SoldOutTTL = SoldOutTTL
 	}
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = seckill.DefaultTaskQueue
@@ -80,6 +88,7 @@ func New(cfg Config) *Server {
 		sales:    newSaleCache(cfg.Store),
 		metrics:  newMetrics(reg),
 		delivery: &delivery.Deliverer{Store: cfg.Store, Temporal: cfg.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
+		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "seckill",
@@ -124,6 +133,9 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve serves on ln until ctx is done, then shuts down gracefully: no new
 // connections, in-flight requests finish (up to 10 s).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go s.soldOut.watch(watchCtx, s.cfg.Scripts.Client(), s.cfg.Scripts.RestockChannel(), s.cfg.Log)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {

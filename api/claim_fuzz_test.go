@@ -35,7 +35,10 @@ type claimRig struct {
 	otherSaleIDs []string
 }
 
-func newClaimRig(t testing.TB) *claimRig {
+func newClaimRig(t testing.TB) *claimRig { return newClaimRigWith(t, api.Config{}) }
+
+// newClaimRigWith is newClaimRig with cfg's tuning fields.
+func newClaimRigWith(t testing.TB, cfg api.Config) *claimRig {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
@@ -46,7 +49,8 @@ func newClaimRig(t testing.TB) *claimRig {
 		t.Fatal(err)
 	}
 	r := &claimRig{scripts: scripts, secret: []byte("fuzz-jwt-secret"), totals: map[int64]int64{}}
-	r.srv = api.New(api.Config{Store: st, Scripts: scripts, IDs: ids, JWTSecret: r.secret, Log: log})
+	cfg.Store, cfg.Scripts, cfg.IDs, cfg.JWTSecret, cfg.Log = st, scripts, ids, r.secret, log
+	r.srv = api.New(cfg)
 	r.big = r.createSale(t, 1_000_000)
 	r.tiny = r.createSale(t, 1)
 	return r

@@ -29,6 +29,8 @@ func ValidIdempotencyKey(key string) bool {
 	return true
 }
 
+var errSoldOut = seckill.Errorf(seckill.CodeSoldOut, "sold out")
+
 type claimResponse struct {
 	OrderID string              `json:"order_id"`
 	SaleID  string              `json:"sale_id"`
@@ -69,10 +71,18 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		outcome = "invalid"
 		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters", HeaderIdempotencyKey)
 	}
-	// The script checks the window against Redis' clock; this check only
-	// spares Redis the obvious cases. With an Idempotency-Key every answer
-	// comes from the script, which records it.
+	// The script checks the window against Redis' clock; this check and the
+	// sold-out flag only spare Redis the obvious cases. With an
+	// Idempotency-Key every answer comes from the script, which records it.
+	//
+	// The flag answers SOLD_OUT without asking who is claiming, so a buyer
+	// who already holds an order gets SOLD_OUT rather than ALREADY_CLAIMED
+	// while it is up; their order is unaffected (GET /orders/{id}).
 	if idemKey == "" {
+		if s.soldOut.soldOut(saleID, start) {
+			outcome = "sold_out"
+			return errSoldOut
+		}
 		if start.Before(sale.StartsAt) {
 			outcome = "not_started"
 			return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
@@ -102,7 +112,8 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
 		})
 	case lua.SoldOut:
-		return seckill.Errorf(seckill.CodeSoldOut, "sold out")
+		s.soldOut.set(saleID, start)
+		return errSoldOut
 	case lua.AlreadyClaimed:
 		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
 	case lua.NotStarted:

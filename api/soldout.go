@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SoldOutTTL is how long one process answers SOLD_OUT for a sale without
+// asking Redis, after the admission script last said so. A unit that
+// returns clears the flag at once through pub/sub; the expiry is the safety
+// net for a message missed while the subscription was down.
+const SoldOutTTL = time.Second
+
+// soldOutFlags remembers, per sale, until when this process may answer
+// SOLD_OUT without a Redis call. After a sale sells out nearly every claim
+// is a loser's, and this keeps them off Redis.
+type soldOutFlags struct {
+	mu    sync.RWMutex
+	until map[int64]time.Time
+	ttl   time.Duration
+}
+
+func newSoldOutFlags(ttl time.Duration) *soldOutFlags {
+	return &soldOutFlags{until: map[int64]time.Time{}, ttl: ttl}
+}
+
+// soldOut reports whether sale is flagged at now.
+func (f *soldOutFlags) soldOut(sale int64, now time.Time) bool {
+	f.mu.RLock()
+	u, ok := f.until[sale]
+	f.mu.RUnlock()
+	return ok && now.Before(u)
+}
+
+// set flags sale until now + ttl.
+func (f *soldOutFlags) set(sale int64, now time.Time) {
+	f.mu.Lock()
+	f.until[sale] = now.Add(f.ttl)
+	f.mu.Unlock()
+}
+
+func (f *soldOutFlags) clear(sale int64) {
+	f.mu.Lock()
+	delete(f.until, sale)
+	f.mu.Unlock()
+}
+
+func (f *soldOutFlags) clearAll() {
+	f.mu.Lock()
+	clear(f.until)
+	f.mu.Unlock()
+}
+
+// watch clears a sale's flag whenever the restock channel names it, until
+// ctx is done. Every (re)subscription clears every flag, since messages may
+// have been missed while the connection was down.
+func (f *soldOutFlags) watch(ctx context.Context, rdb redis.UniversalClient, channel string, log *slog.Logger) {
+	sub := rdb.Subscribe(ctx, channel)
+	defer func() { _ = sub.Close() }()
+	for {
+		msg, err := sub.Receive(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// go-redis reconnects on the next Receive; flags expire anyway.
+			f.clearAll()
+			log.Debug("restock subscription interrupted", "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			f.clearAll()
+		case *redis.Message:
+			if id, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
+				f.clear(id)
+			}
+		}
+	}
+}
