@@ -38,12 +38,11 @@ type Deps struct {
 
 // Connect opens Redis, Postgres and the Temporal client.
 func Connect(ctx context.Context, cfg Config) (*Deps, error) {
-	ropts, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := ConnectRedis(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, err
 	}
-	ropts.PoolSize = cfg.RedisPoolSize
-	d := &Deps{Redis: redis.NewClient(ropts), Metrics: api.NewRegistry()}
+	d := &Deps{Redis: rdb, Metrics: api.NewRegistry()}
 	d.Scripts = lua.New(d.Redis, cfg.RedisPrefix)
 	if err := d.Redis.Ping(ctx).Err(); err != nil {
 		d.Close()
@@ -63,6 +62,17 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	return d, nil
+}
+
+// ConnectRedis returns a client for cfg's Redis with cfg's pool size; it
+// connects on first use.
+func ConnectRedis(cfg Config) (*redis.Client, error) {
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	ropts.PoolSize = cfg.RedisPoolSize
+	return redis.NewClient(ropts), nil
 }
 
 // Close closes every connection that was opened.

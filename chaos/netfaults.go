@@ -10,6 +10,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/seckill/seckill/internal/proc"
 )
 
 // network puts a toxiproxy between seckill's processes and their stores,
@@ -30,7 +32,7 @@ func newNetwork() *network {
 
 // proxy starts a proxy to upstream and returns the address it listens on.
 func (n *network) proxy(name, upstream string) (string, error) {
-	listen := "127.0.0.1:" + strconv.Itoa(freePort())
+	listen := "127.0.0.1:" + strconv.Itoa(proc.FreePort())
 	p := toxiproxy.NewProxy(n.server, name, listen, upstream)
 	if err := n.server.Collection.Add(p, true); err != nil {
 		return "", fmt.Errorf("toxiproxy %s: %w", name, err)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,12 +22,13 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/store"
 )
 
 const (
 	jwtSecret     = "chaos-jwt-secret"
 	webhookSecret = "whsec_chaos"
-	adminDSN      = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 )
 
 type result struct {
@@ -59,30 +58,6 @@ func (r *result) summary() string {
 		r.seed, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.lost)
 }
 
-func freePort() int {
-	for {
-		p := 20000 + rand.IntN(12000)
-		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
-			_ = l.Close()
-			return p
-		}
-	}
-}
-
-func waitHTTP(url string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready within %s", url, within)
-}
-
 func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	start := time.Now()
 	rng := newRand(seed)
@@ -98,7 +73,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	defer func() { _ = logf.Close() }()
 	fmt.Printf("\n== seed %d (logs: %s)\n", seed, logf.Name())
 
-	redisPort, apiPort, temporalPort, uiPort := freePort(), freePort(), freePort(), freePort()
+	redisPort, apiPort, temporalPort, uiPort := proc.FreePort(), proc.FreePort(), proc.FreePort(), proc.FreePort()
 	dbName := fmt.Sprintf("seckill_chaos_%d_%d", seed, time.Now().UnixNano()%1e6)
 	// The API and the worker reach Redis and PostgreSQL through toxiproxy;
 	// migrate and audit (the referee) go direct.
@@ -142,24 +117,24 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 	defer dropDatabase(dbName)
 
-	redis := newProc("redis", logf, nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+	redis := proc.New("redis", logf, nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
-	temporal := newProc("temporal", logf, env, o.binary, "devserver", "--db-file", filepath.Join(dir, "temporal.db"))
-	worker := newProc("worker", logf, env, o.binary, "worker")
-	apiProc := newProc("api", logf, env, o.binary, "api")
-	procs := []*proc{redis, temporal, worker, apiProc}
+	temporal := proc.New("temporal", logf, env, o.binary, "devserver", "--db-file", filepath.Join(dir, "temporal.db"))
+	worker := proc.New("worker", logf, env, o.binary, "worker")
+	apiProc := proc.New("api", logf, env, o.binary, "api")
+	procs := []*proc.Proc{redis, temporal, worker, apiProc}
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
+			procs[i].Stop()
 		}
 	}()
 	for _, p := range procs {
-		if err := p.start(); err != nil {
+		if err := p.Start(); err != nil {
 			return nil, err
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	if err := waitHTTP(base+"/readyz", 90*time.Second); err != nil {
+	if err := proc.WaitHTTP(base+"/readyz", 90*time.Second); err != nil {
 		return nil, err
 	}
 
@@ -202,13 +177,13 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			fmt.Printf("  %5.1fs fault: %s\n", time.Since(start).Seconds(), kind)
 			switch kind {
 			case "api":
-				apiProc.kill()
+				apiProc.Kill()
 			case "worker":
-				worker.kill()
+				worker.Kill()
 			case "temporal":
-				temporal.kill()
+				temporal.Kill()
 			case "redis":
-				redis.kill() // restarts empty: no persistence
+				redis.Kill() // restarts empty: no persistence
 			case "postgres":
 				pg := exec.Command("bash", "-c", `pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart`)
 				pg.Stdout, pg.Stderr = logf, logf
@@ -257,32 +232,58 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	res.admitted = len(orders)
 	fmt.Printf("  claims done: %d admitted; settling ...\n", len(orders))
 
-	if err := waitHTTP(base+"/readyz", 90*time.Second); err != nil {
+	if err := proc.WaitHTTP(base+"/readyz", 90*time.Second); err != nil {
 		return nil, err
 	}
-	// Every admitted order must reach PAID or CLOSED.
+	// Every admitted order must reach PAID or CLOSED. Orders are polled 32
+	// at a time; one that answers 404 for a whole minute is gone (its claim
+	// was wiped with Redis before the relay read it).
 	settleBy := time.Now().Add(3 * time.Minute)
 	pending := map[string]bool{}
 	for id := range orders {
 		pending[id] = true
 	}
-	lostSeen := map[string]int{}
+	missingSince := map[string]time.Time{}
 	for len(pending) > 0 && time.Now().Before(settleBy) {
+		ids := make([]string, 0, len(pending))
 		for id := range pending {
-			status, code := orderStatus(base, admin, id)
-			switch {
-			case status == string(seckill.StatusPaid) || status == string(seckill.StatusClosed):
-				res.statuses[status]++
+			ids = append(ids, id)
+		}
+		type answer struct {
+			status string
+			code   int
+		}
+		answers := make([]answer, len(ids))
+		var sweep sync.WaitGroup
+		next := atomic.Int64{}
+		for range 32 {
+			sweep.Add(1)
+			go func() {
+				defer sweep.Done()
+				for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
+					answers[i].status, answers[i].code = orderStatus(base, admin, ids[i])
+				}
+			}()
+		}
+		sweep.Wait()
+		now := time.Now()
+		for i, id := range ids {
+			switch a := answers[i]; {
+			case a.status == string(seckill.StatusPaid) || a.status == string(seckill.StatusClosed):
+				res.statuses[a.status]++
 				delete(pending, id)
-			case code == http.StatusNotFound:
-				lostSeen[id]++
-				if lostSeen[id] > 20 { // 404 for a minute: the claim is gone
+			case a.code == http.StatusNotFound:
+				if _, seen := missingSince[id]; !seen {
+					missingSince[id] = now
+				} else if now.Sub(missingSince[id]) > time.Minute {
 					res.lost++
 					delete(pending, id)
 				}
+			default:
+				delete(missingSince, id)
 			}
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(2 * time.Second)
 	}
 	res.unsettled = len(pending)
 
@@ -426,10 +427,12 @@ func pay(client *http.Client, base, orderID string, fail bool, delay time.Durati
 	}
 }
 
+var pollClient = &http.Client{Timeout: 5 * time.Second}
+
 func orderStatus(base, admin, id string) (string, int) {
 	req, _ := http.NewRequest("GET", base+"/api/v1/orders/"+id, nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := pollClient.Do(req)
 	if err != nil {
 		return "", 0
 	}
@@ -459,10 +462,5 @@ func countRefunds(dbName string) int {
 func dropDatabase(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	_ = store.DropDatabase(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable")
 }

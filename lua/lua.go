@@ -151,15 +151,11 @@ type ClaimResult struct {
 // An error means the outcome is unknown (Redis unreachable or timed out):
 // the caller must not assume the claim failed or succeeded.
 func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string) (ClaimResult, error) {
-	k := s.SaleKeys(saleID)
-	tag := k.Stock[:len(k.Stock)-len("stock")] // the sale's "prefix:{sN}:"
-	// Without an Idempotency-Key the script never reads KEYS[5]: pass a
-	// placeholder in the same slot rather than hash a key on every claim.
-	idem, idemKey := "0", tag+"idem:-"
+	idem, idemKey := "0", ""
 	if idempotencyKey != "" {
 		idem, idemKey = "1", s.idempotencyKey(saleID, userID, idempotencyKey)
 	}
-	keys := []string{k.Stock, k.Claims, k.Meta, k.Outbox, idemKey, tag + "rl:" + userID}
+	keys := s.claimKeys(saleID, userID, idemKey)
 	res, err := claimScript.Run(ctx, s.rdb, keys,
 		userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 		s.limit.Max, s.limit.Window.Milliseconds()).Slice()
@@ -185,6 +181,29 @@ func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderI
 		}
 	}
 	return r, nil
+}
+
+// ClaimCommand is the Redis command Claim runs for a claim without an
+// Idempotency-Key (EVALSHA, the script's hash, its keys and arguments),
+// with user and order as given: redis-benchmark replays it as the raw
+// ceiling of the claim path. Preload the script first.
+func (s *Scripts) ClaimCommand(saleID int64, user, order string) []string {
+	cmd := append([]string{"EVALSHA", claimScript.Hash(), "6"}, s.claimKeys(saleID, user, "")...)
+	return append(cmd, user, order, strconv.FormatInt(saleID, 10), strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0",
+		strconv.Itoa(s.limit.Max), strconv.FormatInt(s.limit.Window.Milliseconds(), 10))
+}
+
+// claimKeys are claim.lua's KEYS for userID on saleID, with idem as KEYS[5].
+// Without an Idempotency-Key (idem "") the script never reads KEYS[5]: a
+// placeholder in the sale's slot stands in, rather than a key hashed on
+// every claim.
+func (s *Scripts) claimKeys(saleID int64, userID, idem string) []string {
+	k := s.SaleKeys(saleID)
+	tag := k.Stock[:len(k.Stock)-len("stock")] // the sale's "prefix:{sN}:"
+	if idem == "" {
+		idem = tag + "idem:-"
+	}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, tag + "rl:" + userID}
 }
 
 // idempotencyKey is the record of one user's key on one sale. The client's

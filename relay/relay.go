@@ -29,6 +29,10 @@ import (
 	"github.com/seckill/seckill/workflows"
 )
 
+// DefaultParallel is how many workflow starts one relay keeps in flight
+// per sale unless told otherwise.
+const DefaultParallel = 32
+
 // Config tunes a relay. Zero values take the defaults in brackets.
 type Config struct {
 	TaskQueue string
@@ -36,7 +40,8 @@ type Config struct {
 	Consumer string
 	// BatchSize is the most entries read at once per sale [256].
 	BatchSize int
-	// Parallel is the most workflow starts in flight per sale [32].
+	// Parallel is the most workflow starts in flight per sale
+	// [DefaultParallel].
 	Parallel int
 	// ClaimIdle is how long an entry may sit unacknowledged with another
 	// consumer before this one takes it over [30s].
@@ -64,7 +69,7 @@ func New(scripts *lua.Scripts, tc client.Client, cfg Config, log *slog.Logger) *
 		cfg.BatchSize = 256
 	}
 	if cfg.Parallel <= 0 {
-		cfg.Parallel = 32
+		cfg.Parallel = DefaultParallel
 	}
 	if cfg.ClaimIdle <= 0 {
 		cfg.ClaimIdle = 30 * time.Second

@@ -104,19 +104,9 @@ func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 // EnsureDatabase creates the database named in dsn if it does not exist,
 // connecting to the server's "postgres" database to do so.
 func EnsureDatabase(ctx context.Context, dsn string) error {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		return fmt.Errorf("DATABASE_URL must be a postgres:// URL: %q", dsn)
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	if name == "" {
-		return errors.New("DATABASE_URL names no database")
-	}
-	admin := *u
-	admin.Path = "/postgres"
-	conn, err := pgx.Connect(ctx, admin.String())
+	conn, name, err := adminConn(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("connect to postgres to create %q: %w", name, err)
+		return err
 	}
 	defer func() { _ = conn.Close(ctx) }()
 	var exists bool
@@ -135,6 +125,40 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 		return fmt.Errorf("create database %q: %w", name, err)
 	}
 	return nil
+}
+
+// DropDatabase drops the database named in dsn, if it exists, closing any
+// connections to it (benchmark and chaos runs clean up with it).
+func DropDatabase(ctx context.Context, dsn string) error {
+	conn, name, err := adminConn(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %q: %w", name, err)
+	}
+	return nil
+}
+
+// adminConn connects to the "postgres" database of dsn's server and
+// returns the name of dsn's database.
+func adminConn(ctx context.Context, dsn string) (*pgx.Conn, string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return nil, "", fmt.Errorf("DATABASE_URL must be a postgres:// URL: %q", dsn)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" {
+		return nil, "", errors.New("DATABASE_URL names no database")
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, admin.String())
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to postgres for database %q: %w", name, err)
+	}
+	return conn, name, nil
 }
 
 func isUniqueViolation(err error, constraint string) bool {

@@ -31,15 +31,21 @@ type Options struct {
 // New returns a worker on taskQueue with the OrderSaga and acts registered.
 // Start it with Run or Start.
 func New(c client.Client, taskQueue string, acts *activities.Activities, opts Options) worker.Worker {
-	w := worker.New(c, taskQueue, worker.Options{
+	w := worker.New(c, taskQueue, SDKOptions(opts))
+	Register(w, acts)
+	return w
+}
+
+// SDKOptions are the SDK worker options seckill's worker runs with (the
+// benchmark's workflow anchor uses the same).
+func SDKOptions(opts Options) worker.Options {
+	return worker.Options{
 		MaxConcurrentActivityExecutionSize:     opts.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: opts.MaxConcurrentWorkflowTasks,
 		// A panicking saga is a bug: fail its task (it retries after a
 		// deploy) rather than the workflow, so no order is abandoned.
 		WorkflowPanicPolicy: worker.BlockWorkflow,
-	})
-	Register(w, acts)
-	return w
+	}
 }
 
 // Register adds the workflows and activities to r.

@@ -37,6 +37,9 @@ Usage:
   seckill audit --sale ID [--wait 2m] [--json]
                                     check the six invariants of a sale; exits
                                     non-zero on any violation
+  seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
+                                    flash-sale benchmark with its anchors
+                                    (launches its own system; see BENCHMARKS.md)
   seckill pay --order ID [--fail]   dev payment provider: send a signed webhook
                                     for the order (uses SECKILL_WEBHOOK_SECRET,
                                     or the dev secret when unset)
@@ -116,6 +119,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return pay(cfg, args, stdout)
 	case "audit":
 		return runAudit(ctx, cfg, args, stdout)
+	case "bench":
+		return runBench(ctx, cfg, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,417 @@
+// Package bench is `seckill bench`: a flash-sale load generator that runs a
+// burst of claims at a fixed arrival rate against a running seckill, pays,
+// fails or abandons the orders it won through signed webhooks, waits for
+// every order to settle, audits the sale, and measures two anchors in the
+// same run: the admission script alone in Redis (redis-benchmark) and a
+// trivial Temporal workflow on the same server.
+//
+// Launch starts a system of child processes for it (so each one's memory
+// can be read); Run also works against any running system.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/internal/proc"
+)
+
+// Options describe one benchmark run.
+type Options struct {
+	// APIURL is the seckill API under test, e.g. http://127.0.0.1:8080.
+	APIURL string
+	// Config reaches the same Redis, PostgreSQL and Temporal as the API,
+	// with its secrets (the bench signs tokens and webhooks).
+	Config app.Config
+	// Processes whose memory is reported, by name (e.g. "api": pid).
+	Processes map[string]int
+
+	Units          int           // units per sale [10000]
+	Sales          int           // sales, claims spread evenly [1]
+	Buyers         int           // distinct buyers [1000000]
+	Requests       int           // claims sent; 0: Rate*Duration, or Buyers
+	Rate           int           // claims per second offered [30000]
+	Duration       time.Duration // with Requests 0: send for this long
+	Conns          int           // connections [256]
+	PaymentTimeout time.Duration // the sales' pay-by window [30s]
+	PayShare       float64       // share of won orders paid [0]
+	FailShare      float64       // share of won orders whose payment fails [0]
+	SettleWithin   time.Duration // bound on waiting for orders to settle [10m]
+
+	// Anchors: AnchorScriptCalls > 0 runs redis-benchmark on the admission
+	// script; AnchorWorkflows > 0 starts and completes that many trivial
+	// workflows.
+	AnchorScriptCalls int
+	AnchorWorkflows   int
+
+	// OutDir receives bench.json and bench.png ("" : neither).
+	OutDir string
+	// Progress receives a line a second while the burst runs (nil: none).
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Units, 10000)
+	def(&o.Sales, 1)
+	def(&o.Buyers, 1000000)
+	def(&o.Rate, 30000)
+	def(&o.Conns, 256)
+	if o.PaymentTimeout == 0 {
+		o.PaymentTimeout = 30 * time.Second
+	}
+	if o.SettleWithin == 0 {
+		o.SettleWithin = 10 * time.Minute
+	}
+	if o.Requests == 0 {
+		o.Requests = o.Buyers
+		if o.Duration > 0 {
+			o.Requests = int(float64(o.Rate) * o.Duration.Seconds())
+		}
+	}
+	switch {
+	case o.APIURL == "":
+		return errors.New("bench: the API's URL is required")
+	case o.Units < 1 || o.Units > 10000000:
+		return fmt.Errorf("bench: units must be 1..10000000, got %d", o.Units)
+	case o.Sales < 1 || o.Sales > 1000:
+		return fmt.Errorf("bench: sales must be 1..1000, got %d", o.Sales)
+	case o.Buyers < 1 || o.Buyers > 20000000:
+		return fmt.Errorf("bench: buyers must be 1..20000000, got %d", o.Buyers)
+	case o.Requests < 1 || o.Rate < 1 || o.Conns < 1 || o.Conns > 10000:
+		return fmt.Errorf("bench: requests, rate and conns (1..10000) must be positive")
+	case o.PayShare < 0 || o.FailShare < 0 || o.PayShare+o.FailShare > 1:
+		return fmt.Errorf("bench: pay and fail shares must be >= 0 and add up to at most 1")
+	case o.PaymentTimeout < 5*time.Second || o.PaymentTimeout > 24*time.Hour:
+		return fmt.Errorf("bench: the payment timeout must be 5s..24h, got %s", o.PaymentTimeout)
+	case len(o.Config.JWTSecret) == 0 || len(o.Config.WebhookSecret) == 0:
+		return errors.New("bench: the JWT and webhook secrets of the system under test are required")
+	}
+	return nil
+}
+
+// Run runs the benchmark and returns its report. An error means the run
+// could not be carried out; a failed audit is in the report (Report.OK).
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(o.APIURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("bench: bad API URL %q", o.APIURL)
+	}
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
+	deps, err := app.Connect(ctx, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer deps.Close()
+	rep := &Report{Config: reportConfig(o), Started: time.Now().UTC(), Processes: map[string]*Memory{}}
+	rep.sampleMemory(o.Processes, false)
+
+	runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	sales := make([]int64, o.Sales)
+	for i := range sales {
+		if sales[i], err = createSale(ctx, o, fmt.Sprintf("bench %s #%d", runID, i+1)); err != nil {
+			return nil, err
+		}
+	}
+	rep.SaleIDs = sales
+	say("sales %v: %d units each, pay within %s", sales, o.Units, o.PaymentTimeout)
+
+	say("minting %d buyer tokens ...", o.Buyers)
+	tokens, err := mintTokens(o.Config.JWTSecret, o.Buyers, runID)
+	if err != nil {
+		return nil, err
+	}
+
+	if o.AnchorScriptCalls > 0 {
+		say("anchor (a): the admission script in redis-benchmark, %d calls at %d connections ...", o.AnchorScriptCalls, o.Conns)
+		a, err := scriptAnchor(ctx, o, runID)
+		if err != nil {
+			return nil, fmt.Errorf("anchor (a): %w", err)
+		}
+		rep.Anchors.Script = a
+	}
+
+	say("burst: %d claims at %d/s over %d connections ...", o.Requests, o.Rate, o.Conns)
+	lr, err := burst(loadPlan{host: u.Host, sales: sales, tokens: tokens, requests: o.Requests,
+		rate: o.Rate, conns: o.Conns, progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	tokens = nil //nolint:ineffassign // free a million tokens before settling
+	rep.addClaims(lr)
+	burstEnd := time.Now()
+	say("burst done: %d claims in %.1fs, %d admitted", len(lr.samples), lr.wall.Seconds(), len(lr.admissions))
+
+	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).
+	db := deps.Store.Gorm()
+	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status <> 'QUEUED'", say, "sagas"); err != nil {
+		return nil, err
+	}
+	if err := rep.addSagas(ctx, db, sales, o.PaymentTimeout); err != nil {
+		return nil, err
+	}
+
+	say("paying %.0f%%, failing %.0f%%, abandoning the rest ...", o.PayShare*100, o.FailShare*100)
+	rep.Settle.Paid, rep.Settle.Failed, err = pay(ctx, o, lr.admissions)
+	if err != nil {
+		return nil, err
+	}
+	rep.Settle.Abandoned = len(lr.admissions) - rep.Settle.Paid - rep.Settle.Failed
+	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status IN ('PAID', 'CLOSED')", say, "settled"); err != nil {
+		return nil, err
+	}
+	settled := time.Now()
+	rep.Settle.AfterBurstSeconds = settled.Sub(burstEnd).Seconds()
+	var lastPayBy *time.Time
+	if err := db.WithContext(ctx).Raw(`SELECT max(pay_by) FROM orders WHERE sale_id IN ? AND close_reason = 'PAYMENT_TIMEOUT'`, sales).
+		Scan(&lastPayBy).Error; err != nil {
+		return nil, err
+	}
+	if lastPayBy != nil {
+		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(*lastPayBy).Seconds()
+	}
+	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
+
+	auditor := &audit.Auditor{DB: db, Scripts: deps.Scripts, Temporal: deps.Temporal}
+	for _, s := range sales {
+		ar, err := auditor.Wait(ctx, s, audit.Options{Grace: time.Minute}, 2*time.Minute)
+		if err != nil {
+			return nil, fmt.Errorf("audit of sale %d: %w", s, err)
+		}
+		rep.Audits = append(rep.Audits, ar)
+	}
+	rep.sampleMemory(o.Processes, true)
+
+	if o.AnchorWorkflows > 0 {
+		say("anchor (b): %d trivial workflows on the same server ...", o.AnchorWorkflows)
+		a, err := workflowAnchor(ctx, deps.Temporal, o)
+		if err != nil {
+			return nil, fmt.Errorf("anchor (b): %w", err)
+		}
+		rep.Anchors.Workflow = a
+	}
+	rep.ratios()
+	rep.Finished = time.Now().UTC()
+
+	if o.OutDir != "" {
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := rep.writeJSON(filepath.Join(o.OutDir, "bench.json")); err != nil {
+			return nil, err
+		}
+		if err := plotBurst(lr, filepath.Join(o.OutDir, "bench.png")); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func createSale(ctx context.Context, o Options, name string) (int64, error) {
+	admin, err := api.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"name": name, "price_cents": 990, "stock": o.Units,
+		"starts_at":               now.Add(-time.Minute).Format(time.RFC3339),
+		"ends_at":                 now.Add(6 * time.Hour).Format(time.RFC3339),
+		"payment_timeout_seconds": int(o.PaymentTimeout / time.Second),
+	})
+	req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/sales", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("create sale: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var sale struct {
+		ID string `json:"id"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &sale) != nil {
+		return 0, fmt.Errorf("create sale: %s %s", resp.Status, b)
+	}
+	return strconv.ParseInt(sale.ID, 10, 64)
+}
+
+// fate of a won order, from its id (so a rerun on the same orders agrees):
+// 0 pays, 1 fails, 2 never pays.
+func fate(orderID int64, payShare, failShare float64) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(strconv.FormatInt(orderID, 10)))
+	x := float64(h.Sum64()%1_000_000) / 1_000_000
+	switch {
+	case x < payShare:
+		return 0
+	case x < payShare+failShare:
+		return 1
+	}
+	return 2
+}
+
+// pay sends a signed webhook for every order that pays or fails, 32 at a
+// time, each retried until it answers 200 (bounded).
+func pay(ctx context.Context, o Options, won []admission) (paid, failed int, err error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	work := make(chan admission)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range work {
+				f := fate(a.orderID, o.PayShare, o.FailShare)
+				if err := sendPayment(ctx, client, o, a.orderID, f == 1); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+					continue
+				}
+				mu.Lock()
+				if f == 0 {
+					paid++
+				} else {
+					failed++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, a := range won {
+		if fate(a.orderID, o.PayShare, o.FailShare) < 2 {
+			work <- a
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err = <-errc:
+	default:
+	}
+	return paid, failed, err
+}
+
+func sendPayment(ctx context.Context, client *http.Client, o Options, orderID int64, fail bool) error {
+	typ := seckill.PaymentSucceeded
+	if fail {
+		typ = seckill.PaymentFailed
+	}
+	id := strconv.FormatInt(orderID, 10)
+	body, _ := json.Marshal(map[string]any{
+		"id": "evt_bench_" + id, "object": "event", "type": string(typ), "created": time.Now().Unix(),
+		"data": map[string]any{"object": map[string]any{
+			"id": "pi_bench_" + id, "object": "payment_intent", "amount": 990, "currency": "usd",
+			"metadata": map[string]string{"order_id": id},
+		}},
+	})
+	var last string
+	for attempt := 0; attempt < 20; attempt++ {
+		req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/payments/webhook", bytes.NewReader(body))
+		req.Header.Set("Stripe-Signature", api.Sign(body, o.Config.WebhookSecret, time.Now()))
+		resp, err := client.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status + " " + string(b)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("payment webhook for order %d: %s", orderID, last)
+}
+
+// waitOrders polls until want orders of sales match cond.
+func waitOrders(ctx context.Context, o Options, db *gorm.DB, sales []int64, want int, cond string,
+	say func(string, ...any), what string) error {
+	deadline := time.Now().Add(o.SettleWithin)
+	last := time.Now()
+	for {
+		var n int
+		if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id IN ? AND `+cond, sales).Scan(&n).Error; err != nil {
+			return err
+		}
+		if n >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: only %d of %d orders %s within %s", n, want, what, o.SettleWithin)
+		}
+		if time.Since(last) >= 5*time.Second {
+			say("  %s: %d/%d", what, n, want)
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// memoryOf reads the named processes' memory; the bench itself is "bench".
+func memoryOf(pids map[string]int) map[string][2]int64 {
+	out := map[string][2]int64{}
+	all := map[string]int{"bench": os.Getpid()}
+	for k, v := range pids {
+		all[k] = v
+	}
+	for name, pid := range all {
+		if rss, peak, err := proc.Memory(pid); err == nil {
+			out[name] = [2]int64{rss, peak}
+		}
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/store"
+)
+
+// LaunchOptions say how to start a system to benchmark.
+type LaunchOptions struct {
+	// Binary is the seckill binary (default: this executable).
+	Binary string
+	// Base is the configuration to start from (REDIS_URL, the server of
+	// DATABASE_URL, tuning); Launch replaces the database name, the Redis
+	// prefix, the addresses and the secrets with fresh ones.
+	Base app.Config
+	// Env is added to the children's environment (tuning variables).
+	Env []string
+	// Log receives the children's output.
+	Log io.Writer
+	// Keep leaves the database and the Redis keys in place after Stop.
+	Keep bool
+}
+
+// System is a running seckill of child processes: the Temporal dev
+// server, the worker (with the relay) and the API, each separate so that
+// each one's memory can be read.
+type System struct {
+	APIURL string
+	Config app.Config
+	procs  []*proc.Proc
+	keep   bool
+}
+
+// Launch starts a fresh system on a new database and Redis prefix.
+func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Binary = exe
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	cfg := o.Base
+	runID := strconv.FormatInt(time.Now().Unix(), 36)
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	u.Path = "/seckill_bench_" + runID
+	cfg.DatabaseURL = u.String()
+	cfg.RedisPrefix = "seckill-bench-" + runID
+	temporalPort, uiPort, apiPort := proc.FreePort(), proc.FreePort(), proc.FreePort()
+	cfg.TemporalAddress = "127.0.0.1:" + strconv.Itoa(temporalPort)
+	cfg.HTTPAddr = "127.0.0.1:" + strconv.Itoa(apiPort)
+	cfg.JWTSecret, cfg.WebhookSecret = []byte(secret()), []byte("whsec_"+secret())
+
+	env := append([]string{
+		"DATABASE_URL=" + cfg.DatabaseURL,
+		"REDIS_URL=" + cfg.RedisURL,
+		"SECKILL_REDIS_PREFIX=" + cfg.RedisPrefix,
+		"TEMPORAL_ADDRESS=" + cfg.TemporalAddress,
+		"TEMPORAL_NAMESPACE=" + cfg.Namespace,
+		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
+		"SECKILL_DEV_UI_PORT=" + strconv.Itoa(uiPort),
+		"SECKILL_HTTP_ADDR=" + cfg.HTTPAddr,
+		"SECKILL_JWT_SECRET=" + string(cfg.JWTSecret),
+		"SECKILL_WEBHOOK_SECRET=" + string(cfg.WebhookSecret),
+		"SECKILL_LOG_LEVEL=warn",
+	}, o.Env...)
+	migrate := exec.CommandContext(ctx, o.Binary, "migrate")
+	migrate.Env = append(os.Environ(), env...)
+	migrate.Stdout, migrate.Stderr = o.Log, o.Log
+	if err := migrate.Run(); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	s := &System{APIURL: "http://" + cfg.HTTPAddr, Config: cfg, keep: o.Keep}
+	for _, p := range []struct {
+		name  string
+		args  []string
+		ready string
+	}{
+		{"temporal", []string{"devserver"}, ""},
+		{"worker", []string{"worker"}, ""},
+		{"api", []string{"api"}, s.APIURL + "/readyz"},
+	} {
+		child := proc.New(p.name, o.Log, env, append([]string{o.Binary}, p.args...)...)
+		if err := child.Start(); err != nil {
+			s.Stop()
+			return nil, err
+		}
+		s.procs = append(s.procs, child)
+	}
+	if err := proc.WaitHTTP(s.APIURL+"/readyz", 3*time.Minute); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("the system did not become ready (see its log): %w", err)
+	}
+	return s, nil
+}
+
+// Processes are the children's pids by name.
+func (s *System) Processes() map[string]int {
+	out := map[string]int{}
+	for _, p := range s.procs {
+		if pid := p.Pid(); pid != 0 {
+			out[p.Name()] = pid
+		}
+	}
+	return out
+}
+
+// Stop stops the children (the API first) and, unless kept, drops the
+// database and the Redis keys.
+func (s *System) Stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].Stop()
+	}
+	if s.keep {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = store.DropDatabase(ctx, s.Config.DatabaseURL)
+	if d, err := app.ConnectRedis(s.Config); err == nil {
+		defer func() { _ = d.Close() }()
+		iter := d.Scan(ctx, 0, s.Config.RedisPrefix+":*", 10000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 1000 {
+				_ = d.Unlink(ctx, batch...).Err()
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			_ = d.Unlink(ctx, batch...).Err()
+		}
+	}
+}
+
+func secret() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return strings.ToLower(hex.EncodeToString(b))
+}

@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/seckill/seckill/api"
+)
+
+// Outcome classifies one claim's answer.
+type Outcome uint8
+
+const (
+	Admitted Outcome = iota
+	SoldOut
+	AlreadyClaimed
+	RateLimited
+	Unavailable // 503
+	OtherError  // any other status
+	Failed      // no answer: transport error or timeout
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"admitted", "sold_out", "already_claimed", "rate_limited", "unavailable", "other_error", "failed"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// sample is one claim: when it was meant to be sent (since the start of
+// the burst), how long it took from then until its answer, and the answer.
+type sample struct {
+	intendedMs uint32
+	latencyUs  uint32
+	outcome    Outcome
+}
+
+// admission is an order the burst won.
+type admission struct {
+	orderID int64
+	saleID  int64
+}
+
+// loadPlan is one burst: requests at a fixed rate, buyer i%len(tokens) on
+// sale i%len(sales).
+type loadPlan struct {
+	host     string // host:port of the API
+	sales    []int64
+	tokens   [][]byte // "Bearer ..." header values, one per buyer
+	requests int
+	rate     int
+	conns    int
+	progress io.Writer
+}
+
+type loadResult struct {
+	samples    []sample
+	admissions []admission
+	start      time.Time
+	wall       time.Duration // first intended send to last answer
+	statuses   map[int]int   // HTTP status counts (0: no answer)
+}
+
+// burst runs an open-loop load: request i is due at start + i/rate, and its
+// latency is measured from then, so a slow server's queueing shows up in
+// the figures instead of slowing the senders down (coordinated omission).
+// conns senders take the next due request as soon as they are free.
+func burst(p loadPlan) (*loadResult, error) {
+	if p.requests <= 0 || p.rate <= 0 || p.conns <= 0 || len(p.sales) == 0 || len(p.tokens) == 0 {
+		return nil, fmt.Errorf("bench: empty load plan")
+	}
+	client := &fasthttp.HostClient{
+		Addr:                p.host,
+		MaxConns:            p.conns,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		MaxConnWaitTimeout:  30 * time.Second,
+		MaxIdleConnDuration: time.Minute,
+	}
+	paths := make([][]byte, len(p.sales))
+	for i, s := range p.sales {
+		paths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/claims")
+	}
+	interval := float64(time.Second) / float64(p.rate)
+
+	var (
+		next     atomic.Int64
+		counts   [numOutcomes]atomic.Int64
+		mu       sync.Mutex
+		res      = &loadResult{statuses: map[int]int{}}
+		wg       sync.WaitGroup
+		progress = make(chan struct{})
+	)
+	perSender := make([][]sample, p.conns)
+	start := time.Now().Add(50 * time.Millisecond)
+	res.start = start
+	if p.progress != nil {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-progress:
+					return
+				case now := <-t.C:
+					var c [numOutcomes]int64
+					var total int64
+					for i := range c {
+						c[i] = counts[i].Load()
+						total += c[i]
+					}
+					fmt.Fprintf(p.progress, "  %5.1fs  sent %d/%d  admitted %d  sold out %d  already %d  errors %d\n",
+						now.Sub(start).Seconds(), total, p.requests, c[Admitted], c[SoldOut], c[AlreadyClaimed],
+						c[RateLimited]+c[Unavailable]+c[OtherError]+c[Failed])
+				}
+			}
+		}()
+	}
+	for w := 0; w < p.conns; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			samples := make([]sample, 0, p.requests/p.conns+1)
+			statuses := map[int]int{}
+			var won []admission
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= p.requests {
+					break
+				}
+				due := start.Add(time.Duration(float64(i) * interval))
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				}
+				sale := i % len(p.sales)
+				req.Reset()
+				req.Header.SetMethod(fasthttp.MethodPost)
+				req.Header.SetHost(p.host)
+				req.SetRequestURIBytes(paths[sale])
+				req.Header.SetBytesV("Authorization", p.tokens[i%len(p.tokens)])
+				resp.Reset()
+				err := client.Do(req, resp)
+				lat := time.Since(due)
+				o, status := classify(err, resp)
+				statuses[status]++
+				if o == Admitted {
+					if id, ok := orderIDOf(resp.Body()); ok {
+						won = append(won, admission{orderID: id, saleID: p.sales[sale]})
+					}
+				}
+				counts[o].Add(1)
+				samples = append(samples, sample{
+					intendedMs: uint32(due.Sub(start) / time.Millisecond),
+					latencyUs:  uint32(min(lat/time.Microsecond, 1<<32-1)),
+					outcome:    o,
+				})
+			}
+			perSender[w] = samples
+			mu.Lock()
+			res.admissions = append(res.admissions, won...)
+			for k, v := range statuses {
+				res.statuses[k] += v
+			}
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	res.wall = time.Since(start)
+	close(progress)
+	n := 0
+	for _, s := range perSender {
+		n += len(s)
+	}
+	res.samples = make([]sample, 0, n)
+	for _, s := range perSender {
+		res.samples = append(res.samples, s...)
+	}
+	runtime.GC()
+	return res, nil
+}
+
+var (
+	codeSoldOut        = []byte(`"code":"SOLD_OUT"`)
+	codeAlreadyClaimed = []byte(`"code":"ALREADY_CLAIMED"`)
+)
+
+func classify(err error, resp *fasthttp.Response) (Outcome, int) {
+	if err != nil {
+		return Failed, 0
+	}
+	switch s := resp.StatusCode(); s {
+	case fasthttp.StatusAccepted:
+		return Admitted, s
+	case fasthttp.StatusConflict:
+		body := resp.Body()
+		switch {
+		case bytes.Contains(body, codeSoldOut):
+			return SoldOut, s
+		case bytes.Contains(body, codeAlreadyClaimed):
+			return AlreadyClaimed, s
+		}
+		return OtherError, s
+	case fasthttp.StatusTooManyRequests:
+		return RateLimited, s
+	case fasthttp.StatusServiceUnavailable:
+		return Unavailable, s
+	default:
+		return OtherError, s
+	}
+}
+
+func orderIDOf(body []byte) (int64, bool) {
+	var r struct {
+		OrderID string `json:"order_id"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(r.OrderID, 10, 64)
+	return id, err == nil
+}
+
+// mintTokens signs one user token per buyer before the run, on every core,
+// so signing costs nothing during the burst.
+func mintTokens(secret []byte, buyers int, runID string) ([][]byte, error) {
+	tokens := make([][]byte, buyers)
+	workers := runtime.GOMAXPROCS(0)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < buyers; i += workers {
+				tok, err := api.SignToken(secret, "b"+runID+"-"+strconv.Itoa(i), false, 6*time.Hour)
+				if err != nil {
+					errs <- err
+					return
+				}
+				tokens[i] = []byte("Bearer " + tok)
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	return tokens, <-errs
+}

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/idgen"
+)
+
+// Report is what a run measured. Latencies are milliseconds.
+type Report struct {
+	Config    map[string]any     `json:"config"`
+	Started   time.Time          `json:"started"`
+	Finished  time.Time          `json:"finished"`
+	SaleIDs   []int64            `json:"sale_ids"`
+	Claims    Claims             `json:"claims"`
+	Sagas     Sagas              `json:"sagas"`
+	Settle    Settle             `json:"settle"`
+	Processes map[string]*Memory `json:"processes"`
+	Anchors   Anchors            `json:"anchors"`
+	Ratios    map[string]float64 `json:"ratios"`
+	Audits    []*audit.Report    `json:"audits"`
+}
+
+// Claims sums up the burst.
+type Claims struct {
+	Sent        int                  `json:"sent"`
+	WallSeconds float64              `json:"wall_seconds"`
+	PerSecond   float64              `json:"per_second"` // answers / wall time
+	HTTPStatus  map[string]int       `json:"http_status"`
+	ByOutcome   map[string]Latencies `json:"by_outcome"`
+	All         Latencies            `json:"all"`
+}
+
+// Latencies are the figures of one class of answers.
+type Latencies struct {
+	Count     int64   `json:"count"`
+	PerSecond float64 `json:"per_second"` // over the span they were sent in
+	P50       float64 `json:"p50_ms"`
+	P99       float64 `json:"p99_ms"`
+	P999      float64 `json:"p999_ms"`
+	Max       float64 `json:"max_ms"`
+}
+
+// Sagas: admission to AWAITING_PAYMENT, from the database's own times.
+type Sagas struct {
+	Orders         int       `json:"orders"`
+	SoldOutAtDB    int       `json:"closed_sold_out"`
+	PerSecond      float64   `json:"per_second"`
+	SpanSeconds    float64   `json:"span_seconds"`
+	ToAwaitPayment Latencies `json:"admitted_to_awaiting_payment"`
+}
+
+// Settle: what became of the won orders.
+type Settle struct {
+	Paid                     int     `json:"paid"`
+	Failed                   int     `json:"failed"`
+	Abandoned                int     `json:"abandoned"`
+	AfterBurstSeconds        float64 `json:"after_burst_seconds"`
+	AfterLastDeadlineSeconds float64 `json:"after_last_deadline_seconds"`
+}
+
+// Memory of one process, bytes.
+type Memory struct {
+	StartRSS int64 `json:"start_rss"`
+	EndRSS   int64 `json:"end_rss"`
+	PeakRSS  int64 `json:"peak_rss"`
+}
+
+// Anchors are the raw ceilings measured in the same run.
+type Anchors struct {
+	Script   *ScriptAnchor   `json:"script,omitempty"`
+	Workflow *WorkflowAnchor `json:"workflow,omitempty"`
+}
+
+func reportConfig(o Options) map[string]any {
+	return map[string]any{
+		"units": o.Units, "sales": o.Sales, "buyers": o.Buyers, "requests": o.Requests,
+		"rate": o.Rate, "conns": o.Conns, "payment_timeout_seconds": o.PaymentTimeout.Seconds(),
+		"pay_share": o.PayShare, "fail_share": o.FailShare,
+		"anchor_script_calls": o.AnchorScriptCalls, "anchor_workflows": o.AnchorWorkflows,
+	}
+}
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 120_000_000, 3) } // 1 µs .. 120 s
+
+func latencies(h *hdrhistogram.Histogram, span time.Duration) Latencies {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	l := Latencies{Count: h.TotalCount(), P50: ms(h.ValueAtQuantile(50)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
+	if span > 0 {
+		l.PerSecond = float64(l.Count) / span.Seconds()
+	}
+	return l
+}
+
+func (r *Report) addClaims(lr *loadResult) {
+	var hs [numOutcomes]*hdrhistogram.Histogram
+	var first, last [numOutcomes]uint32
+	all := newHist()
+	for i := range hs {
+		hs[i] = newHist()
+		first[i] = ^uint32(0)
+	}
+	for _, s := range lr.samples {
+		_ = hs[s.outcome].RecordValue(int64(max(s.latencyUs, 1)))
+		_ = all.RecordValue(int64(max(s.latencyUs, 1)))
+		first[s.outcome] = min(first[s.outcome], s.intendedMs)
+		last[s.outcome] = max(last[s.outcome], s.intendedMs)
+	}
+	r.Claims = Claims{Sent: len(lr.samples), WallSeconds: lr.wall.Seconds(), HTTPStatus: map[string]int{},
+		ByOutcome: map[string]Latencies{}, All: latencies(all, lr.wall)}
+	if lr.wall > 0 {
+		r.Claims.PerSecond = float64(len(lr.samples)) / lr.wall.Seconds()
+	}
+	for code, n := range lr.statuses {
+		r.Claims.HTTPStatus[fmt.Sprint(code)] = n
+	}
+	for o := Outcome(0); o < numOutcomes; o++ {
+		if hs[o].TotalCount() == 0 {
+			continue
+		}
+		// The rate of one kind of answer is over the span its requests
+		// were due in (at least 1 ms), not the whole burst.
+		span := time.Duration(last[o]-first[o]+1) * time.Millisecond
+		r.Claims.ByOutcome[o.String()] = latencies(hs[o], span)
+	}
+}
+
+func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64, timeout time.Duration) error {
+	var rows []struct {
+		ID          int64
+		PayBy       *time.Time
+		CloseReason *string
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT id, pay_by, close_reason FROM orders WHERE sale_id IN ?`, sales).
+		Scan(&rows).Error; err != nil {
+		return err
+	}
+	h := newHist()
+	var firstAdmit, lastLock time.Time
+	for _, row := range rows {
+		if row.PayBy == nil {
+			if row.CloseReason != nil && *row.CloseReason == "SOLD_OUT" {
+				r.Sagas.SoldOutAtDB++
+			}
+			continue
+		}
+		admitted, locked := idgen.Time(row.ID), row.PayBy.Add(-timeout)
+		_ = h.RecordValue(max(locked.Sub(admitted).Microseconds(), 1))
+		if firstAdmit.IsZero() || admitted.Before(firstAdmit) {
+			firstAdmit = admitted
+		}
+		if locked.After(lastLock) {
+			lastLock = locked
+		}
+	}
+	r.Sagas.Orders = len(rows)
+	span := lastLock.Sub(firstAdmit)
+	r.Sagas.ToAwaitPayment = latencies(h, 0)
+	if span > 0 {
+		r.Sagas.SpanSeconds = span.Seconds()
+		r.Sagas.PerSecond = float64(h.TotalCount()) / span.Seconds()
+	}
+	return nil
+}
+
+func (r *Report) sampleMemory(pids map[string]int, end bool) {
+	for name, m := range memoryOf(pids) {
+		p := r.Processes[name]
+		if p == nil {
+			p = &Memory{}
+			r.Processes[name] = p
+		}
+		if end {
+			p.EndRSS = m[0]
+		} else {
+			p.StartRSS = m[0]
+		}
+		p.PeakRSS = max(p.PeakRSS, m[1])
+	}
+}
+
+func (r *Report) ratios() {
+	r.Ratios = map[string]float64{}
+	if a := r.Anchors.Script; a != nil && a.PerSecond > 0 {
+		r.Ratios["claims_vs_script"] = r.Claims.PerSecond / a.PerSecond
+	}
+	if a := r.Anchors.Workflow; a != nil && a.PerSecond > 0 {
+		r.Ratios["sagas_vs_workflow"] = r.Sagas.PerSecond / a.PerSecond
+	}
+}
+
+// OK reports whether every audit passed and every claim was answered
+// without a server error.
+func (r *Report) OK() bool {
+	for _, a := range r.Audits {
+		if !a.OK() {
+			return false
+		}
+	}
+	return r.ServerErrors() == 0
+}
+
+// ServerErrors counts 5xx answers and claims that got no answer.
+func (r *Report) ServerErrors() int {
+	n := 0
+	for code, c := range r.Claims.HTTPStatus {
+		if code == "0" || strings.HasPrefix(code, "5") {
+			n += c
+		}
+	}
+	return n
+}
+
+func (r *Report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// String renders the report as tables.
+func (r *Report) String() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(&b, "claims: %d sent in %.1fs = %.0f/s answered; HTTP %v\n", r.Claims.Sent, r.Claims.WallSeconds, r.Claims.PerSecond, r.Claims.HTTPStatus)
+	fmt.Fprintln(w, "answer\tcount\tper s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t")
+	row := func(name string, l Latencies) {
+		fmt.Fprintf(w, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t\n", name, l.Count, l.PerSecond, l.P50, l.P99, l.P999, l.Max)
+	}
+	for _, k := range sortedKeys(r.Claims.ByOutcome) {
+		row(k, r.Claims.ByOutcome[k])
+	}
+	row("all", r.Claims.All)
+	row("saga: admitted->AWAITING_PAYMENT", r.Sagas.ToAwaitPayment)
+	_ = w.Flush()
+	fmt.Fprintf(&b, "sagas: %d orders (%d closed SOLD_OUT at the DB), %.0f/s over %.1fs\n",
+		r.Sagas.Orders, r.Sagas.SoldOutAtDB, r.Sagas.PerSecond, r.Sagas.SpanSeconds)
+	fmt.Fprintf(&b, "settle: %d paid, %d failed, %d abandoned; all settled %.1fs after the burst, %.1fs after the last deadline\n",
+		r.Settle.Paid, r.Settle.Failed, r.Settle.Abandoned, r.Settle.AfterBurstSeconds, r.Settle.AfterLastDeadlineSeconds)
+	if a := r.Anchors.Script; a != nil {
+		fmt.Fprintf(&b, "anchor (a) admission script in redis-benchmark: %.0f calls/s (p50 %.2f ms, p99 %.2f ms)\n", a.PerSecond, a.P50, a.P99)
+	}
+	if a := r.Anchors.Workflow; a != nil {
+		fmt.Fprintf(&b, "anchor (b) trivial workflow start+complete: %.0f/s (%d in %.1fs)\n", a.PerSecond, a.Workflows, a.Seconds)
+	}
+	for _, k := range sortedKeys(r.Ratios) {
+		fmt.Fprintf(&b, "ratio %s: %.2f\n", k, r.Ratios[k])
+	}
+	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+	for _, k := range sortedKeys(r.Processes) {
+		m := r.Processes[k]
+		fmt.Fprintf(&b, "memory %-8s RSS start %.0f MB, end %.0f MB, peak %.0f MB\n", k, mb(m.StartRSS), mb(m.EndRSS), mb(m.PeakRSS))
+	}
+	for _, a := range r.Audits {
+		verdict := "PASSED"
+		if !a.OK() {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(&b, "audit of sale %d: %s\n", a.SaleID, verdict)
+	}
+	return b.String()
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/bench"
+)
+
+// errBenchFailed makes `seckill bench` exit non-zero when an audit fails
+// or a claim got a server error.
+var errBenchFailed = errors.New("bench: an audit failed or claims got server errors")
+
+// runBench runs the flash-sale benchmark. Without --api it launches a
+// fresh system of child processes (Temporal dev server, worker, API) on a
+// new database and Redis prefix, and removes them afterwards.
+func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o bench.Options
+	apiURL := fs.String("api", "", "benchmark this running API (with the environment's DATABASE_URL, REDIS_URL, TEMPORAL_ADDRESS and secrets) instead of launching a system")
+	fs.IntVar(&o.Units, "units", 10000, "units per sale")
+	fs.IntVar(&o.Sales, "sales", 1, "sales; claims are spread evenly over them")
+	fs.IntVar(&o.Buyers, "buyers", 1000000, "distinct buyers (tokens minted before the run)")
+	fs.IntVar(&o.Requests, "requests", 0, "claims to send (default: one per buyer, or rate x duration)")
+	fs.IntVar(&o.Rate, "rate", 30000, "claims offered per second (open loop)")
+	fs.DurationVar(&o.Duration, "duration", 0, "with --requests 0: send for this long, buyers cycling")
+	fs.IntVar(&o.Conns, "conns", 256, "connections to the API, and redis-benchmark clients")
+	fs.DurationVar(&o.PaymentTimeout, "timeout", 30*time.Second, "the sales' payment timeout")
+	fs.Float64Var(&o.PayShare, "pay", 0, "share of won orders that pay (0..1)")
+	fs.Float64Var(&o.FailShare, "fail", 0, "share of won orders whose payment fails (0..1); the rest never pay")
+	fs.DurationVar(&o.SettleWithin, "settle-within", 10*time.Minute, "give up waiting for orders to settle after this long")
+	fs.IntVar(&o.AnchorScriptCalls, "anchor-calls", 300000, "anchor (a): admission-script calls in redis-benchmark (0: skip)")
+	fs.IntVar(&o.AnchorWorkflows, "anchor-workflows", 3000, "anchor (b): trivial workflows started and completed (0: skip)")
+	fs.StringVar(&o.OutDir, "out", "bench-out", "directory for bench.json and bench.png")
+	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Progress = stderr
+	if *apiURL != "" {
+		if err := cfg.RequireSecrets(); err != nil {
+			return err
+		}
+		o.APIURL, o.Config = strings.TrimRight(*apiURL, "/"), cfg
+	} else {
+		logPath := filepath.Join(os.TempDir(), fmt.Sprintf("seckill-bench-%d.log", os.Getpid()))
+		logf, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = logf.Close() }()
+		fmt.Fprintf(stderr, "launching Temporal dev server, worker and API (log: %s) ...\n", logPath)
+		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep})
+		if err != nil {
+			return err
+		}
+		defer sys.Stop()
+		o.APIURL, o.Config, o.Processes = sys.APIURL, sys.Config, sys.Processes()
+	}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep)
+	if o.OutDir != "" {
+		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.OutDir, "bench.json"), filepath.Join(o.OutDir, "bench.png"))
+	}
+	if !rep.OK() {
+		return errBenchFailed
+	}
+	return nil
+}
