@@ -7,9 +7,10 @@ SLOW_PKGS := ./app/...
 FAST_PKGS := $(shell $(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')
 
 FUZZTIME  ?= 20s
+SOAK_RATE ?= 8000
 FUZZ_TARGETS := FuzzClaim FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
 
-.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz chaos chaos-short
+.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -39,6 +40,14 @@ chaos: services ## fault-injection suite: 3 seeds, 300 units, 3000 buyers, fault
 
 chaos-short: services ## one short chaos run (what CI runs): 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s
+
+BENCH_ARGS ?=
+bench: services build ## the flash-sale benchmark with both anchors (BENCHMARKS.md); BENCH_ARGS adds flags
+	bin/seckill bench $(BENCH_ARGS)
+
+soak: services build ## 10 minutes at SOAK_RATE claims/s over 4 sales (issue 3's soak)
+	bin/seckill bench --sales 4 --rate $(SOAK_RATE) --duration 10m --buyers 400000 \
+	  --timeout 20s --out bench-out/soak $(BENCH_ARGS)
 
 fmt: ## format the code
 	gofmt -w .
