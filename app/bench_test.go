@@ -29,7 +29,7 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 		APIURL: sys.info.APIURL, Config: sys.cfg,
 		Units: 40, Sales: 2, Buyers: 300, Requests: 600, Rate: 2000, Conns: 16,
 		PaymentTimeout: 5 * time.Second, PayShare: 0.4, FailShare: 0.3,
-		SettleWithin: 2 * time.Minute,
+		SettleWithin:      2 * time.Minute,
 		AnchorScriptCalls: 2000, AnchorWorkflows: 20,
 		OutDir: out, Progress: &progress,
 	})
