@@ -32,6 +32,7 @@ type Config struct {
 
 	DevTemporalPort int
 	DevUIPort       int
+	DevPProfPort    int
 
 	// Tuning.
 	DBMaxConns       int
@@ -101,6 +102,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		WebhookSecret:    []byte(getenv("SECKILL_WEBHOOK_SECRET")),
 		DevTemporalPort:  num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
 		DevUIPort:        num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
+		DevPProfPort:     num("SECKILL_DEV_PPROF_PORT", 0, 0, 65535),
 		DBMaxConns:       num("SECKILL_DB_MAX_CONNS", 32, 1, 1000),
 		RedisPoolSize:    num("SECKILL_REDIS_POOL_SIZE", 256, 1, 10000),
 		WorkerActivities: num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),

@@ -56,6 +56,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 	return devserver.Start(devserver.Config{
 		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile,
 		Namespace: cfg.Namespace, ExtraNamespaces: opts.ExtraNamespaces, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
+		PProfPort: cfg.DevPProfPort,
 	})
 }
 

@@ -32,6 +32,9 @@ type LaunchOptions struct {
 	Log io.Writer
 	// Keep leaves the database and the Redis keys in place after Stop.
 	Keep bool
+	// PProf serves Go's profiler from every child on a loopback port of
+	// its own (System.PProf).
+	PProf bool
 }
 
 // System is a running seckill of child processes: the Temporal dev
@@ -40,8 +43,10 @@ type LaunchOptions struct {
 type System struct {
 	APIURL string
 	Config app.Config
-	procs  []*proc.Proc
-	keep   bool
+	// PProf is each child's profiler URL, with LaunchOptions.PProf.
+	PProf map[string]string
+	procs []*proc.Proc
+	keep  bool
 }
 
 // Launch starts a fresh system on a new database and Redis prefix.
@@ -89,17 +94,23 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 	if err := migrate.Run(); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	s := &System{APIURL: "http://" + cfg.HTTPAddr, Config: cfg, keep: o.Keep}
-	for _, p := range []struct {
-		name  string
-		args  []string
-		ready string
-	}{
-		{"temporal", []string{"devserver"}, ""},
-		{"worker", []string{"worker"}, ""},
-		{"api", []string{"api"}, s.APIURL + "/readyz"},
-	} {
-		child := proc.New(p.name, o.Log, env, append([]string{o.Binary}, p.args...)...)
+	s := &System{APIURL: "http://" + cfg.HTTPAddr, Config: cfg, keep: o.Keep, PProf: map[string]string{}}
+	for _, name := range []string{"temporal", "worker", "api"} {
+		args := []string{name}
+		if name == "temporal" {
+			args = []string{"devserver"}
+		}
+		childEnv := env
+		if o.PProf {
+			port := strconv.Itoa(proc.FreePort())
+			key := "SECKILL_PPROF_ADDR=127.0.0.1:"
+			if name == "temporal" {
+				key = "SECKILL_DEV_PPROF_PORT="
+			}
+			childEnv = append(append([]string(nil), env...), key+port)
+			s.PProf[name] = "http://127.0.0.1:" + port + "/debug/pprof/"
+		}
+		child := proc.New(name, o.Log, childEnv, append([]string{o.Binary}, args...)...)
 		if err := child.Start(); err != nil {
 			s.Stop()
 			return nil, err

@@ -59,6 +59,9 @@ type Config struct {
 	// info, warn, error, fatal). Default error: a dev server that works
 	// has nothing to say.
 	LogLevel string
+	// PProfPort serves Go's pprof on this loopback port (0: off), to
+	// profile the server under load.
+	PProfPort int
 }
 
 // Server is a running embedded Temporal server.
@@ -140,6 +143,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	serverCfg := &config.Config{
 		Global: config.Global{
+			PProf:      config.PProf{Port: cfg.PProfPort, Host: cfg.Host},
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.Host},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				ListenAddress: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2])),

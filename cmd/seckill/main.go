@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -65,6 +66,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd, args := args[0], args[1:]
 	cfg.Log = newLogger(stderr, cmd == "dev" || cmd == "devserver")
+	if addr := os.Getenv("SECKILL_PPROF_ADDR"); addr != "" && (cmd == "api" || cmd == "worker" || cmd == "dev") {
+		stop, err := servePProf(addr)
+		if err != nil {
+			return fmt.Errorf("SECKILL_PPROF_ADDR: %w", err)
+		}
+		defer stop()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -253,6 +261,23 @@ func serveMetrics(addr string, d *app.Deps) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
+}
+
+// servePProf serves Go's profiler on addr (keep it on loopback): how the
+// benchmark's figures were explained (BENCHMARKS.md).
+func servePProf(addr string) (func(), error) {
+	ln, err := app.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
