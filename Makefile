@@ -25,10 +25,11 @@ test-fast: ## unit and integration tests, with the race detector
 test-e2e: ## end-to-end tests on the embedded Temporal server
 	$(GO) test -count=1 -timeout 20m -v $(SLOW_PKGS)
 
-vet: ## go vet and a gofmt check
+vet: ## go vet (both builds) and a gofmt check
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags slim ./...
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	@for t in $(FUZZ_TARGETS); do \
@@ -43,17 +44,18 @@ chaos-short: services ## one short chaos run (what CI runs): 60 units, 600 buyer
 
 BENCH_ARGS ?=
 bench: services build ## the flash-sale benchmark with both anchors (BENCHMARKS.md); BENCH_ARGS adds flags
-	bin/seckill bench $(BENCH_ARGS)
+	bin/seckill bench --slim-binary bin/seckill-slim $(BENCH_ARGS)
 
 soak: services build ## 10 minutes at SOAK_RATE claims/s (half the measured maximum) over 4 sales
-	bin/seckill bench --sales 4 --units 250 --rate $(SOAK_RATE) --duration 10m --buyers 400000 \
+	bin/seckill bench --slim-binary bin/seckill-slim --sales 4 --units 250 --rate $(SOAK_RATE) --duration 10m --buyers 400000 \
 	  --timeout 30s --anchor-calls 0 --anchor-workflows 0 --out bench-out/soak $(BENCH_ARGS)
 
 fmt: ## format the code
 	gofmt -w .
 
-build: ## build bin/seckill
+build: ## build bin/seckill (everything) and bin/seckill-slim (api, worker and tools; no embedded Temporal)
 	$(GO) build -o bin/seckill ./cmd/seckill
+	$(GO) build -tags slim -o bin/seckill-slim ./cmd/seckill
 
 services: ## make sure PostgreSQL and Redis answer on loopback
 	@bash scripts/ensure-services.sh

@@ -1,9 +1,12 @@
+//go:build !slim
+
+// Dev mode links the embedded Temporal server and its Web UI; the slim
+// build (-tags slim) of api and worker leaves them out.
+
 package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -127,10 +130,4 @@ func waitReady(ctx context.Context, url string) error {
 		}
 	}
 	return fmt.Errorf("%s not ready after 60s", url)
-}
-
-func randomSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -20,8 +20,13 @@ import (
 
 // LaunchOptions say how to start a system to benchmark.
 type LaunchOptions struct {
-	// Binary is the seckill binary (default: this executable).
+	// Binary is the seckill binary (default: this executable); it runs
+	// the Temporal dev server, so it must be the full build.
 	Binary string
+	// SlimBinary, when set, runs the API and the worker: the slim build
+	// (-tags slim), which leaves the embedded server out and so most of
+	// the memory. Production runs api and worker from it.
+	SlimBinary string
 	// Base is the configuration to start from (REDIS_URL, the server of
 	// DATABASE_URL, tuning); Launch replaces the database name, the Redis
 	// prefix, the addresses and the secrets with fresh ones.
@@ -110,7 +115,11 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 			childEnv = append(append([]string(nil), env...), key+port)
 			s.PProf[name] = "http://127.0.0.1:" + port + "/debug/pprof/"
 		}
-		child := proc.New(name, o.Log, childEnv, append([]string{o.Binary}, args...)...)
+		bin := o.Binary
+		if name != "temporal" && o.SlimBinary != "" {
+			bin = o.SlimBinary
+		}
+		child := proc.New(name, o.Log, childEnv, append([]string{bin}, args...)...)
 		if err := child.Start(); err != nil {
 			s.Stop()
 			return nil, err

@@ -41,6 +41,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.IntVar(&o.AnchorWorkflows, "anchor-workflows", 3000, "anchor (b): trivial workflows started and completed (0: skip)")
 	fs.StringVar(&o.OutDir, "out", "bench-out", "directory for bench.json and bench.png")
 	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
+	slim := fs.String("slim-binary", "", "run the launched API and worker from this slim build (make build writes bin/seckill-slim)")
 	profile := fs.Bool("pprof", false, "serve Go's profiler from every launched process (addresses are printed)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,7 +60,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		}
 		defer func() { _ = logf.Close() }()
 		fmt.Fprintf(stderr, "launching Temporal dev server, worker and API (log: %s) ...\n", logPath)
-		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile})
+		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile, SlimBinary: *slim})
 		if err != nil {
 			return err
 		}
