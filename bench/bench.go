@@ -162,6 +162,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	say("burst: %d claims at %d/s over %d connections ...", o.Requests, o.Rate, o.Conns)
+	// Memory every 5 s from the burst to the end of the run, to tell
+	// warm-up from growth.
+	sampling, stopSampling := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		rep.sampleSeries(sampling, o.Processes, 5*time.Second)
+	}()
+	stopSampler := func() { stopSampling(); <-samplerDone }
+	defer stopSampler()
 	lr, err := burst(loadPlan{host: u.Host, sales: sales, tokens: tokens, requests: o.Requests,
 		rate: o.Rate, conns: o.Conns, progress: o.Progress})
 	if err != nil {
@@ -210,6 +220,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Audits = append(rep.Audits, ar)
 	}
+	stopSampler()
 	rep.sampleMemory(o.Processes, true)
 
 	if o.AnchorWorkflows > 0 {

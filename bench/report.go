@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -26,9 +27,14 @@ type Report struct {
 	Sagas     Sagas              `json:"sagas"`
 	Settle    Settle             `json:"settle"`
 	Processes map[string]*Memory `json:"processes"`
-	Anchors   Anchors            `json:"anchors"`
-	Ratios    map[string]float64 `json:"ratios"`
-	Audits    []*audit.Report    `json:"audits"`
+	// MemorySeries is every process's RSS every few seconds from the start
+	// of the burst.
+	MemorySeries []MemorySample     `json:"memory_series"`
+	Anchors      Anchors            `json:"anchors"`
+	Ratios       map[string]float64 `json:"ratios"`
+	Audits       []*audit.Report    `json:"audits"`
+
+	mu sync.Mutex // MemorySeries and Processes while sampling
 }
 
 // Claims sums up the burst.
@@ -69,11 +75,48 @@ type Settle struct {
 	AfterLastDeadlineSeconds float64 `json:"after_last_deadline_seconds"`
 }
 
-// Memory of one process, bytes.
+// Memory of one process, bytes: before the burst, one minute into it (once
+// warm), at the end of the run, and the peak.
 type Memory struct {
-	StartRSS int64 `json:"start_rss"`
-	EndRSS   int64 `json:"end_rss"`
-	PeakRSS  int64 `json:"peak_rss"`
+	StartRSS  int64 `json:"start_rss"`
+	MinuteRSS int64 `json:"rss_after_1min,omitempty"`
+	EndRSS    int64 `json:"end_rss"`
+	PeakRSS   int64 `json:"peak_rss"`
+}
+
+// MemorySample is the RSS of every process, Seconds after the burst began.
+type MemorySample struct {
+	Seconds float64          `json:"seconds"`
+	RSS     map[string]int64 `json:"rss"`
+}
+
+// sampleSeries appends a MemorySample every interval until ctx is done,
+// and records each process's RSS one minute in.
+func (r *Report) sampleSeries(ctx context.Context, pids map[string]int, interval time.Duration) {
+	start := time.Now()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			sample := MemorySample{Seconds: now.Sub(start).Seconds(), RSS: map[string]int64{}}
+			for name, m := range memoryOf(pids) {
+				sample.RSS[name] = m[0]
+			}
+			r.mu.Lock()
+			r.MemorySeries = append(r.MemorySeries, sample)
+			if sample.Seconds >= 60 && sample.Seconds < 60+interval.Seconds() {
+				for name, rss := range sample.RSS {
+					if p := r.Processes[name]; p != nil {
+						p.MinuteRSS = rss
+					}
+				}
+			}
+			r.mu.Unlock()
+		}
+	}
 }
 
 // Anchors are the raw ceilings measured in the same run.
@@ -179,6 +222,8 @@ func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64, timeo
 }
 
 func (r *Report) sampleMemory(pids map[string]int, end bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for name, m := range memoryOf(pids) {
 		p := r.Processes[name]
 		if p == nil {
@@ -265,7 +310,12 @@ func (r *Report) String() string {
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
 	for _, k := range sortedKeys(r.Processes) {
 		m := r.Processes[k]
-		fmt.Fprintf(&b, "memory %-8s RSS start %.0f MB, end %.0f MB, peak %.0f MB\n", k, mb(m.StartRSS), mb(m.EndRSS), mb(m.PeakRSS))
+		after := "-"
+		if m.MinuteRSS > 0 {
+			after = fmt.Sprintf("%.0f MB", mb(m.MinuteRSS))
+		}
+		fmt.Fprintf(&b, "memory %-8s RSS start %.0f MB, 1 min into the burst %s, end %.0f MB, peak %.0f MB\n",
+			k, mb(m.StartRSS), after, mb(m.EndRSS), mb(m.PeakRSS))
 	}
 	for _, a := range r.Audits {
 		verdict := "PASSED"
