@@ -190,3 +190,15 @@ func TestParseEvent_RejectsNonEvents(t *testing.T) {
 		})
 	}
 }
+
+func TestEventBody_ParsesBackToTheSameEvent(t *testing.T) {
+	for _, ev := range []seckill.PaymentEvent{
+		{EventID: "evt_1", Type: seckill.PaymentSucceeded, PaymentIntentID: "pi_1", AmountCents: 990, Currency: "usd"},
+		{EventID: "evt_2", Type: seckill.PaymentFailed, PaymentIntentID: "pi_2", AmountCents: 0, Currency: "eur"},
+	} {
+		got, orderID, err := api.ParseEvent(api.EventBody(ev, 42, time.Unix(1763800000, 0)))
+		if err != nil || got != ev || orderID != 42 {
+			t.Errorf("EventBody(%+v) parses to %+v, order %d, %v", ev, got, orderID, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,21 @@ type paymentIntent struct {
 	Amount   int64             `json:"amount"`
 	Currency string            `json:"currency"`
 	Metadata map[string]string `json:"metadata"`
+}
+
+// EventBody is the Stripe-style webhook body of ev for orderID, as a
+// payment provider sends it: what ParseEvent reads back. The dev provider
+// (`seckill pay`), the chaos suite and the benchmark send these, signed
+// with Sign.
+func EventBody(ev seckill.PaymentEvent, orderID int64, created time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{ // plain strings and numbers: cannot fail
+		"id": ev.EventID, "object": "event", "type": string(ev.Type), "created": created.Unix(),
+		"data": map[string]any{"object": map[string]any{
+			"id": ev.PaymentIntentID, "object": "payment_intent", "amount": ev.AmountCents, "currency": ev.Currency,
+			"metadata": map[string]string{"order_id": strconv.FormatInt(orderID, 10)},
+		}},
+	})
+	return b
 }
 
 // ParseEvent parses a webhook body into the payment event it carries. It

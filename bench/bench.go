@@ -177,7 +177,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens = nil //nolint:ineffassign // free a million tokens before settling
 	rep.addClaims(lr)
 	burstEnd := time.Now()
 	say("burst done: %d claims in %.1fs, %d admitted", len(lr.samples), lr.wall.Seconds(), len(lr.admissions))
@@ -344,13 +343,9 @@ func sendPayment(ctx context.Context, client *http.Client, o Options, orderID in
 		typ = seckill.PaymentFailed
 	}
 	id := strconv.FormatInt(orderID, 10)
-	body, _ := json.Marshal(map[string]any{
-		"id": "evt_bench_" + id, "object": "event", "type": string(typ), "created": time.Now().Unix(),
-		"data": map[string]any{"object": map[string]any{
-			"id": "pi_bench_" + id, "object": "payment_intent", "amount": 990, "currency": "usd",
-			"metadata": map[string]string{"order_id": id},
-		}},
-	})
+	body := api.EventBody(seckill.PaymentEvent{
+		EventID: "evt_bench_" + id, Type: typ, PaymentIntentID: "pi_bench_" + id, AmountCents: 990, Currency: "usd",
+	}, orderID, time.Now())
 	var last string
 	for attempt := 0; attempt < 20; attempt++ {
 		req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/payments/webhook", bytes.NewReader(body))

@@ -405,13 +405,10 @@ func pay(client *http.Client, base, orderID string, fail bool, delay time.Durati
 	if fail {
 		typ = seckill.PaymentFailed
 	}
-	body, _ := json.Marshal(map[string]any{
-		"id": "evt_" + orderID, "object": "event", "type": string(typ), "created": time.Now().Unix(),
-		"data": map[string]any{"object": map[string]any{
-			"id": "pi_" + orderID, "object": "payment_intent", "amount": 990, "currency": "usd",
-			"metadata": map[string]string{"order_id": orderID},
-		}},
-	})
+	id, _ := strconv.ParseInt(orderID, 10, 64)
+	body := api.EventBody(seckill.PaymentEvent{
+		EventID: "evt_" + orderID, Type: typ, PaymentIntentID: "pi_" + orderID, AmountCents: 990, Currency: "usd",
+	}, id, time.Now())
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		req, _ := http.NewRequest("POST", base+"/api/v1/payments/webhook", bytes.NewReader(body))

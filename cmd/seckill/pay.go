@@ -29,7 +29,8 @@ func pay(cfg app.Config, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if _, err := strconv.ParseInt(*orderID, 10, 64); err != nil {
+	id, err := strconv.ParseInt(*orderID, 10, 64)
+	if err != nil {
 		return errors.New("pay: --order must be an order id")
 	}
 	cfg.WithDevSecrets()
@@ -62,16 +63,9 @@ func pay(cfg app.Config, args []string, stdout io.Writer) error {
 	if *eventID == "" {
 		*eventID = "evt_dev_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	body, err := json.Marshal(map[string]any{
-		"id": *eventID, "object": "event", "type": string(typ), "created": time.Now().Unix(),
-		"data": map[string]any{"object": map[string]any{
-			"id": "pi_" + *eventID, "object": "payment_intent", "amount": *amount, "currency": order.Currency,
-			"metadata": map[string]string{"order_id": *orderID},
-		}},
-	})
-	if err != nil {
-		return err
-	}
+	body := api.EventBody(seckill.PaymentEvent{
+		EventID: *eventID, Type: typ, PaymentIntentID: "pi_" + *eventID, AmountCents: *amount, Currency: order.Currency,
+	}, id, time.Now())
 	req, _ = http.NewRequest(http.MethodPost, *apiURL+"/api/v1/payments/webhook", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Stripe-Signature", api.Sign(body, cfg.WebhookSecret, time.Now()))
