@@ -41,6 +41,14 @@ var (
 // registered on its namespace.
 var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName()}
 
+// Memo fields of an OrderSaga, set when the order starts waiting for
+// payment, so the Temporal UI shows what the buyer owes and until when.
+const (
+	MemoAmountCents = "amount_cents"
+	MemoCurrency    = "currency"
+	MemoPayBy       = "pay_by" // RFC 3339, UTC
+)
+
 // OrderWorkflowID is the workflow ID of the saga of order id. Deterministic,
 // so a retried start after an ambiguous error finds the same workflow.
 func OrderWorkflowID(orderID int64) string {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
@@ -65,6 +66,7 @@ func (a *Activities) CreateOrder(ctx context.Context, in seckill.CreateOrderInpu
 	case err != nil:
 		return seckill.CreateOrderResult{}, err
 	}
+	a.changed(ctx, in.OrderID)
 	return seckill.CreateOrderResult{
 		Status:         o.Status,
 		CloseReason:    o.CloseReason,
@@ -84,6 +86,9 @@ func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) e
 		if errors.Is(err, store.ErrSoldOut) {
 			return temporal.NewNonRetryableApplicationError("no available unit in the database", seckill.ErrTypeSoldOut, err)
 		}
+		if err == nil {
+			a.changed(ctx, in.OrderID)
+		}
 		return err
 	})
 }
@@ -93,6 +98,9 @@ func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) e
 func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPaymentInput) error {
 	return a.withStockSlot(ctx, func() error {
 		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.PaymentIntentID, in.PaidAt)
+		if err == nil {
+			a.changed(ctx, in.OrderID)
+		}
 		return err
 	})
 }
@@ -102,6 +110,9 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput) error {
 	return a.withStockSlot(ctx, func() error {
 		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.ClosedAt)
+		if err == nil {
+			a.changed(ctx, in.OrderID)
+		}
 		return err
 	})
 }
@@ -139,5 +150,18 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 	if err != nil {
 		return fmt.Errorf("refund %s at the provider: %w", in.EventID, err)
 	}
-	return a.store.FinishRefund(ctx, in.EventID, id)
+	if err := a.store.FinishRefund(ctx, in.EventID, id); err != nil {
+		return err
+	}
+	a.changed(ctx, in.OrderID)
+	return nil
+}
+
+// changed tells the API's event streams that the order's row changed. Best
+// effort: a lost message delays a stream by one poll, and is no reason to
+// run the activity again.
+func (a *Activities) changed(ctx context.Context, orderID int64) {
+	if err := a.scripts.PublishOrderChange(ctx, orderID); err != nil {
+		activity.GetLogger(ctx).Warn("publish order change", "orderID", orderID, "error", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -54,6 +55,8 @@ type Config struct {
 	// IPLimit limits the requests of one client address to /api/v1 (the
 	// payment webhook excepted). Per-user claim limits live in Scripts.
 	IPLimit IPLimit
+	// Dev turns on the demo sign-in and the dev checkout (off by default).
+	Dev DevTools
 }
 
 // Server is the HTTP API.
@@ -65,6 +68,15 @@ type Server struct {
 	metrics  *metrics
 	delivery *delivery.Deliverer
 	soldOut  *soldOutFlags
+	watchers *orderWatchers
+	funnel   *funnel
+	// closing is closed when Serve begins to shut down, ending the event
+	// streams so the shutdown need not wait for them.
+	closing chan struct{}
+	// selfURL is this server's own base URL (set by Serve), where the dev
+	// checkout sends its webhooks; http is its client.
+	selfURL string
+	http    *http.Client
 }
 
 // New builds the API and its routes.
@@ -89,6 +101,10 @@ func New(cfg Config) *Server {
 		metrics:  newMetrics(reg),
 		delivery: &delivery.Deliverer{Store: cfg.Store, Temporal: cfg.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
+		watchers: newOrderWatchers(),
+		funnel:   newFunnel(),
+		closing:  make(chan struct{}),
+		http:     &http.Client{Timeout: 10 * time.Second},
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "seckill",
@@ -113,9 +129,12 @@ func New(cfg Config) *Server {
 	v1.Get("/sales", s.listSales)
 	v1.Get("/sales/:id", s.getSale)
 	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
+	v1.Get("/sales/:id/stats", s.auth.authenticate, requireAdmin, s.saleStats)
 	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
+	v1.Get("/orders/:id/events", s.auth.authenticate, s.orderEvents)
 	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
+	s.routePages()
 	return s
 }
 
@@ -135,7 +154,13 @@ func (s *Server) App() *fiber.App { return s.app }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go s.soldOut.watch(watchCtx, s.cfg.Scripts.Client(), s.cfg.Scripts.RestockChannel(), s.cfg.Log)
+	go s.listen(watchCtx)
+	// The claim counts are flushed once more after the last request.
+	funnelCtx, stopFunnel := context.WithCancel(context.WithoutCancel(ctx))
+	funnelDone := make(chan struct{})
+	go func() { defer close(funnelDone); s.funnel.run(funnelCtx, s.cfg.Store, s.cfg.Log) }()
+	defer func() { stopFunnel(); <-funnelDone }()
+	s.selfURL = "http://" + loopbackAddr(ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	select {
@@ -143,6 +168,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	close(s.closing)
 	if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil {
 		return err
 	}
@@ -184,3 +210,20 @@ func parseID(s string) (int64, bool) {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// loopbackAddr is addr with a wildcard host (0.0.0.0, ::) replaced by the
+// loopback address, so the server can call itself.
+func loopbackAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	ip := tcp.IP
+	if ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+		if tcp.IP.To4() == nil {
+			ip = net.IPv6loopback
+		}
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
+}

@@ -46,19 +46,23 @@ type claimResponse struct {
 func (s *Server) claim(c *fiber.Ctx) (err error) {
 	start := time.Now()
 	outcome := "error"
+	var saleID int64 // set once the sale is known to exist
 	defer func() {
 		s.metrics.claims.WithLabelValues(outcome).Inc()
 		s.metrics.claimSeconds.Observe(time.Since(start).Seconds())
+		if saleID != 0 {
+			s.funnel.add(saleID, outcome)
+		}
 	}()
 
-	saleID, ok := parseID(c.Params("id"))
+	id, ok := parseID(c.Params("id"))
 	if !ok {
 		outcome = "sale_not_found"
 		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	sale, err := s.sales.get(ctx, saleID)
+	sale, err := s.sales.get(ctx, id)
 	if isNotFound(err) {
 		outcome = "sale_not_found"
 		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
@@ -66,6 +70,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
+	saleID = id
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
 		outcome = "invalid"
@@ -102,6 +107,8 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 	outcome = res.Outcome.String()
 	if res.Replayed {
+		// The first answer was counted; a repeat is not a second decision.
+		outcome = "replayed"
 		c.Set("Idempotent-Replayed", "true")
 	}
 	switch res.Outcome {
@@ -113,6 +120,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		})
 	case lua.SoldOut:
 		s.soldOut.set(saleID, start)
+		s.funnel.markSoldOut(saleID, start)
 		return errSoldOut
 	case lua.AlreadyClaimed:
 		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}

@@ -34,7 +34,11 @@ func (s *Server) visibleOrder(ctx context.Context, c *fiber.Ctx) (*seckill.Order
 	if !ok {
 		return nil, errNoOrder
 	}
-	p := principal(c)
+	return s.findOrder(ctx, id, principal(c))
+}
+
+// findOrder is visibleOrder for an id already parsed.
+func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
 	o, err := s.cfg.Store.Order(ctx, id)
 	if isNotFound(err) {
 		o, err = s.queuedOrder(ctx, id, p)

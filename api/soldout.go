@@ -1,13 +1,8 @@
 package api
 
 import (
-	"context"
-	"log/slog"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // SoldOutTTL is how long one process answers SOLD_OUT for a sale without
@@ -54,37 +49,4 @@ func (f *soldOutFlags) clearAll() {
 	f.mu.Lock()
 	clear(f.until)
 	f.mu.Unlock()
-}
-
-// watch clears a sale's flag whenever the restock channel names it, until
-// ctx is done. Every (re)subscription clears every flag, since messages may
-// have been missed while the connection was down.
-func (f *soldOutFlags) watch(ctx context.Context, rdb redis.UniversalClient, channel string, log *slog.Logger) {
-	sub := rdb.Subscribe(ctx, channel)
-	defer func() { _ = sub.Close() }()
-	for {
-		msg, err := sub.Receive(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			// go-redis reconnects on the next Receive; flags expire anyway.
-			f.clearAll()
-			log.Debug("restock subscription interrupted", "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			f.clearAll()
-		case *redis.Message:
-			if id, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
-				f.clear(id)
-			}
-		}
-	}
 }

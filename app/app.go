@@ -102,7 +102,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	srv := api.New(api.Config{
 		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
-		Registry: d.Metrics,
+		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools},
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })

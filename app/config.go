@@ -48,6 +48,10 @@ type Config struct {
 	ClaimRate lua.RateLimit
 	IPRate    api.IPLimit
 
+	// DevTools serves the demo sign-in and the dev checkout page
+	// (SECKILL_DEV_TOOLS; always on in `seckill dev`).
+	DevTools bool
+
 	Log *slog.Logger
 }
 
@@ -111,6 +115,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
 		ReconcileEvery:   dur("SECKILL_RECONCILE_EVERY", time.Minute),
 		ReconcileGrace:   dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
+	}
+	switch v := strings.ToLower(getenv("SECKILL_DEV_TOOLS")); v {
+	case "", "0", "false", "no", "off":
+	case "1", "true", "yes", "on":
+		c.DevTools = true
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_DEV_TOOLS must be true or false, got %q", v))
 	}
 	var err error
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {

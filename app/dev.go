@@ -69,6 +69,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 // returns when ctx is done and everything has stopped.
 func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) error {
 	cfg.WithDevSecrets()
+	cfg.DevTools = true
 	cfg.TemporalAddress = opts.TemporalAddress
 	uiURL := opts.TemporalUIURL
 	if cfg.TemporalAddress == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/seckill/seckill"
 )
@@ -37,6 +38,7 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	o = s.waitOrder(paid, "payer", seckill.StatusPaid, 20*time.Second)
 	require.NotNil(t, o.PaidAt)
+	s.requireMemo(paid, 990, "usd", *o.PayBy)
 	s.requireSplit(sale, 2, 2, 0, 1)
 	// The same event again: recorded once, nothing changes.
 	r = s.webhook("evt_paid_1", seckill.PaymentSucceeded, paid, 990)
@@ -126,4 +128,21 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	// Paid, failed, timed out and the new claim. (The late payment's refund
 	// is there too when the webhook, not the saga, started it.)
 	require.Equal(t, 4, orders)
+}
+
+// requireMemo checks the memo operators see in the Temporal UI.
+func (s *system) requireMemo(orderID string, amount int64, currency string, payBy time.Time) {
+	s.t.Helper()
+	desc, err := s.temporal.DescribeWorkflowExecution(context.Background(), seckill.OrderWorkflowID(mustInt(s.t, orderID)), "")
+	require.NoError(s.t, err)
+	fields := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()
+	var gotAmount int64
+	var gotCurrency, gotPayBy string
+	dc := converter.GetDefaultDataConverter()
+	require.NoError(s.t, dc.FromPayload(fields[seckill.MemoAmountCents], &gotAmount))
+	require.NoError(s.t, dc.FromPayload(fields[seckill.MemoCurrency], &gotCurrency))
+	require.NoError(s.t, dc.FromPayload(fields[seckill.MemoPayBy], &gotPayBy))
+	require.Equal(s.t, amount, gotAmount)
+	require.Equal(s.t, currency, gotCurrency)
+	require.Equal(s.t, payBy.UTC().Format(time.RFC3339), gotPayBy)
 }

@@ -129,6 +129,17 @@ func (s *Scripts) ActiveSalesKey() string { return s.prefix + ":sales" }
 // returns to a sale's counter.
 func (s *Scripts) RestockChannel() string { return s.prefix + ":restock" }
 
+// OrderChannel is the pub/sub channel told an order id whenever the
+// order's row changes (status, refund), so the API's event streams
+// answer at once instead of polling.
+func (s *Scripts) OrderChannel() string { return s.prefix + ":orders" }
+
+// PublishOrderChange tells every API process that order orderID changed.
+// Best effort: a missed message only delays a stream until its next poll.
+func (s *Scripts) PublishOrderChange(ctx context.Context, orderID int64) error {
+	return s.rdb.Publish(ctx, s.OrderChannel(), strconv.FormatInt(orderID, 10)).Err()
+}
+
 // IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
 const IdempotencyTTL = 24 * time.Hour
 

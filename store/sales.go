@@ -23,7 +23,8 @@ type saleRow struct {
 	StartsAt              time.Time
 	EndsAt                time.Time
 	PaymentTimeoutSeconds int
-	CreatedAt             time.Time `gorm:"->"`
+	CreatedAt             time.Time  `gorm:"->"`
+	SoldOutAt             *time.Time `gorm:"->"` // set by MarkSoldOut only
 }
 
 func (saleRow) TableName() string { return "sales" }

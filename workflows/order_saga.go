@@ -119,6 +119,9 @@ func (s *saga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 		}
 	}
 
+	if err := s.setMemo(ctx); err != nil {
+		return seckill.SagaResult{}, err
+	}
 	if err := s.setStatus(ctx, seckill.StatusAwaitingPayment); err != nil {
 		return seckill.SagaResult{}, err
 	}
@@ -290,6 +293,26 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 	}
 	return seckill.SagaResult{Status: status, CloseReason: reason}, nil
 }
+
+// setMemo shows operators what the buyer owes and until when, in the
+// Temporal UI's memo of the workflow. Added after the first histories were
+// recorded, hence the version.
+func (s *saga) setMemo(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, memoChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	memo := map[string]any{
+		seckill.MemoAmountCents: s.order.AmountCents,
+		seckill.MemoCurrency:    s.order.Currency,
+	}
+	if s.order.PayBy != nil {
+		memo[seckill.MemoPayBy] = s.order.PayBy.UTC().Format(time.RFC3339)
+	}
+	return workflow.UpsertMemo(ctx, memo)
+}
+
+// memoChange is the workflow.GetVersion change id of setMemo.
+const memoChange = "memo-amount-pay-by"
 
 func (s *saga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
 	s.status = status

@@ -94,7 +94,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			cfg.Log.Info("api listening", "addr", ln.Addr().String())
+			cfg.Log.Info("api listening", "addr", ln.Addr().String(), "shop", "http://"+ln.Addr().String()+"/")
+			if cfg.DevTools {
+				cfg.Log.Warn("SECKILL_DEV_TOOLS is on: anyone can sign in as any user at /dev/sign-in and pay without paying at /dev/checkout; never enable it on a public deployment")
+			}
 			return app.RunAPI(ctx, cfg, d, ln)
 		})
 	case "worker":

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+)
+
+// DemoTokenTTL is how long a demo sign-in token lasts.
+const DemoTokenTTL = 24 * time.Hour
+
+// demoSignIn hands out a user token (never an admin one) for the name in
+// the body: {"user_id": "alice"}. Only with DevTools.SignIn.
+func (s *Server) demoSignIn(c *fiber.Ctx) error {
+	var req struct {
+		UserID *string `json:"user_id"`
+	}
+	if err := decodeJSON(c.Body(), &req); err != nil {
+		return err
+	}
+	if req.UserID == nil || !subjectRE.MatchString(*req.UserID) {
+		return invalid("user_id", "must be 1-64 characters of [A-Za-z0-9_-]")
+	}
+	tok, err := SignToken(s.cfg.JWTSecret, *req.UserID, false, DemoTokenTTL)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"token": tok, "user_id": *req.UserID, "expires_at": time.Now().Add(DemoTokenTTL).UTC()})
+}
+
+// devCheckout is the dev payment provider taking a payment: it charges the
+// order's amount and tells the shop through the payment webhook, over
+// HTTP, with a Stripe-style event signed with the webhook secret, exactly
+// as a real provider would. Body: {"outcome": "succeeded" | "failed"}.
+// The owner (or an admin) may pay; like a real provider it charges an order
+// in any state, and the shop refunds what it cannot honour.
+func (s *Server) devCheckout(c *fiber.Ctx) error {
+	var req struct {
+		Outcome *string `json:"outcome"`
+	}
+	if err := decodeJSON(c.Body(), &req); err != nil {
+		return err
+	}
+	var typ seckill.PaymentEventType
+	switch {
+	case req.Outcome == nil:
+		return invalid("outcome", "is required")
+	case *req.Outcome == "succeeded":
+		typ = seckill.PaymentSucceeded
+	case *req.Outcome == "failed":
+		typ = seckill.PaymentFailed
+	default:
+		return invalid("outcome", `must be "succeeded" or "failed"`)
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	o, err := s.visibleOrder(ctx, c)
+	if err != nil {
+		return err
+	}
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	eventID := "evt_dev_" + hex.EncodeToString(nonce)
+	now := time.Now()
+	body := EventBody(seckill.PaymentEvent{
+		EventID: eventID, Type: typ, PaymentIntentID: "pi_dev_" + hex.EncodeToString(nonce),
+		AmountCents: o.AmountCents, Currency: o.Currency,
+	}, o.ID, now)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.selfURL+"/api/v1/payments/webhook", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hreq.Header.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	hreq.Header.Set("Stripe-Signature", Sign(body, s.cfg.WebhookSecret, now))
+	resp, err := s.http.Do(hreq)
+	if err != nil {
+		s.cfg.Log.Warn("dev checkout: webhook", "orderID", o.ID, "error", err)
+		return seckill.Errorf(seckill.CodeUnavailable, "the shop could not be told about the payment; try again")
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.cfg.Log.Warn("dev checkout: webhook refused", "orderID", o.ID, "status", resp.StatusCode)
+		return seckill.Errorf(seckill.CodeUnavailable, "the shop did not accept the payment event (HTTP %d); try again", resp.StatusCode)
+	}
+	s.cfg.Log.Info("dev checkout: payment sent", "orderID", o.ID, "saleID", o.SaleID, "userID", o.UserID,
+		"eventID", eventID, "type", typ)
+	return c.JSON(fiber.Map{"event_id": eventID, "type": typ, "order_id": strconv.FormatInt(o.ID, 10)})
+}

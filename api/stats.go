@@ -1,0 +1,85 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/store"
+)
+
+// rejectedCode maps a claim outcome counted by the funnel to the error
+// code the buyer was answered with.
+var rejectedCode = map[string]seckill.Code{
+	"sold_out":        seckill.CodeSoldOut,
+	"already_claimed": seckill.CodeAlreadyClaimed,
+	"not_started":     seckill.CodeSaleNotStarted,
+	"ended":           seckill.CodeSaleEnded,
+	"rate_limited":    seckill.CodeRateLimited,
+	"unavailable":     seckill.CodeUnavailable,
+	"not_warmed":      seckill.CodeUnavailable,
+	"invalid":         seckill.CodeInvalidRequest,
+}
+
+// saleStats answers a sale's funnel (admin).
+func (s *Server) saleStats(c *fiber.Ctx) error {
+	id, ok := parseID(c.Params("id"))
+	if !ok {
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	st, err := s.cfg.Store.SaleStats(ctx, id)
+	if isNotFound(err) {
+		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+	}
+	if err != nil {
+		return err
+	}
+	s.fillRemaining(ctx, []*seckill.Sale{st.Sale})
+	return c.JSON(statsJSON(st, time.Now()))
+}
+
+func statsJSON(st *store.SaleStats, now time.Time) seckill.SaleStatsJSON {
+	sale := st.Sale
+	out := seckill.SaleStatsJSON{
+		SaleID: strconv.FormatInt(sale.ID, 10), Name: sale.Name, State: sale.State(now), Stock: sale.Stock,
+		Claims: seckill.ClaimStats{Rejected: map[seckill.Code]int64{}},
+		Orders: seckill.OrderStats{
+			Queued:          st.Orders[seckill.StatusQueued],
+			AwaitingPayment: st.Orders[seckill.StatusAwaitingPayment],
+			Paid:            st.Orders[seckill.StatusPaid],
+			Closed:          st.Orders[seckill.StatusClosed],
+			ClosedByReason:  st.Closed,
+		},
+		Refunds: seckill.RefundStats{
+			Pending: st.Refunds[store.RefundPending], Succeeded: st.Refunds[store.RefundSucceeded], AmountCents: st.RefundsCents,
+		},
+		RevenueCents: st.PaidCents, Currency: sale.Currency, SoldOutAt: st.SoldOutAt,
+	}
+	for outcome, n := range st.Claims {
+		out.Claims.Total += n
+		switch outcome {
+		case "admitted":
+			out.Claims.Admitted += n
+		case "replayed":
+			out.Claims.Replayed += n
+		default:
+			code, ok := rejectedCode[outcome]
+			if !ok {
+				code = seckill.CodeUnavailable
+			}
+			out.Claims.Rejected[code] += n
+		}
+	}
+	for _, n := range st.Orders {
+		out.Orders.Total += n
+	}
+	if st.SoldOutAt != nil {
+		secs := max(0, st.SoldOutAt.Sub(sale.StartsAt).Seconds())
+		out.TimeToSellOutSeconds = &secs
+	}
+	return out
+}

@@ -1,0 +1,428 @@
+// seckill's shopper pages: plain JavaScript against the public API
+// (API.md), no build step. The token lives in localStorage; the order's
+// live status comes from GET /api/v1/orders/{id}/events, read with fetch so
+// the Authorization header can be sent (EventSource cannot send it).
+"use strict";
+
+const Seckill = (() => {
+  const $ = (id) => document.getElementById(id);
+  const TOKEN = "seckill.token";
+  const USER = "seckill.user";
+
+  // Words a shopper understands, for the API's error codes.
+  const problems = {
+    SOLD_OUT: "Sold out. Units come back when someone does not pay, so try again in a moment.",
+    ALREADY_CLAIMED: "You already have an order for this sale.",
+    SALE_NOT_STARTED: "The sale has not started yet.",
+    SALE_ENDED: "The sale has ended.",
+    SALE_NOT_FOUND: "This sale does not exist.",
+    ORDER_NOT_FOUND: "We could not find that order.",
+    ORDER_NOT_CANCELLABLE: "This order can no longer be cancelled.",
+    RATE_LIMITED: "Too many tries. Please wait a few seconds.",
+    UNAVAILABLE: "The shop is busy right now. Please try again in a few seconds.",
+    UNAUTHENTICATED: "Please sign in again.",
+    FORBIDDEN: "You are not allowed to do that.",
+  };
+
+  const statusWords = {
+    QUEUED: "Reserving your unit…",
+    AWAITING_PAYMENT: "Reserved for you: waiting for payment",
+    PAID: "Paid. It is yours!",
+    CLOSED: "Closed",
+  };
+
+  const closeWords = {
+    PAYMENT_TIMEOUT: "The time to pay ran out, and the unit went back on sale.",
+    CANCELLED: "You cancelled the order, and the unit went back on sale.",
+    PAYMENT_FAILED: "The payment failed, and the unit went back on sale.",
+    SOLD_OUT: "Sorry, the last unit went to someone else.",
+  };
+
+  class Problem extends Error {
+    constructor(status, body) {
+      super((body && problems[body.code]) || (body && body.detail) || `Something went wrong (HTTP ${status}).`);
+      this.status = status;
+      this.code = body && body.code;
+      this.body = body || {};
+    }
+  }
+
+  function token() { return localStorage.getItem(TOKEN); }
+  function user() { return localStorage.getItem(USER); }
+
+  async function api(method, path, opts = {}) {
+    const headers = Object.assign({}, opts.headers);
+    if (token()) headers.Authorization = "Bearer " + token();
+    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    let res;
+    try {
+      res = await fetch(path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+    } catch (e) {
+      throw new Problem(0, { detail: "The shop cannot be reached. Check your connection and try again." });
+    }
+    const text = await res.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+    if (!res.ok) {
+      if (res.status === 401) signOut(false);
+      throw new Problem(res.status, body);
+    }
+    return { status: res.status, body };
+  }
+
+  function money(cents, currency) {
+    try {
+      return new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() }).format(cents / 100);
+    } catch (e) {
+      return (cents / 100).toFixed(2) + " " + currency.toUpperCase();
+    }
+  }
+
+  function clock(ms) {
+    if (ms < 0) ms = 0;
+    const s = Math.floor(ms / 1000);
+    const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60, sec = s % 60;
+    const pad = (n) => String(n).padStart(2, "0");
+    return (d ? d + "d " : "") + (d || h ? pad(h) + ":" : "") + pad(m) + ":" + pad(sec);
+  }
+
+  function show(el, text, info) {
+    el.textContent = text;
+    el.classList.toggle("info", !!info);
+    el.hidden = !text;
+  }
+
+  // --- signing in ---------------------------------------------------------
+
+  let uiConfig = { demo_sign_in: false, checkout_url: "" };
+
+  async function loadConfig() {
+    try { uiConfig = (await api("GET", "/ui/config")).body; } catch (e) { /* defaults */ }
+  }
+
+  function signOut(reload) {
+    localStorage.removeItem(TOKEN);
+    localStorage.removeItem(USER);
+    if (reload) location.reload();
+  }
+
+  function renderWho(onChange) {
+    const who = $("who");
+    who.replaceChildren();
+    const box = $("signin");
+    if (user()) {
+      who.append("Signed in as ");
+      const b = document.createElement("strong");
+      b.id = "who-user";
+      b.textContent = user();
+      const out = document.createElement("button");
+      out.className = "secondary";
+      out.textContent = "Sign out";
+      out.onclick = () => signOut(true);
+      who.append(b, out);
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
+    box.replaceChildren();
+    const h = document.createElement("h2");
+    h.textContent = "Sign in to buy";
+    box.append(h);
+    const row = document.createElement("div");
+    row.className = "row";
+    const msg = document.createElement("div");
+    msg.className = "message";
+    msg.hidden = true;
+    if (uiConfig.demo_sign_in) {
+      const name = document.createElement("input");
+      name.id = "signin-name";
+      name.placeholder = "your name";
+      name.value = "shopper-" + Math.floor(Math.random() * 100000);
+      const go = document.createElement("button");
+      go.id = "signin-button";
+      go.textContent = "Sign in (demo)";
+      go.onclick = async () => {
+        try {
+          const r = await api("POST", "/dev/sign-in", { body: { user_id: name.value.trim() } });
+          localStorage.setItem(TOKEN, r.body.token);
+          localStorage.setItem(USER, r.body.user_id);
+          renderWho(onChange);
+          onChange();
+        } catch (e) { show(msg, e.message); }
+      };
+      row.append(name, go);
+    } else {
+      const t = document.createElement("input");
+      t.id = "signin-token";
+      t.placeholder = "paste a token (seckill token --user ID)";
+      t.size = 40;
+      const go = document.createElement("button");
+      go.id = "signin-button";
+      go.textContent = "Use token";
+      go.onclick = () => {
+        const raw = t.value.trim();
+        try {
+          const claims = JSON.parse(atob(raw.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+          localStorage.setItem(TOKEN, raw);
+          localStorage.setItem(USER, claims.sub);
+          renderWho(onChange);
+          onChange();
+        } catch (e) { show(msg, "That is not a token."); }
+      };
+      row.append(t, go);
+    }
+    box.append(row, msg);
+  }
+
+  // --- list of sales -----------------------------------------------------
+
+  async function salesPage() {
+    await loadConfig();
+    renderWho(() => {});
+    const list = $("sales");
+    try {
+      const r = await api("GET", "/api/v1/sales?limit=50");
+      list.replaceChildren();
+      if (!r.body.sales.length) {
+        const li = document.createElement("li");
+        li.className = "muted";
+        li.textContent = "No sales yet. An operator creates one with: seckill sale create";
+        list.append(li);
+      }
+      for (const s of r.body.sales) {
+        const li = document.createElement("li");
+        const a = document.createElement("a");
+        a.href = "/sales/" + s.id;
+        a.textContent = s.name;
+        const price = document.createElement("span");
+        price.className = "price";
+        price.textContent = money(s.price_cents, s.currency);
+        const badge = document.createElement("span");
+        badge.className = "badge " + s.state;
+        badge.textContent = s.state.replace("_", " ").toLowerCase();
+        const left = document.createElement("span");
+        left.className = "muted";
+        left.textContent = s.stock.remaining + " of " + s.stock.total + " left";
+        li.append(a, price, badge, left);
+        list.append(li);
+      }
+    } catch (e) {
+      list.replaceChildren(Object.assign(document.createElement("li"), { className: "message", textContent: e.message }));
+    }
+  }
+
+  // --- one sale ------------------------------------------------------------
+
+  async function salePage() {
+    const saleID = location.pathname.split("/").filter(Boolean).pop();
+    await loadConfig();
+    let sale = null;
+    let order = null;
+    let stream = null;
+    const msg = $("message");
+    const orderKey = () => "seckill.order." + saleID + "." + user();
+
+    renderWho(() => { render(); resume(); });
+
+    async function refreshSale() {
+      try {
+        sale = (await api("GET", "/api/v1/sales/" + encodeURIComponent(saleID))).body;
+      } catch (e) {
+        if (e.code === "SALE_NOT_FOUND") {
+          $("sale-name").textContent = "No such sale";
+          show(msg, e.message);
+          return false;
+        }
+        return true; // keep polling through a hiccup
+      }
+      document.title = "seckill: " + sale.name;
+      render();
+      return true;
+    }
+
+    function render() {
+      if (!sale) return;
+      $("sale-name").textContent = sale.name;
+      $("sale-price").textContent = money(sale.price_cents, sale.currency);
+      $("sale-state").textContent = sale.state.replace("_", " ").toLowerCase();
+      $("sale-state").className = "badge " + sale.state;
+      $("stock-remaining").textContent = sale.stock.remaining;
+      $("stock-total").textContent = sale.stock.total;
+      $("stock-bar").style.width = (100 * sale.stock.remaining / sale.stock.total) + "%";
+      const now = Date.now(), starts = Date.parse(sale.starts_at), ends = Date.parse(sale.ends_at);
+      if (now < starts) {
+        $("countdown-label").textContent = "Starts in";
+        $("countdown").textContent = clock(starts - now);
+      } else if (now < ends) {
+        $("countdown-label").textContent = "Ends in";
+        $("countdown").textContent = clock(ends - now);
+      } else {
+        $("countdown-label").textContent = "Ended";
+        $("countdown").textContent = "";
+      }
+      const active = order && (order.status === "QUEUED" || order.status === "AWAITING_PAYMENT" || order.status === "PAID");
+      $("claim").disabled = !user() || active || now < starts || now >= ends;
+      renderOrder();
+    }
+
+    function renderOrder() {
+      const box = $("order");
+      if (!order) { box.hidden = true; return; }
+      box.hidden = false;
+      $("order-id").textContent = order.order_id;
+      const st = $("order-status");
+      st.dataset.status = order.status;
+      st.textContent = statusWords[order.status] || order.status;
+      let detail = "";
+      if (order.status === "CLOSED") detail = closeWords[order.close_reason] || "";
+      if (order.status === "PAID") detail = "Paid " + money(order.amount_cents, order.currency) + ".";
+      if (order.refund) detail += " A refund of " + money(order.refund.amount_cents, order.currency) +
+        (order.refund.status === "SUCCEEDED" ? " was made." : " is on its way.");
+      $("order-detail").textContent = detail.trim();
+      const waiting = order.status === "AWAITING_PAYMENT";
+      $("payby").hidden = !(waiting && order.pay_by);
+      if (waiting && order.pay_by) $("payby-countdown").textContent = clock(Date.parse(order.pay_by) - Date.now());
+      $("pay").hidden = !(waiting && uiConfig.checkout_url);
+      $("pay").textContent = "Pay " + money(order.amount_cents, order.currency);
+      $("cancel").hidden = !(order.status === "QUEUED" || waiting);
+    }
+
+    // follow streams the order's status events until a terminal one,
+    // reconnecting after a dropped connection.
+    async function follow(orderID) {
+      if (stream) stream.abort();
+      const ctrl = new AbortController();
+      stream = ctrl;
+      for (let attempt = 0; !ctrl.signal.aborted; attempt++) {
+        try {
+          const res = await fetch("/api/v1/orders/" + orderID + "/events", {
+            headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" },
+            signal: ctrl.signal,
+          });
+          if (res.status === 404) { localStorage.removeItem(orderKey()); order = null; render(); return; }
+          if (!res.ok) throw new Error("HTTP " + res.status);
+          attempt = 0;
+          const reader = res.body.getReader();
+          const dec = new TextDecoder();
+          let buf = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buf += dec.decode(value, { stream: true });
+            let i;
+            while ((i = buf.indexOf("\n\n")) >= 0) {
+              const block = buf.slice(0, i);
+              buf = buf.slice(i + 2);
+              let event = "message", data = "";
+              for (const line of block.split("\n")) {
+                if (line.startsWith("event:")) event = line.slice(6).trim();
+                else if (line.startsWith("data:")) data += line.slice(5).trim();
+              }
+              if (event === "status" && data) {
+                order = JSON.parse(data);
+                render();
+              }
+            }
+          }
+          if (order && (order.status === "PAID" || order.status === "CLOSED")) return;
+        } catch (e) {
+          if (ctrl.signal.aborted) return;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(5000, 500 * (attempt + 1))));
+      }
+    }
+
+    function resume() {
+      const id = user() && localStorage.getItem(orderKey());
+      if (id) follow(id);
+    }
+
+    let claimKey = null;
+    $("claim").onclick = async () => {
+      show(msg, "");
+      $("claim").disabled = true;
+      // One key per purchase attempt: a retry after a network error gets
+      // the first answer again instead of a second decision.
+      claimKey = claimKey || crypto.randomUUID();
+      try {
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers: { "Idempotency-Key": claimKey } });
+        claimKey = null;
+        localStorage.setItem(orderKey(), r.body.order_id);
+        order = { order_id: r.body.order_id, status: r.body.status, amount_cents: sale.price_cents, currency: sale.currency };
+        render();
+        follow(r.body.order_id);
+        refreshSale();
+      } catch (e) {
+        if (e.status !== 0) claimKey = null;
+        show(msg, e.message);
+        if (e.code === "ALREADY_CLAIMED" && e.body.order_id) {
+          localStorage.setItem(orderKey(), e.body.order_id);
+          follow(e.body.order_id);
+        }
+        render();
+        refreshSale();
+      }
+    };
+
+    $("cancel").onclick = async () => {
+      show(msg, "");
+      try {
+        await api("POST", "/api/v1/orders/" + order.order_id + "/cancel");
+        show(msg, "Cancelling…", true);
+      } catch (e) { show(msg, e.message); }
+    };
+
+    $("pay").onclick = () => {
+      const u = new URL(uiConfig.checkout_url, location.href);
+      u.searchParams.set("order_id", order.order_id);
+      u.searchParams.set("return", location.pathname);
+      location.href = u.toString();
+    };
+
+    if (await refreshSale()) {
+      resume();
+      setInterval(refreshSale, 2000);
+      setInterval(render, 250);
+    }
+  }
+
+  // --- the dev payment provider's checkout ----------------------------------
+
+  async function checkoutPage() {
+    const params = new URLSearchParams(location.search);
+    const orderID = params.get("order_id") || "";
+    const back = params.get("return") || "/";
+    const msg = $("message");
+    $("checkout-order").textContent = orderID;
+    // Only a path on this site: never send the shopper elsewhere.
+    const backTo = back.startsWith("/") && !back.startsWith("//") ? back : "/";
+    let order;
+    try {
+      order = (await api("GET", "/api/v1/orders/" + encodeURIComponent(orderID))).body;
+    } catch (e) { show(msg, e.message); return; }
+    $("checkout-amount").textContent = money(order.amount_cents, order.currency);
+    if (order.status !== "AWAITING_PAYMENT") {
+      show(msg, "This order is " + order.status.toLowerCase().replace("_", " ") + "; there is nothing to pay.", true);
+    }
+    const send = async (outcome) => {
+      $("checkout-pay").disabled = $("checkout-decline").disabled = true;
+      try {
+        await api("POST", "/dev/checkout/" + encodeURIComponent(orderID), { body: { outcome } });
+        location.href = backTo;
+      } catch (e) {
+        show(msg, e.message);
+        $("checkout-pay").disabled = $("checkout-decline").disabled = false;
+      }
+    };
+    $("checkout-pay").textContent = "Pay " + money(order.amount_cents, order.currency);
+    $("checkout-pay").onclick = () => send("succeeded");
+    $("checkout-decline").onclick = () => send("failed");
+    $("checkout-pay").disabled = $("checkout-decline").disabled = false;
+  }
+
+  return { salesPage, salePage, checkoutPage };
+})();
+
+// Each page names itself in <body data-page>; no inline script, so the
+// Content-Security-Policy can forbid them.
+({ sales: Seckill.salesPage, sale: Seckill.salePage, checkout: Seckill.checkoutPage })[document.body.dataset.page]();

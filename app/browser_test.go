@@ -1,0 +1,144 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+// chromium finds the browser: $SECKILL_CHROMIUM, or Debian's chromium on
+// the PATH. `make test` installs it when missing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SECKILL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium found: run `make test` (it installs Debian's chromium), `apt-get install chromium`, or set SECKILL_CHROMIUM")
+	return ""
+}
+
+// artifact is where a test keeps a file for people to look at
+// (test-artifacts/ at the repository root, or $SECKILL_ARTIFACTS).
+func artifact(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("SECKILL_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "test-artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	p, err := filepath.Abs(filepath.Join(dir, name))
+	require.NoError(t, err)
+	return p
+}
+
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.WindowSize(1100, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(cancelCtx)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// screenshot saves the whole page as test-artifacts/<name>.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG; less is JPEG
+	require.NoError(t, err)
+	p := artifact(t, name)
+	require.NoError(t, os.WriteFile(p, png, 0o644))
+	t.Logf("screenshot: %s", p)
+}
+
+// text reads the text of the element sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(sel))
+	require.NoError(t, err, "text of %s", sel)
+	return strings.TrimSpace(s)
+}
+
+// do runs steps, naming what failed.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, steps...), what)
+}
+
+// The newcomer's path, in a real browser: open the shop, sign in with the
+// demo sign-in, claim, see the order reserved with its pay-by countdown,
+// pay on the dev provider's checkout page, and see it PAID live. Then the
+// words a shopper sees on a sold-out sale.
+func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createSale(3, 2*time.Minute)
+	soldOut := s.createSale(1, 2*time.Minute)
+	r := s.claim(soldOut, "early-bird")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+
+	ctx := browser(t)
+	link := `a[href="/sales/` + sale + `"]`
+	do(t, ctx, "open the shop and the sale",
+		chromedp.Navigate(s.info.APIURL+"/"),
+		chromedp.WaitVisible(link),
+		chromedp.Click(link),
+		chromedp.WaitVisible("#signin-button"),
+	)
+	do(t, ctx, "demo sign-in",
+		chromedp.SetValue("#signin-name", "browser-shopper"),
+		chromedp.Click("#signin-button"),
+		chromedp.WaitVisible("#who-user"),
+	)
+	require.Equal(t, "browser-shopper", text(t, ctx, "#who-user"))
+	do(t, ctx, "claim",
+		chromedp.WaitEnabled("#claim"),
+		chromedp.Click("#claim"),
+		chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+		chromedp.WaitVisible("#payby-countdown"),
+	)
+	require.Regexp(t, `^\d\d:\d\d$`, text(t, ctx, "#payby-countdown"))
+	orderID := text(t, ctx, "#order-id")
+	screenshot(t, ctx, "shopper-awaiting-payment.png")
+	do(t, ctx, "go to the dev checkout", chromedp.Click("#pay"), chromedp.WaitEnabled("#checkout-pay"))
+	screenshot(t, ctx, "dev-checkout.png")
+	do(t, ctx, "pay", chromedp.Click("#checkout-pay"), chromedp.WaitVisible(`#order-status[data-status="PAID"]`))
+	require.Equal(t, "Paid. It is yours!", text(t, ctx, "#order-status"))
+	screenshot(t, ctx, "shopper-paid.png")
+	require.Equal(t, seckill.StatusPaid, s.order(orderID, "browser-shopper").Status)
+
+	do(t, ctx, "claim on a sold-out sale",
+		chromedp.Navigate(s.info.APIURL+"/sales/"+soldOut),
+		chromedp.WaitEnabled("#claim"),
+		chromedp.Click("#claim"),
+		chromedp.WaitVisible("#message"),
+	)
+	msg := text(t, ctx, "#message")
+	require.True(t, strings.HasPrefix(msg, "Sold out."), msg)
+	screenshot(t, ctx, "shopper-sold-out.png")
+	s.requireAudit(sale)
+}

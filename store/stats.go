@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+)
+
+// AddClaimCounts adds counts[sale][outcome] to the sales' claim counters,
+// in one statement. The API processes call it about once a second with
+// what they answered since.
+func (s *Store) AddClaimCounts(ctx context.Context, counts map[int64]map[string]int64) error {
+	var values []string
+	var args []any
+	sales := make([]int64, 0, len(counts))
+	for sale := range counts {
+		sales = append(sales, sale)
+	}
+	// A fixed order, so two processes' upserts never lock rows in
+	// opposite orders.
+	sort.Slice(sales, func(i, j int) bool { return sales[i] < sales[j] })
+	for _, sale := range sales {
+		outcomes := make([]string, 0, len(counts[sale]))
+		for o := range counts[sale] {
+			outcomes = append(outcomes, o)
+		}
+		sort.Strings(outcomes)
+		for _, o := range outcomes {
+			if n := counts[sale][o]; n > 0 {
+				values = append(values, "(?, ?, ?)")
+				args = append(args, sale, o, n)
+			}
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO sale_claims (sale_id, outcome, count) VALUES `+strings.Join(values, ", ")+
+		` ON CONFLICT (sale_id, outcome) DO UPDATE SET count = sale_claims.count + EXCLUDED.count`, args...).Error
+	if err != nil {
+		return fmt.Errorf("add claim counts: %w", err)
+	}
+	return nil
+}
+
+// MarkSoldOut records at as the moment sale first sold out, unless an
+// earlier one is recorded.
+func (s *Store) MarkSoldOut(ctx context.Context, saleID int64, at time.Time) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET sold_out_at = ? WHERE id = ? AND (sold_out_at IS NULL OR sold_out_at > ?)`,
+		at.UTC(), saleID, at.UTC()).Error
+	if err != nil {
+		return fmt.Errorf("mark sale %d sold out: %w", saleID, err)
+	}
+	return nil
+}
+
+// SaleStats is a sale's funnel, from claims to paid orders.
+type SaleStats struct {
+	Sale *seckill.Sale
+	// Claims counts the claims answered, by outcome (lua.ClaimOutcome's
+	// names, plus "unavailable").
+	Claims map[string]int64
+	// Orders counts the orders by status; Closed by close reason.
+	Orders map[seckill.OrderStatus]int64
+	Closed map[seckill.CloseReason]int64
+	// Refunds counts refunds by status, and their amount.
+	Refunds      map[string]int64
+	RefundsCents int64
+	// PaidCents is the sum of the paid orders' amounts.
+	PaidCents int64
+	// SoldOutAt is when a claim was first refused as sold out, if ever.
+	SoldOutAt *time.Time
+}
+
+// SaleStats reads the funnel of sale id. ErrNotFound for an unknown sale.
+func (s *Store) SaleStats(ctx context.Context, id int64) (*SaleStats, error) {
+	var row saleRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("load sale %d: %w", id, err)
+	}
+	st := &SaleStats{
+		Sale: row.sale(), SoldOutAt: row.SoldOutAt,
+		Claims: map[string]int64{}, Orders: map[seckill.OrderStatus]int64{},
+		Closed: map[seckill.CloseReason]int64{}, Refunds: map[string]int64{},
+	}
+	if st.SoldOutAt != nil {
+		t := st.SoldOutAt.UTC()
+		st.SoldOutAt = &t
+	}
+	db := s.db.WithContext(ctx)
+
+	var claims []struct {
+		Outcome string
+		Count   int64
+	}
+	if err := db.Raw(`SELECT outcome, count FROM sale_claims WHERE sale_id = ?`, id).Scan(&claims).Error; err != nil {
+		return nil, fmt.Errorf("claim counts of sale %d: %w", id, err)
+	}
+	for _, c := range claims {
+		st.Claims[c.Outcome] = c.Count
+	}
+
+	var orders []struct {
+		Status      string
+		CloseReason *string
+		N           int64
+		Cents       int64
+	}
+	if err := db.Raw(`SELECT status, close_reason, count(*) AS n, coalesce(sum(amount_cents), 0) AS cents
+		FROM orders WHERE sale_id = ? GROUP BY status, close_reason`, id).Scan(&orders).Error; err != nil {
+		return nil, fmt.Errorf("orders of sale %d: %w", id, err)
+	}
+	for _, o := range orders {
+		st.Orders[seckill.OrderStatus(o.Status)] += o.N
+		if o.CloseReason != nil {
+			st.Closed[seckill.CloseReason(*o.CloseReason)] += o.N
+		}
+		if o.Status == string(seckill.StatusPaid) {
+			st.PaidCents += o.Cents
+		}
+	}
+
+	var refunds []struct {
+		Status string
+		N      int64
+		Cents  int64
+	}
+	if err := db.Raw(`SELECT r.status, count(*) AS n, coalesce(sum(r.amount_cents), 0) AS cents
+		FROM refunds r JOIN orders o ON o.id = r.order_id WHERE o.sale_id = ? GROUP BY r.status`, id).Scan(&refunds).Error; err != nil {
+		return nil, fmt.Errorf("refunds of sale %d: %w", id, err)
+	}
+	for _, r := range refunds {
+		st.Refunds[r.Status] = r.N
+		st.RefundsCents += r.Cents
+	}
+	return st, nil
+}
