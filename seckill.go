@@ -49,6 +49,16 @@ const (
 	MemoPayBy       = "pay_by" // RFC 3339, UTC
 )
 
+// Metrics the saga counts through the workflow's replay-safe metrics
+// handler; Prometheus shows them with a _total suffix.
+const (
+	// MetricSagaOutcomes counts finished sagas by status and reason.
+	MetricSagaOutcomes = "seckill_saga_outcomes"
+	// MetricSagaCompensations counts sagas that gave their unit back, by
+	// reason (PAYMENT_TIMEOUT, CANCELLED, PAYMENT_FAILED).
+	MetricSagaCompensations = "seckill_saga_compensations"
+)
+
 // OrderWorkflowID is the workflow ID of the saga of order id. Deterministic,
 // so a retried start after an ambiguous error finds the same workflow.
 func OrderWorkflowID(orderID int64) string {
@@ -133,6 +143,12 @@ const (
 	DriftStaleClaim         = "stale_claim"
 	DriftClaimMissing       = "claim_missing"
 )
+
+// DriftKinds lists every drift kind.
+var DriftKinds = []string{
+	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedEarly, DriftRedisAboveDB,
+	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing,
+}
 
 // Drift is one disagreement between Redis, Postgres and Temporal.
 type Drift struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -106,6 +107,7 @@ func New(cfg Config) *Server {
 		closing:  make(chan struct{}),
 		http:     &http.Client{Timeout: 10 * time.Second},
 	}
+	reg.MustRegister(newSaleCollector(s))
 	s.app = fiber.New(fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             MaxBody,
@@ -116,6 +118,7 @@ func New(cfg Config) *Server {
 		IdleTimeout: 60 * time.Second,
 	})
 	s.app.Use(recover.New())
+	s.app.Use(requestid.New(requestid.Config{Header: HeaderRequestID}))
 
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	s.app.Get("/readyz", s.ready)

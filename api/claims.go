@@ -101,7 +101,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	user := principal(c).UserID
 	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey)
 	if err != nil {
-		s.cfg.Log.Warn("claim script failed", "saleID", saleID, "userID", user, "error", err)
+		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = "unavailable"
 		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
 	}
@@ -113,6 +113,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 	switch res.Outcome {
 	case lua.Admitted:
+		s.logFor(c).Info("claim admitted", "orderID", res.OrderID, "saleID", saleID, "replayed", res.Replayed)
 		id := strconv.FormatInt(res.OrderID, 10)
 		c.Location("/api/v1/orders/" + id)
 		return c.Status(fiber.StatusAccepted).JSON(claimResponse{
@@ -132,7 +133,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64(math.Ceil(res.RetryAfter.Seconds())), 10))
 		return seckill.Errorf(seckill.CodeRateLimited, "too many claims; try again in %s", res.RetryAfter.Round(time.Second))
 	default: // lua.NotWarmed: fail closed until the stock is loaded again
-		s.cfg.Log.Warn("claim for a sale that is not warmed", "saleID", saleID)
+		s.logFor(c).Warn("claim for a sale that is not warmed", "saleID", saleID)
 		return seckill.Errorf(seckill.CodeUnavailable, "the sale's stock is being loaded; try again shortly")
 	}
 }

@@ -82,16 +82,15 @@ func (s *Server) devCheckout(c *fiber.Ctx) error {
 	hreq.Header.Set("Stripe-Signature", Sign(body, s.cfg.WebhookSecret, now))
 	resp, err := s.http.Do(hreq)
 	if err != nil {
-		s.cfg.Log.Warn("dev checkout: webhook", "orderID", o.ID, "error", err)
+		s.logFor(c).Warn("dev checkout: webhook", "orderID", o.ID, "saleID", o.SaleID, "error", err)
 		return seckill.Errorf(seckill.CodeUnavailable, "the shop could not be told about the payment; try again")
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		s.cfg.Log.Warn("dev checkout: webhook refused", "orderID", o.ID, "status", resp.StatusCode)
+		s.logFor(c).Warn("dev checkout: webhook refused", "orderID", o.ID, "saleID", o.SaleID, "status", resp.StatusCode)
 		return seckill.Errorf(seckill.CodeUnavailable, "the shop did not accept the payment event (HTTP %d); try again", resp.StatusCode)
 	}
-	s.cfg.Log.Info("dev checkout: payment sent", "orderID", o.ID, "saleID", o.SaleID, "userID", o.UserID,
-		"eventID", eventID, "type", typ)
+	s.logFor(c).Info("dev checkout: payment sent", "orderID", o.ID, "saleID", o.SaleID, "eventID", eventID, "type", typ)
 	return c.JSON(fiber.Map{"event_id": eventID, "type": typ, "order_id": strconv.FormatInt(o.ID, 10)})
 }

@@ -41,7 +41,9 @@ func (s *Server) orderEvents(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	wake := s.watchers.add(id)
+	s.metrics.streams.Inc()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer s.metrics.streams.Dec()
 		defer s.watchers.remove(id, wake)
 		s.streamOrder(w, o, id, p, wake)
 	})

@@ -6,6 +6,7 @@ type metrics struct {
 	claims       *prometheus.CounterVec
 	claimSeconds prometheus.Histogram
 	webhooks     *prometheus.CounterVec
+	streams      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -21,7 +22,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_payment_events_total", Help: "Payment webhook events, by outcome.",
 		}, []string{"outcome"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_order_streams", Help: "Open order event streams (GET /orders/{id}/events).",
+		}),
 	}
-	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks)
+	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks, m.streams)
 	return m
 }

@@ -140,8 +140,9 @@ func (s *Server) cancelOrder(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is already decided")
 	}
 	if err != nil {
-		s.cfg.Log.Warn("signal cancel", "orderID", o.ID, "error", err)
+		s.logFor(c).Warn("signal cancel", "orderID", o.ID, "saleID", o.SaleID, "error", err)
 		return seckill.Errorf(seckill.CodeUnavailable, "the order could not be cancelled now; try again shortly")
 	}
+	s.logFor(c).Info("order cancel requested", "orderID", o.ID, "saleID", o.SaleID)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"order_id": strconv.FormatInt(o.ID, 10), "status": o.Status})
 }

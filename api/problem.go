@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"github.com/seckill/seckill"
 )
@@ -64,7 +65,8 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		case errors.As(err, &fErr):
 			dErr = fromFiber(fErr)
 		default:
-			log.Error("request failed", "method", c.Method(), "path", c.Path(), "error", err)
+			log.Error("request failed", "method", c.Method(), "path", c.Path(),
+				"requestID", c.Locals(requestid.ConfigDefault.ContextKey), "error", err)
 			dErr = seckill.Errorf(seckill.CodeInternal, "internal error")
 		}
 		status := Status(dErr.Code)

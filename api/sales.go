@@ -130,13 +130,15 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 		return warmErr
 	})
 	if warmErr != nil {
-		s.cfg.Log.Error("warm sale", "error", warmErr)
+		s.logFor(c).Error("warm sale", "error", warmErr)
 		return seckill.Errorf(seckill.CodeUnavailable, "stock could not be loaded into Redis; nothing was created")
 	}
 	if err != nil {
 		return err
 	}
 	s.sales.put(sale)
+	s.logFor(c).Info("sale created", "saleID", sale.ID, "stock", sale.Stock.Total,
+		"startsAt", sale.StartsAt, "endsAt", sale.EndsAt)
 	sale.Stock.Remaining = sale.Stock.Total
 	c.Location("/api/v1/sales/" + strconv.FormatInt(sale.ID, 10))
 	return c.Status(fiber.StatusCreated).JSON(sale.JSON(time.Now()))

@@ -132,10 +132,15 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		return c.JSON(fiber.Map{"received": true, "outcome": seckill.OutcomeReceived})
 	}
 	if err != nil {
-		s.cfg.Log.Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
+		s.logFor(c).Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
 		// Recorded, not delivered: the provider retries, and the retry
 		// delivers (delivered_at is still empty).
 		return seckill.Errorf(seckill.CodeUnavailable, "event recorded; delivery will be retried")
 	}
+	log := s.logFor(c)
+	if o, err := s.cfg.Store.Order(ctx, orderID); err == nil {
+		log = log.With("saleID", o.SaleID, "userID", o.UserID)
+	}
+	log.Info("payment event delivered", "eventID", ev.EventID, "type", ev.Type, "orderID", orderID, "outcome", outcome)
 	return c.JSON(fiber.Map{"received": true, "outcome": outcome})
 }

@@ -54,10 +54,16 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 		d.Close()
 		return nil, err
 	}
+	mh, err := temporalMetrics(d.Metrics, cfg.Log)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
 	d.Temporal, err = sdkclient.DialContext(ctx, sdkclient.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.Namespace,
+		Logger:         sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+		MetricsHandler: mh,
 	})
 	if err != nil {
 		d.Close()
@@ -141,6 +147,9 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
 	}, cfg.Log.With("component", "relay"))
+	if err := r.Register(d.Metrics); err != nil {
+		return err
+	}
 	warmer := warmup.New(d.Store, d.Scripts, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })

@@ -187,3 +187,14 @@ func (c *Config) WithDevSecrets() {
 		c.WebhookSecret = []byte(DevWebhookSecret)
 	}
 }
+
+// LogIDsAsStrings is a slog ReplaceAttr that writes integer ids (keys
+// ending in "ID": orderID, saleID, ...) as strings, as the API does: an
+// order id does not survive a float64, which is how jq and most log tools
+// read JSON numbers.
+func LogIDsAsStrings(_ []string, a slog.Attr) slog.Attr {
+	if strings.HasSuffix(a.Key, "ID") && a.Value.Kind() == slog.KindInt64 {
+		return slog.String(a.Key, strconv.FormatInt(a.Value.Int64(), 10))
+	}
+	return a
+}

@@ -125,6 +125,24 @@ func (s *Scripts) SaleKeys(saleID int64) Keys {
 // (unix ms) until which the relay must watch their outbox.
 func (s *Scripts) ActiveSalesKey() string { return s.prefix + ":sales" }
 
+// ActiveSales lists the sales whose outbox must still be watched (warmed,
+// and not past their keys' expiry), read from ActiveSalesKey.
+func (s *Scripts) ActiveSales(ctx context.Context) ([]int64, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.ActiveSalesKey(), &redis.ZRangeBy{
+		Min: strconv.FormatInt(time.Now().UnixMilli(), 10), Max: "+inf",
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list active sales: %w", err)
+	}
+	sales := make([]int64, 0, len(ids))
+	for _, v := range ids {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			sales = append(sales, id)
+		}
+	}
+	return sales, nil
+}
+
 // RestockChannel is the pub/sub channel told a sale id whenever a unit
 // returns to a sale's counter.
 func (s *Scripts) RestockChannel() string { return s.prefix + ":restock" }

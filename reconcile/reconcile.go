@@ -74,6 +74,12 @@ func (r *Reconciler) Register(reg prometheus.Registerer) error {
 		Name: "seckill_reconcile_drift_total",
 		Help: "Disagreements between Redis, Postgres and Temporal found by reconciliation, by kind and whether fixed.",
 	}, []string{"kind", "fixed"})
+	// Every series exists from the start at 0, so a rate over it works
+	// before the first drift.
+	for _, kind := range seckill.DriftKinds {
+		r.drifts.WithLabelValues(kind, "true")
+		r.drifts.WithLabelValues(kind, "false")
+	}
 	return reg.Register(r.drifts)
 }
 

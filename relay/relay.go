@@ -58,6 +58,7 @@ type Relay struct {
 	temporal client.Client
 	cfg      Config
 	log      *slog.Logger
+	metrics  *metrics
 }
 
 // New returns a relay.
@@ -129,17 +130,13 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 func (r *Relay) activeSales(ctx context.Context) (map[int64]bool, error) {
-	ids, err := r.scripts.Client().ZRangeByScore(ctx, r.scripts.ActiveSalesKey(), &redis.ZRangeBy{
-		Min: strconv.FormatInt(time.Now().UnixMilli(), 10), Max: "+inf",
-	}).Result()
+	ids, err := r.scripts.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sales := make(map[int64]bool, len(ids))
-	for _, s := range ids {
-		if id, err := strconv.ParseInt(s, 10, 64); err == nil {
-			sales[id] = true
-		}
+	for _, id := range ids {
+		sales[id] = true
 	}
 	return sales, nil
 }
@@ -279,6 +276,7 @@ func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
 		cancel()
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if err == nil || errors.As(err, &started) {
+			r.metrics.observeStart(in.AdmittedAt)
 			return nil
 		}
 		if ctx.Err() != nil {

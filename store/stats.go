@@ -146,3 +146,28 @@ func (s *Store) SaleStats(ctx context.Context, id int64) (*SaleStats, error) {
 	}
 	return st, nil
 }
+
+// OrderCounts counts the orders of the given sales by status.
+func (s *Store) OrderCounts(ctx context.Context, saleIDs []int64) (map[int64]map[seckill.OrderStatus]int64, error) {
+	out := make(map[int64]map[seckill.OrderStatus]int64, len(saleIDs))
+	if len(saleIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		SaleID int64
+		Status string
+		N      int64
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT sale_id, status, count(*) AS n FROM orders WHERE sale_id IN ? GROUP BY sale_id, status`,
+		saleIDs).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count orders: %w", err)
+	}
+	for _, r := range rows {
+		if out[r.SaleID] == nil {
+			out[r.SaleID] = map[seckill.OrderStatus]int64{}
+		}
+		out[r.SaleID][seckill.OrderStatus(r.Status)] = r.N
+	}
+	return out, nil
+}

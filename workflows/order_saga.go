@@ -125,6 +125,7 @@ func (s *saga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 	if err := s.setStatus(ctx, seckill.StatusAwaitingPayment); err != nil {
 		return seckill.SagaResult{}, err
 	}
+	s.log.Info("order awaiting payment", "amountCents", s.order.AmountCents, "currency", s.order.Currency, "payBy", s.order.PayBy)
 	d := s.awaitPayment(ctx)
 	if d.paid != nil {
 		return s.confirm(ctx, d)
@@ -238,6 +239,8 @@ func (s *saga) confirm(ctx workflow.Context, d decision) (seckill.SagaResult, er
 // in a disconnected context so a cancelled workflow still compensates.
 func (s *saga) compensate(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"reason": string(d.closeAs)}).
+		Counter(seckill.MetricSagaCompensations).Inc(1)
 	err := workflow.ExecuteActivity(dctx, a.CloseOrder, seckill.CloseOrderInput{
 		OrderID: s.in.OrderID, Reason: d.closeAs, ClosedAt: workflow.Now(dctx).UTC(),
 	}).Get(dctx, nil)
@@ -291,6 +294,9 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 	// Cancel requests after the decision have nothing left to cancel.
 	for s.cancels.ReceiveAsync(nil) {
 	}
+	s.log.Info("order settled", "status", status, "closeReason", reason)
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"status": string(status), "reason": string(reason)}).
+		Counter(seckill.MetricSagaOutcomes).Inc(1)
 	return seckill.SagaResult{Status: status, CloseReason: reason}, nil
 }
 

@@ -150,7 +150,7 @@ func newLogger(w io.Writer, dev bool) *slog.Logger {
 	if v := os.Getenv("SECKILL_LOG_LEVEL"); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: app.LogIDsAsStrings}
 	if dev && os.Getenv("SECKILL_LOG_FORMAT") != "json" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}

@@ -1,0 +1,111 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+// metricNames scrapes /metrics and returns the names of the series there.
+func (s *system) metricNames() map[string]bool {
+	s.t.Helper()
+	r := s.mustDo("GET", "/metrics", "", nil)
+	require.Equal(s.t, http.StatusOK, r.status)
+	names := map[string]bool{}
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		names[name] = true
+	}
+	return names
+}
+
+// dashboardSeries lists the series the committed Grafana dashboard
+// queries.
+func dashboardSeries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/grafana/dashboards/seckill.json")
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(b, &dash))
+	require.NotEmpty(t, dash.Panels)
+	seen := map[string]bool{}
+	series := regexp.MustCompile(`\b(?:seckill|temporal|process|go)_[a-z_]+`)
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, name := range series.FindAllString(target.Expr, -1) {
+				seen[name] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// After a sale with a paid and a cancelled order, /metrics has every series
+// the Grafana dashboard draws: seckill's own, the saga's (counted through
+// the workflow's metrics handler) and the Temporal SDK's.
+func TestMetrics_EverySeriesTheDashboardDraws(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createSale(3, time.Minute)
+	paid := s.claim(sale, "payer").json(t)["order_id"].(string)
+	cancelled := s.claim(sale, "canceller").json(t)["order_id"].(string)
+	s.claim(sale, "canceller") // ALREADY_CLAIMED
+	s.waitOrder(paid, "payer", seckill.StatusAwaitingPayment, 30*time.Second)
+	s.waitOrder(cancelled, "canceller", seckill.StatusAwaitingPayment, 30*time.Second)
+	require.Equal(t, http.StatusOK, s.webhook("evt_metrics_paid", seckill.PaymentSucceeded, paid, 990).status)
+	r := s.mustDo("POST", "/api/v1/orders/"+cancelled+"/cancel", s.token("canceller", false), nil)
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	s.waitOrder(paid, "payer", seckill.StatusPaid, 30*time.Second)
+	s.waitOrder(cancelled, "canceller", seckill.StatusClosed, 30*time.Second)
+
+	want := dashboardSeries(t)
+	var missing []string
+	require.Eventually(t, func() bool {
+		names := s.metricNames()
+		missing = missing[:0]
+		for _, n := range want {
+			if !names[n] {
+				missing = append(missing, n)
+			}
+		}
+		return len(missing) == 0
+	}, 30*time.Second, 500*time.Millisecond, "series the dashboard draws but /metrics lacks: %v", &missing)
+
+	names := s.metricNames()
+	var temporal []string
+	for n := range names {
+		if strings.HasPrefix(n, "temporal_") {
+			temporal = append(temporal, n)
+		}
+	}
+	sort.Strings(temporal)
+	t.Logf("Temporal SDK series: %v", temporal)
+}

@@ -1,0 +1,76 @@
+package relay
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the relay's Prometheus metrics; nil until Register.
+type metrics struct {
+	started prometheus.Counter
+	lag     prometheus.Histogram
+}
+
+// Register adds the relay's metrics to reg:
+//   - seckill_relay_started_total: sagas started (or found started);
+//   - seckill_relay_lag_seconds: from admission to the saga's start;
+//   - seckill_relay_backlog: outbox entries not yet relayed, over the sales
+//     being relayed, read from Redis at each scrape.
+func (r *Relay) Register(reg prometheus.Registerer) error {
+	m := &metrics{
+		started: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_relay_started_total", Help: "Order sagas the relay started (or found already started).",
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_relay_lag_seconds",
+			Help:    "Time from a claim's admission to its saga's start.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+	}
+	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seckill_relay_backlog", Help: "Admitted claims in the Redis outboxes whose saga has not been started yet.",
+	}, r.backlog)
+	for _, c := range []prometheus.Collector{m.started, m.lag, backlog} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	r.metrics = m
+	return nil
+}
+
+// backlog sums the outbox lengths of the sales being relayed (-1 when
+// Redis does not answer, so a dashboard shows the gap).
+func (r *Relay) backlog() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	sales, err := r.activeSales(ctx)
+	if err != nil {
+		return -1
+	}
+	pipe := r.scripts.Client().Pipeline()
+	for id := range sales {
+		pipe.XLen(ctx, r.scripts.SaleKeys(id).Outbox)
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && len(sales) > 0 {
+		return -1
+	}
+	var n int64
+	for _, c := range cmds {
+		if l, ok := c.(interface{ Val() int64 }); ok {
+			n += l.Val()
+		}
+	}
+	return float64(n)
+}
+
+func (m *metrics) observeStart(admittedAt time.Time) {
+	if m == nil {
+		return
+	}
+	m.started.Inc()
+	m.lag.Observe(time.Since(admittedAt).Seconds())
+}
