@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -48,11 +49,11 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 	d.Scripts = lua.New(d.Redis, cfg.RedisPrefix)
 	if err := d.Redis.Ping(ctx).Err(); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("connect to redis: %w", err)
+		return nil, redisError(cfg.RedisURL, err)
 	}
 	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns}); err != nil {
 		d.Close()
-		return nil, err
+		return nil, postgresError(cfg.DatabaseURL, err)
 	}
 	mh, err := temporalMetrics(d.Metrics, cfg.Log)
 	if err != nil {
@@ -67,7 +68,7 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 	})
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+		return nil, temporalError(cfg.TemporalAddress, err)
 	}
 	return d, nil
 }
@@ -77,7 +78,7 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 func ConnectRedis(cfg Config) (*redis.Client, error) {
 	ropts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, fmt.Errorf("REDIS_URL must be a URL like redis://127.0.0.1:6379/0: %w", err)
 	}
 	ropts.PoolSize = cfg.RedisPoolSize
 	return redis.NewClient(ropts), nil
@@ -157,11 +158,32 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	return g.Wait()
 }
 
-// Listen opens the API's listener.
-func Listen(addr string) (net.Listener, error) {
+// Migrate creates the database if it is missing and applies the
+// migrations, telling progress when it is not nil.
+func Migrate(ctx context.Context, cfg Config, progress io.Writer) error {
+	step := newProgress(progress)
+	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
+	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return postgresError(cfg.DatabaseURL, err)
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return postgresError(cfg.DatabaseURL, err)
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	done("database migrated")
+	return nil
+}
+
+// Listen opens a listener on addr; setting names the environment variable
+// that chose it, for the error message.
+func Listen(addr, setting string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, listenError(addr, setting, err)
 	}
 	return ln, nil
 }

@@ -170,10 +170,10 @@ func parseRate(v string) (int, time.Duration, error) {
 func (c *Config) RequireSecrets() error {
 	var errs []error
 	if len(c.JWTSecret) == 0 {
-		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required"))
+		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required: set it to a long random value (openssl rand -hex 32), the key your identity provider signs tokens with; `seckill dev` uses a printed dev secret"))
 	}
 	if len(c.WebhookSecret) == 0 {
-		errs = append(errs, errors.New("SECKILL_WEBHOOK_SECRET is required"))
+		errs = append(errs, errors.New("SECKILL_WEBHOOK_SECRET is required: set it to your payment provider's webhook signing secret (Stripe: whsec_...); `seckill dev` uses a printed dev secret"))
 	}
 	return errors.Join(errs...)
 }

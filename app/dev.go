@@ -6,8 +6,15 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"strconv"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -43,11 +50,30 @@ type DevOptions struct {
 	// instead of starting one (TemporalUIURL is then its Web UI, if any).
 	TemporalAddress string
 	TemporalUIURL   string
+	// Progress, when set, is told each start-up step as it happens.
+	Progress io.Writer
+	// DemoSale opens a demo sale when no sale is open, so the shop page
+	// has something to buy at once.
+	DemoSale bool
+}
+
+// DemoSaleSpec is the sale `seckill dev` opens when none is open.
+var DemoSaleSpec = map[string]any{
+	"name": "Demo flash sale: 1 coupon per buyer", "price_cents": 990, "currency": "usd", "stock": 100,
+	"payment_timeout_seconds": 120,
 }
 
 // StartDevServer starts the embedded Temporal server with seckill's search
 // attributes registered.
 func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
+	if err := portFree(cfg.DevTemporalPort, "SECKILL_DEV_TEMPORAL_PORT"); err != nil {
+		return nil, err
+	}
+	if !opts.NoUI {
+		if err := portFree(cfg.DevUIPort, "SECKILL_DEV_UI_PORT"); err != nil {
+			return nil, err
+		}
+	}
 	attrs := map[string]enumspb.IndexedValueType{}
 	for _, name := range seckill.SearchAttributeNames {
 		attrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
@@ -72,17 +98,25 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	cfg.DevTools = true
 	cfg.TemporalAddress = opts.TemporalAddress
 	uiURL := opts.TemporalUIURL
+	step := newProgress(opts.Progress)
 	if cfg.TemporalAddress == "" {
+		where := "state in memory"
+		if opts.DBFile != "" {
+			where = "state in " + opts.DBFile
+		}
+		done := step("starting the embedded Temporal server and its Web UI (" + where + ")")
 		ts, err := StartDevServer(cfg, opts)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = ts.Stop() }()
 		cfg.TemporalAddress, uiURL = ts.Address(), ts.UIURL()
+		done("Temporal at " + cfg.TemporalAddress)
 	}
 
+	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
 	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return err
+		return postgresError(cfg.DatabaseURL, err)
 	}
 	d, err := Connect(ctx, cfg)
 	if err != nil {
@@ -92,10 +126,12 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	if err := d.Store.Migrate(ctx); err != nil {
 		return err
 	}
-	ln, err := Listen(cfg.HTTPAddr)
+	done("database ready")
+	ln, err := Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
 	if err != nil {
 		return err
 	}
+	done = step("starting the worker, the outbox relay and the API")
 	token, err := api.SignToken(cfg.JWTSecret, "admin", true, 30*24*time.Hour)
 	if err != nil {
 		return err
@@ -109,6 +145,12 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		if err := waitReady(gctx, apiURL+"/readyz"); err != nil {
 			return err
 		}
+		done("API at " + apiURL)
+		if opts.DemoSale {
+			if err := openDemoSale(gctx, d, apiURL, token, step); err != nil {
+				return err
+			}
+		}
 		ready(DevInfo{
 			APIURL: apiURL, UIURL: uiURL, TemporalAddress: cfg.TemporalAddress,
 			AdminToken: token, WebhookSecret: string(cfg.WebhookSecret),
@@ -116,6 +158,52 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		return nil
 	})
 	return ignoreCanceled(g.Wait())
+}
+
+// openDemoSale creates DemoSaleSpec through the API, open from now for a
+// day, unless a sale is open already.
+func openDemoSale(ctx context.Context, d *Deps, apiURL, adminToken string, step func(string) func(string)) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	open, err := d.Store.OpenSales(ctx, now)
+	if err != nil {
+		return err
+	}
+	if len(open) > 0 {
+		return nil
+	}
+	done := step("opening a demo sale")
+	spec := maps.Clone(DemoSaleSpec)
+	spec["starts_at"], spec["ends_at"] = now.Format(time.RFC3339), now.Add(24*time.Hour).Format(time.RFC3339)
+	body, _ := json.Marshal(spec)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, apiURL+"/api/v1/sales", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("open the demo sale: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var sale struct {
+		ID string `json:"id"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&sale) != nil {
+		return fmt.Errorf("open the demo sale: %s", resp.Status)
+	}
+	done("demo sale " + sale.ID + " open for 24 h: 100 units, pay within 2 minutes")
+	return nil
+}
+
+// portFree fails, naming setting, when port is taken on loopback.
+func portFree(port int, setting string) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return listenError(addr, setting, err)
+	}
+	return ln.Close()
 }
 
 func waitReady(ctx context.Context, url string) error {

@@ -49,6 +49,8 @@ type system struct {
 type systemOptions struct {
 	// configure adjusts the configuration before the system starts.
 	configure func(*app.Config)
+	// dev adjusts the dev-mode options.
+	dev func(*app.DevOptions)
 }
 
 func startSystem(t *testing.T, opts systemOptions) *system {
@@ -70,9 +72,12 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan app.DevInfo, 1)
 	done := make(chan error, 1)
+	devOpts := app.DevOptions{TemporalAddress: shared.Address(), TemporalUIURL: shared.UIURL()}
+	if opts.dev != nil {
+		opts.dev(&devOpts)
+	}
 	go func() {
-		done <- app.Dev(ctx, cfg, app.DevOptions{TemporalAddress: shared.Address(), TemporalUIURL: shared.UIURL()},
-			func(info app.DevInfo) { ready <- info })
+		done <- app.Dev(ctx, cfg, devOpts, func(info app.DevInfo) { ready <- info })
 	}()
 	s := &system{t: t, cfg: cfg, store: st, redis: rdb, scripts: lua.New(rdb, prefix),
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}

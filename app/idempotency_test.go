@@ -27,7 +27,7 @@ func TestClaim_IdempotencyKeyReplaysAcrossAPIRestart(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		d, err := app.Connect(ctx, cfg)
 		require.NoError(t, err)
-		ln, err := app.Listen("127.0.0.1:0")
+		ln, err := app.Listen("127.0.0.1:0", "SECKILL_HTTP_ADDR")
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() { done <- app.RunAPI(ctx, cfg, d, ln) }()

@@ -35,7 +35,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	t.Cleanup(d.Close)
 
 	// The API alone: claims are admitted, nothing relays them yet.
-	ln, err := app.Listen("127.0.0.1:0")
+	ln, err := app.Listen("127.0.0.1:0", "SECKILL_HTTP_ADDR")
 	require.NoError(t, err)
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- app.RunAPI(ctx, cfg, d, ln) }()

@@ -21,7 +21,6 @@ import (
 
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/store"
 )
 
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
@@ -32,6 +31,9 @@ Usage:
   seckill api                       the HTTP API
   seckill worker                    the Temporal worker and the outbox relay
   seckill migrate                   create the database if missing and migrate it
+  seckill sale create|list|show|stats ...
+                                    manage sales through the API as an admin
+                                    (seckill sale --help)
   seckill token --user ID [--admin] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset)
@@ -69,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if addr := os.Getenv("SECKILL_PPROF_ADDR"); addr != "" && (cmd == "api" || cmd == "worker" || cmd == "dev") {
 		stop, err := servePProf(addr)
 		if err != nil {
-			return fmt.Errorf("SECKILL_PPROF_ADDR: %w", err)
+			return err
 		}
 		defer stop()
 	}
@@ -90,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return withDeps(ctx, cfg, func(d *app.Deps) error {
-			ln, err := app.Listen(cfg.HTTPAddr)
+			ln, err := app.Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
 			if err != nil {
 				return err
 			}
@@ -123,13 +125,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := parse("migrate", args); err != nil {
 			return err
 		}
-		return migrate(ctx, cfg)
+		return migrate(ctx, cfg, stdout)
 	case "token":
 		return token(cfg, args, stdout)
 	case "pay":
 		return pay(cfg, args, stdout)
 	case "audit":
 		return runAudit(ctx, cfg, args, stdout)
+	case "sale":
+		return app.SaleCommand(ctx, cfg, os.Getenv, args, stdout, time.Now())
 	case "bench":
 		return runBench(ctx, cfg, args, stdout, stderr)
 	case "help", "-h", "--help":
@@ -169,20 +173,8 @@ func withDeps(ctx context.Context, cfg app.Config, fn func(*app.Deps) error) err
 	return nil
 }
 
-func migrate(ctx context.Context, cfg app.Config) error {
-	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = st.Close() }()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	cfg.Log.Info("database migrated")
-	return nil
+func migrate(ctx context.Context, cfg app.Config, stdout io.Writer) error {
+	return app.Migrate(ctx, cfg, stdout)
 }
 
 func token(cfg app.Config, args []string, stdout io.Writer) error {
@@ -207,7 +199,7 @@ func token(cfg app.Config, args []string, stdout io.Writer) error {
 
 // serveMetrics serves the process's metrics on addr until stopped.
 func serveMetrics(addr string, d *app.Deps) (func(), error) {
-	ln, err := app.Listen(addr)
+	ln, err := app.Listen(addr, "SECKILL_METRICS_ADDR")
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +213,7 @@ func serveMetrics(addr string, d *app.Deps) (func(), error) {
 // servePProf serves Go's profiler on addr (keep it on loopback): how the
 // benchmark's figures were explained (BENCHMARKS.md).
 func servePProf(addr string) (func(), error) {
-	ln, err := app.Listen(addr)
+	ln, err := app.Listen(addr, "SECKILL_PPROF_ADDR")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,368 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
+)
+
+// SaleUsage is the help of `seckill sale`.
+const SaleUsage = `Usage:
+  seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
+                      [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
+                      [--timeout 15m]
+  seckill sale list [--limit 50]
+  seckill sale show ID
+  seckill sale stats ID [--watch 2s]
+
+Every subcommand takes --json (print the API's JSON) and --api URL (default
+$SECKILL_API_URL, else http://$SECKILL_HTTP_ADDR). They act as an admin with
+a short-lived token signed with SECKILL_JWT_SECRET (the dev secret when unset).
+`
+
+// SaleCommand runs `seckill sale ...` against the API: operators need no
+// curl. now is the clock for relative times (+10m).
+func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, args []string, stdout io.Writer, now time.Time) error {
+	if len(args) == 0 {
+		return errors.New("sale: a subcommand is required (create, list, show, stats)\n\n" + SaleUsage)
+	}
+	sub, args := args[0], args[1:]
+	if sub == "help" || sub == "-h" || sub == "--help" {
+		_, err := io.WriteString(stdout, SaleUsage)
+		return err
+	}
+	fs := flag.NewFlagSet("sale "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	defaultAPI := getenv("SECKILL_API_URL")
+	if defaultAPI == "" {
+		defaultAPI = "http://" + cfg.HTTPAddr
+	}
+	apiURL := fs.String("api", defaultAPI, "API base URL")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	c := &saleClient{cfg: cfg, http: &http.Client{Timeout: 15 * time.Second}}
+	switch sub {
+	case "create":
+		name := fs.String("name", "", "sale name (required)")
+		price := fs.String("price", "", "unit price in major units, e.g. 9.90 (required)")
+		currency := fs.String("currency", "usd", "ISO 4217 currency code")
+		stock := fs.Int64("stock", 0, "units for sale (required)")
+		starts := fs.String("starts", "now", "start: now, +DURATION from now, or RFC 3339")
+		ends := fs.String("ends", "+1h", "end: +DURATION from the start, or RFC 3339")
+		timeout := fs.Duration("timeout", 15*time.Minute, "time each winner has to pay (5s..24h)")
+		if _, err := parseFlags(fs, args, 0); err != nil {
+			return err
+		}
+		c.base = strings.TrimRight(*apiURL, "/")
+		body, err := newSaleBody(*name, *price, *currency, *stock, *starts, *ends, *timeout, now)
+		if err != nil {
+			return err
+		}
+		var sale seckill.SaleJSON
+		raw, err := c.do(ctx, http.MethodPost, "/api/v1/sales", body, &sale)
+		if err != nil {
+			return fmt.Errorf("sale create: %w", err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, raw)
+		}
+		printSale(stdout, sale)
+		fmt.Fprintf(stdout, "\nshop page: %s/sales/%s\n", c.base, sale.ID)
+		return nil
+	case "list":
+		limit := fs.Int("limit", 50, "at most this many sales, newest first (1..200)")
+		if _, err := parseFlags(fs, args, 0); err != nil {
+			return err
+		}
+		c.base = strings.TrimRight(*apiURL, "/")
+		var list struct {
+			Sales []seckill.SaleJSON `json:"sales"`
+		}
+		raw, err := c.do(ctx, http.MethodGet, "/api/v1/sales?limit="+strconv.Itoa(*limit), nil, &list)
+		if err != nil {
+			return fmt.Errorf("sale list: %w", err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, raw)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPRICE\tLEFT\tSOLD\tSTARTS\tENDS")
+		for _, s := range list.Sales {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", s.ID, s.Name, s.State, money(s.PriceCents, s.Currency),
+				s.Stock.Remaining, s.Stock.Total, s.Stock.Sold, s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339))
+		}
+		if len(list.Sales) == 0 {
+			fmt.Fprintln(tw, "(no sales yet: seckill sale create --help)")
+		}
+		return tw.Flush()
+	case "show":
+		pos, err := parseFlags(fs, args, 1)
+		if err != nil {
+			return err
+		}
+		c.base = strings.TrimRight(*apiURL, "/")
+		var sale seckill.SaleJSON
+		raw, err := c.do(ctx, http.MethodGet, "/api/v1/sales/"+url.PathEscape(pos[0]), nil, &sale)
+		if err != nil {
+			return fmt.Errorf("sale show: %w", err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, raw)
+		}
+		printSale(stdout, sale)
+		return nil
+	case "stats":
+		watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s)")
+		pos, err := parseFlags(fs, args, 1)
+		if err != nil {
+			return err
+		}
+		c.base = strings.TrimRight(*apiURL, "/")
+		for {
+			var st seckill.SaleStatsJSON
+			raw, err := c.do(ctx, http.MethodGet, "/api/v1/sales/"+url.PathEscape(pos[0])+"/stats", nil, &st)
+			if err != nil {
+				return fmt.Errorf("sale stats: %w", err)
+			}
+			if *asJSON {
+				if err := writeJSON(stdout, raw); err != nil {
+					return err
+				}
+			} else {
+				printStats(stdout, st)
+			}
+			if *watch <= 0 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(*watch):
+			}
+			fmt.Fprintln(stdout)
+		}
+	}
+	return fmt.Errorf("sale: unknown subcommand %q\n\n%s", sub, SaleUsage)
+}
+
+// parseFlags parses args (flags may come before or after the positional
+// arguments) and checks that exactly want positional arguments remain.
+func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errors.New(SaleUsage)
+			}
+			return nil, fmt.Errorf("%s: %w\n\n%s", fs.Name(), err, SaleUsage)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != want {
+		if want == 1 {
+			return nil, fmt.Errorf("%s: one sale id is required\n\n%s", fs.Name(), SaleUsage)
+		}
+		return nil, fmt.Errorf("%s: unexpected arguments %q\n\n%s", fs.Name(), positional, SaleUsage)
+	}
+	return positional, nil
+}
+
+// newSaleBody validates the flags a person is likely to get wrong before
+// the API does, with the flag's name in the message.
+func newSaleBody(name, price, currency string, stock int64, starts, ends string, timeout time.Duration, now time.Time) ([]byte, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, errors.New("sale create: --name is required")
+	}
+	if stock <= 0 {
+		return nil, errors.New("sale create: --stock is required (a positive number of units)")
+	}
+	cents, err := parseMoney(price)
+	if err != nil {
+		return nil, fmt.Errorf("sale create: --price: %w", err)
+	}
+	start, err := parseWhen(starts, now)
+	if err != nil {
+		return nil, fmt.Errorf("sale create: --starts: %w", err)
+	}
+	end, err := parseWhen(ends, start)
+	if err != nil {
+		return nil, fmt.Errorf("sale create: --ends: %w", err)
+	}
+	if timeout%time.Second != 0 {
+		return nil, errors.New("sale create: --timeout must be whole seconds")
+	}
+	return json.Marshal(map[string]any{
+		"name": name, "price_cents": cents, "currency": currency, "stock": stock,
+		"starts_at": start.UTC().Format(time.RFC3339Nano), "ends_at": end.UTC().Format(time.RFC3339Nano),
+		"payment_timeout_seconds": int64(timeout / time.Second),
+	})
+}
+
+// parseMoney reads "9.90" or "9" as cents.
+func parseMoney(s string) (int64, error) {
+	if s == "" {
+		return 0, errors.New("is required, e.g. 9.90")
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if len(frac) > 2 {
+		return 0, fmt.Errorf("%q has more than two decimals", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w < 0 || w > math.MaxInt64/100-1 {
+		return 0, fmt.Errorf("%q is not an amount like 9.90", s)
+	}
+	var f int64
+	if frac != "" {
+		if f, err = strconv.ParseInt((frac + "0")[:2], 10, 64); err != nil || f < 0 {
+			return 0, fmt.Errorf("%q is not an amount like 9.90", s)
+		}
+	}
+	return w*100 + f, nil
+}
+
+// parseWhen reads "now", "+DURATION" (after base) or an RFC 3339 time.
+func parseWhen(s string, base time.Time) (time.Time, error) {
+	switch {
+	case s == "now":
+		return base, nil
+	case strings.HasPrefix(s, "+"):
+		d, err := time.ParseDuration(s[1:])
+		if err != nil || d < 0 {
+			return time.Time{}, fmt.Errorf("%q: want +DURATION like +10m", s)
+		}
+		return base.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want now, +DURATION or RFC 3339 like 2026-11-22T10:00:00Z", s)
+	}
+	return t, nil
+}
+
+type saleClient struct {
+	cfg  Config
+	base string
+	http *http.Client
+}
+
+// do calls the API as an admin and decodes a 2xx answer into out. An
+// error answer becomes "409 SOLD_OUT: detail".
+func (c *saleClient) do(ctx context.Context, method, path string, body []byte, out any) ([]byte, error) {
+	c.cfg.WithDevSecrets()
+	tok, err := api.SignToken(c.cfg.JWTSecret, "seckill-cli", true, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("API URL %q: %w", c.base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("API not reachable at %s: start it (make dev, or seckill api), or point --api / SECKILL_API_URL at it: %w", c.base, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		var p struct {
+			Code   string `json:"code"`
+			Detail string `json:"detail"`
+		}
+		if json.Unmarshal(raw, &p) == nil && p.Code != "" {
+			if p.Code == string(seckill.CodeUnauthenticated) {
+				return nil, fmt.Errorf("%d %s: %s (is SECKILL_JWT_SECRET the API's?)", resp.StatusCode, p.Code, p.Detail)
+			}
+			return nil, fmt.Errorf("%d %s: %s", resp.StatusCode, p.Code, p.Detail)
+		}
+		return nil, fmt.Errorf("%s from %s: is that seckill's API?", resp.Status, c.base)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("unexpected answer from %s: %w", c.base, err)
+	}
+	return raw, nil
+}
+
+func writeJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func money(cents int64, currency string) string {
+	return fmt.Sprintf("%d.%02d %s", cents/100, cents%100, strings.ToUpper(currency))
+}
+
+func printSale(w io.Writer, s seckill.SaleJSON) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "sale\t%s  %s\n", s.ID, s.Name)
+	fmt.Fprintf(tw, "state\t%s\n", s.State)
+	fmt.Fprintf(tw, "price\t%s\n", money(s.PriceCents, s.Currency))
+	fmt.Fprintf(tw, "window\t%s .. %s\n", s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339))
+	fmt.Fprintf(tw, "pay within\t%s\n", time.Duration(s.PaymentTimeoutSeconds)*time.Second)
+	fmt.Fprintf(tw, "stock\ttotal %d, remaining %d (Redis); available %d, locked %d, sold %d (database)\n",
+		s.Stock.Total, s.Stock.Remaining, s.Stock.Available, s.Stock.Locked, s.Stock.Sold)
+	_ = tw.Flush()
+}
+
+func printStats(w io.Writer, st seckill.SaleStatsJSON) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "sale\t%s  %s  (%s)\n", st.SaleID, st.Name, st.State)
+	fmt.Fprintf(tw, "stock\ttotal %d, remaining %d, locked %d, sold %d\n", st.Stock.Total, st.Stock.Remaining, st.Stock.Locked, st.Stock.Sold)
+	fmt.Fprintf(tw, "claims\t%d answered: %d admitted, %d replayed%s\n", st.Claims.Total, st.Claims.Admitted, st.Claims.Replayed, byKey(st.Claims.Rejected, "rejected"))
+	fmt.Fprintf(tw, "orders\t%d: %d queued, %d awaiting payment, %d paid, %d closed%s\n", st.Orders.Total, st.Orders.Queued,
+		st.Orders.AwaitingPayment, st.Orders.Paid, st.Orders.Closed, byKey(st.Orders.ClosedByReason, "closed"))
+	fmt.Fprintf(tw, "refunds\t%d pending, %d succeeded, %s\n", st.Refunds.Pending, st.Refunds.Succeeded, money(st.Refunds.AmountCents, st.Currency))
+	fmt.Fprintf(tw, "revenue\t%s\n", money(st.RevenueCents, st.Currency))
+	if st.SoldOutAt != nil && st.TimeToSellOutSeconds != nil {
+		fmt.Fprintf(tw, "sold out\t%s, %.3f s after the start\n", st.SoldOutAt.Format(time.RFC3339Nano), *st.TimeToSellOutSeconds)
+	} else {
+		fmt.Fprintf(tw, "sold out\tnot yet\n")
+	}
+	_ = tw.Flush()
+}
+
+// byKey formats a count map as "; closed: A 1, B 2", sorted by key.
+func byKey[K ~string](m map[K]int64, label string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[K(k)])
+	}
+	return "; " + label + ": " + strings.Join(parts, ", ")
+}

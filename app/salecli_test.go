@@ -1,0 +1,85 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
+)
+
+// cliNow is the CLI's clock in these tests: a minute ago, whole seconds.
+var cliNow = time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
+
+func (s *system) saleCLI(args ...string) (string, error) {
+	var out bytes.Buffer
+	env := func(k string) string {
+		if k == "SECKILL_API_URL" {
+			return s.info.APIURL
+		}
+		return ""
+	}
+	err := app.SaleCommand(context.Background(), s.cfg, env, args, &out, cliNow)
+	return out.String(), err
+}
+
+func TestSaleCLI_CreateListShowStats(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+
+	out, err := s.saleCLI("create", "--name", "CLI coupon", "--price", "9.9", "--stock", "2",
+		"--starts", "now", "--ends", "+48h", "--timeout", "30s", "--json")
+	require.NoError(t, err)
+	var sale seckill.SaleJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &sale), out)
+	require.Equal(t, "CLI coupon", sale.Name)
+	require.Equal(t, int64(990), sale.PriceCents)
+	require.Equal(t, int64(30), sale.PaymentTimeoutSeconds)
+	require.Equal(t, cliNow, sale.StartsAt)
+	require.Equal(t, cliNow.Add(48*time.Hour), sale.EndsAt)
+
+	r := s.claim(sale.ID, "cli-buyer")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	s.claim(sale.ID, "cli-buyer") // ALREADY_CLAIMED
+
+	out, err = s.saleCLI("list")
+	require.NoError(t, err)
+	require.Regexp(t, regexp.MustCompile(`(?m)^`+sale.ID+`\s+CLI coupon\s+ACTIVE\s+9\.90 USD\s+1/2\s`), out)
+
+	out, err = s.saleCLI("show", sale.ID)
+	require.NoError(t, err)
+	require.Contains(t, out, "remaining 1 (Redis)")
+
+	require.Eventually(t, func() bool {
+		out, err = s.saleCLI("stats", sale.ID)
+		require.NoError(t, err)
+		return regexp.MustCompile(`claims\s+2 answered: 1 admitted, 0 replayed; rejected: ALREADY_CLAIMED 1`).MatchString(out)
+	}, 10*time.Second, 100*time.Millisecond, "stats: %s", out)
+	require.Contains(t, out, "sold out  not yet")
+
+	// Mistakes are named, with the fix.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "--price", "9.90", "--stock", "1"}, "--name is required"},
+		{[]string{"create", "--name", "x", "--price", "9.999", "--stock", "1"}, "more than two decimals"},
+		{[]string{"create", "--name", "x", "--price", "1", "--stock", "1", "--ends", "tomorrow"}, "want now, +DURATION or RFC 3339"},
+		{[]string{"create", "--name", "x", "--price", "1", "--stock", "1", "--timeout", "1s"}, "400 INVALID_REQUEST: payment_timeout_seconds"},
+		{[]string{"show"}, "one sale id is required"},
+		{[]string{"show", "999999"}, "404 SALE_NOT_FOUND"},
+		{[]string{"stats", "1", "--api", "http://127.0.0.1:1"}, "API not reachable at http://127.0.0.1:1"},
+		{[]string{"frobnicate"}, `unknown subcommand "frobnicate"`},
+	} {
+		_, err := s.saleCLI(c.args...)
+		require.ErrorContains(t, err, c.want, "%v", c.args)
+	}
+}

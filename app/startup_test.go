@@ -1,0 +1,94 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
+)
+
+// Every start-up error names what failed and the setting that fixes it.
+func TestStartupErrors_NameTheFix(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	cfg := testConfig(t)
+	cfg.RedisURL = "redis://127.0.0.1:1/0"
+	_, err := app.Connect(ctx, cfg)
+	require.ErrorContains(t, err, "Redis not reachable at redis://127.0.0.1:1/0: start it")
+	require.ErrorContains(t, err, "set REDIS_URL")
+
+	cfg = testConfig(t)
+	cfg.DatabaseURL = "postgres://postgres:hunter2@127.0.0.1:1/seckill?sslmode=disable"
+	_, err = app.Connect(ctx, cfg)
+	require.ErrorContains(t, err, "PostgreSQL not usable at postgres://postgres:xxxxx@127.0.0.1:1/seckill")
+	require.ErrorContains(t, err, "DATABASE_URL")
+	require.NotContains(t, err.Error(), "hunter2")
+	err = app.Migrate(ctx, cfg, nil)
+	require.ErrorContains(t, err, "DATABASE_URL")
+
+	cfg = testConfig(t)
+	cfg.TemporalAddress = "127.0.0.1:1"
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = app.Connect(tctx, cfg)
+	tcancel()
+	require.ErrorContains(t, err, "Temporal not reachable at 127.0.0.1:1")
+	require.ErrorContains(t, err, "TEMPORAL_ADDRESS")
+
+	ln, err := app.Listen("127.0.0.1:0", "SECKILL_HTTP_ADDR")
+	require.NoError(t, err)
+	defer func() { _ = ln.Close() }()
+	_, err = app.Listen(ln.Addr().String(), "SECKILL_HTTP_ADDR")
+	require.ErrorContains(t, err, "set SECKILL_HTTP_ADDR to a free address")
+
+	var empty app.Config
+	err = empty.RequireSecrets()
+	require.ErrorContains(t, err, "SECKILL_JWT_SECRET is required: set it")
+	require.ErrorContains(t, err, "SECKILL_WEBHOOK_SECRET is required: set it")
+
+	_, err = app.FromEnv(func(k string) string {
+		if k == "SECKILL_DEV_TOOLS" {
+			return "maybe"
+		}
+		return ""
+	})
+	require.ErrorContains(t, err, "SECKILL_DEV_TOOLS must be true or false")
+}
+
+func TestMigrate_ShowsProgress(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, app.Migrate(context.Background(), testConfig(t), &out))
+	require.Contains(t, out.String(), "migrating the database postgres://")
+	require.Contains(t, out.String(), "✓ database migrated")
+}
+
+// seckill dev says what it is doing, and opens a demo sale so the shop has
+// something to buy; a second start does not open another.
+func TestDev_ShowsProgressAndOpensADemoSale(t *testing.T) {
+	var out bytes.Buffer
+	s := startSystem(t, systemOptions{dev: func(o *app.DevOptions) { o.Progress, o.DemoSale = &out, true }})
+	require.Contains(t, out.String(), "• creating (if missing) and migrating the database")
+	require.Contains(t, out.String(), "✓ database ready")
+	require.Contains(t, out.String(), "✓ API at "+s.info.APIURL)
+	require.Regexp(t, `✓ demo sale \d+ open for 24 h`, out.String())
+
+	r := s.mustDo("GET", "/api/v1/sales", "", nil)
+	var list struct {
+		Sales []seckill.SaleJSON `json:"sales"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &list))
+	require.Len(t, list.Sales, 1)
+	require.Equal(t, seckill.SaleActive, list.Sales[0].State)
+	require.Equal(t, int64(100), list.Sales[0].Stock.Remaining)
+	r = s.claim(list.Sales[0].ID, "first-visitor")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+}
