@@ -35,11 +35,14 @@ var (
 	SaleIDAttr      = temporal.NewSearchAttributeKeyKeyword("SaleId")
 	UserIDAttr      = temporal.NewSearchAttributeKeyKeyword("UserId")
 	OrderStatusAttr = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+	// CloseReasonAttr is set when the order closes (PAYMENT_TIMEOUT,
+	// CANCELLED, PAYMENT_FAILED, SOLD_OUT).
+	CloseReasonAttr = temporal.NewSearchAttributeKeyKeyword("CloseReason")
 )
 
 // SearchAttributeNames lists the custom search attributes seckill needs
 // registered on its namespace.
-var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName()}
+var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName(), CloseReasonAttr.GetName()}
 
 // Memo fields of an OrderSaga, set when the order starts waiting for
 // payment, so the Temporal UI shows what the buyer owes and until when.

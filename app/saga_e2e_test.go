@@ -102,6 +102,20 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.Len(t, resp.GetExecutions(), 1)
 	require.Equal(t, seckill.OrderWorkflowID(mustInt(t, paid)), resp.GetExecutions()[0].GetExecution().GetWorkflowId())
 
+	// The operator queries of the README, as written there.
+	today := time.Now().UTC().Truncate(24 * time.Hour).Format(time.RFC3339)
+	for query, want := range map[string]int{
+		fmt.Sprintf(`SaleId=%q AND OrderStatus="AWAITING_PAYMENT"`, sale):      1, // sleeper's new claim
+		`WorkflowType="OrderSaga" AND UserId="sleeper"`:                        2,
+		fmt.Sprintf(`CloseReason="PAYMENT_TIMEOUT" AND CloseTime > %q`, today): 1,
+		fmt.Sprintf(`SaleId=%q AND CloseReason="PAYMENT_FAILED"`, sale):        1,
+	} {
+		require.Eventually(t, func() bool {
+			resp, err := s.temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+			return err == nil && len(resp.GetExecutions()) == want
+		}, 20*time.Second, 200*time.Millisecond, "%d orders for %s", want, query)
+	}
+
 	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "paid")
 	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "payment_failed")
 	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "timeout_then_late_payment")

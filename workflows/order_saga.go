@@ -268,7 +268,7 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 	if ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
-	if err := s.setStatus(ctx, status); err != nil {
+	if err := s.setFinalStatus(ctx, status, reason); err != nil {
 		return seckill.SagaResult{}, err
 	}
 	for {
@@ -319,6 +319,23 @@ func (s *saga) setMemo(ctx workflow.Context) error {
 
 // memoChange is the workflow.GetVersion change id of setMemo.
 const memoChange = "memo-amount-pay-by"
+
+// setFinalStatus records the terminal status and, for a closed order, its
+// close reason as the CloseReason search attribute (in the same upsert),
+// so operators can list, say, today's timed-out orders. Added after the
+// first histories were recorded, hence the version.
+func (s *saga) setFinalStatus(ctx workflow.Context, status seckill.OrderStatus, reason seckill.CloseReason) error {
+	if status != seckill.StatusClosed ||
+		workflow.GetVersion(ctx, closeReasonChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return s.setStatus(ctx, status)
+	}
+	s.status = status
+	return workflow.UpsertTypedSearchAttributes(ctx,
+		seckill.OrderStatusAttr.ValueSet(string(status)), seckill.CloseReasonAttr.ValueSet(string(reason)))
+}
+
+// closeReasonChange is the workflow.GetVersion change id of setFinalStatus.
+const closeReasonChange = "close-reason-attr"
 
 func (s *saga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
 	s.status = status
