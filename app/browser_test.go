@@ -4,7 +4,9 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +100,7 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	sale := s.createSale(3, 2*time.Minute)
 	soldOut := s.createSale(1, 2*time.Minute)
+	cancelled := s.createSale(1, 2*time.Minute)
 	r := s.claim(soldOut, "early-bird")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 
@@ -131,6 +134,15 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	screenshot(t, ctx, "shopper-paid.png")
 	require.Equal(t, seckill.StatusPaid, s.order(orderID, "browser-shopper").Status)
 
+	// The operator finds it in the Temporal UI by SaleId and OrderStatus.
+	query := url.QueryEscape(fmt.Sprintf(`SaleId=%q AND OrderStatus="PAID"`, sale))
+	wfLink := `a[href*="order-` + orderID + `"]`
+	do(t, ctx, "find the order in the Temporal UI",
+		chromedp.Navigate(s.info.UIURL+"/namespaces/"+s.cfg.Namespace+"/workflows?query="+query),
+		chromedp.WaitVisible(wfLink),
+	)
+	screenshot(t, ctx, "temporal-ui-paid-order.png")
+
 	do(t, ctx, "claim on a sold-out sale",
 		chromedp.Navigate(s.info.APIURL+"/sales/"+soldOut),
 		chromedp.WaitEnabled("#claim"),
@@ -140,5 +152,17 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	msg := text(t, ctx, "#message")
 	require.True(t, strings.HasPrefix(msg, "Sold out."), msg)
 	screenshot(t, ctx, "shopper-sold-out.png")
+
+	// Changing one's mind: claim, cancel, the unit goes back.
+	do(t, ctx, "claim and cancel",
+		chromedp.Navigate(s.info.APIURL+"/sales/"+cancelled),
+		chromedp.WaitEnabled("#claim"),
+		chromedp.Click("#claim"),
+		chromedp.WaitVisible("#cancel"),
+		chromedp.Click("#cancel"),
+		chromedp.WaitVisible(`#order-status[data-status="CLOSED"]`),
+	)
+	require.Equal(t, "You cancelled the order, and the unit went back on sale.", text(t, ctx, "#order-detail"))
+	s.requireAudit(cancelled)
 	s.requireAudit(sale)
 }
