@@ -188,9 +188,11 @@ func Listen(addr, setting string) (net.Listener, error) {
 	return ln, nil
 }
 
-// ignoreCanceled turns the error of a clean shutdown into nil.
-func ignoreCanceled(err error) error {
-	if errors.Is(err, context.Canceled) {
+// shutdownErr is err, or nil when ctx is done: once asked to stop, a step
+// that fails because it was interrupted (a gRPC call answering Canceled,
+// say, which does not wrap context.Canceled) is a clean shutdown.
+func shutdownErr(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err

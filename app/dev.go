@@ -157,7 +157,7 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		})
 		return nil
 	})
-	return ignoreCanceled(g.Wait())
+	return shutdownErr(ctx, g.Wait())
 }
 
 // openDemoSale creates DemoSaleSpec through the API, open from now for a

@@ -167,7 +167,7 @@ func withDeps(ctx context.Context, cfg app.Config, fn func(*app.Deps) error) err
 		return err
 	}
 	defer d.Close()
-	if err := fn(d); err != nil && !errors.Is(err, context.Canceled) {
+	if err := fn(d); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
