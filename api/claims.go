@@ -58,14 +58,14 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	id, ok := parseID(c.Params("id"))
 	if !ok {
 		outcome = "sale_not_found"
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	sale, err := s.sales.get(ctx, id)
 	if isNotFound(err) {
 		outcome = "sale_not_found"
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	if err != nil {
 		return err

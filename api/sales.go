@@ -18,6 +18,8 @@ import (
 	"github.com/seckill/seckill/store"
 )
 
+var errNoSale = seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+
 type createSaleRequest struct {
 	Name                  *string    `json:"name"`
 	PriceCents            *int64     `json:"price_cents"`
@@ -147,13 +149,13 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 func (s *Server) getSale(c *fiber.Ctx) error {
 	id, ok := parseID(c.Params("id"))
 	if !ok {
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	sale, err := s.cfg.Store.Sale(ctx, id)
 	if isNotFound(err) {
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	if err != nil {
 		return err

@@ -27,13 +27,13 @@ var rejectedCode = map[string]seckill.Code{
 func (s *Server) saleStats(c *fiber.Ctx) error {
 	id, ok := parseID(c.Params("id"))
 	if !ok {
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	st, err := s.cfg.Store.SaleStats(ctx, id)
 	if isNotFound(err) {
-		return seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
+		return errNoSale
 	}
 	if err != nil {
 		return err
