@@ -55,7 +55,7 @@ seckill dev is running. Ctrl-C stops everything.
   Temporal     %[3]s
   Webhook key  %[4]s
 
-Operators:
+Operators (seckill: bin/seckill after make build, or go run ./cmd/seckill):
   seckill sale list             seckill sale stats 1 --watch 2s
   seckill sale create --name "Flash coupon" --price 9.90 --stock 100 --timeout 60s
 
