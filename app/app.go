@@ -147,6 +147,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		TaskQueue: cfg.TaskQueue,
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
+		Parallel:  cfg.RelayParallel,
 	}, cfg.Log.With("component", "relay"))
 	if err := r.Register(d.Metrics); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/relay"
 )
 
 // Config is the whole configuration, read once from the environment.
@@ -39,6 +40,7 @@ type Config struct {
 	RedisPoolSize    int
 	WorkerActivities int
 	StockTx          int
+	RelayParallel    int
 	RelayClaimIdle   time.Duration
 	RewarmEvery      time.Duration
 	ReconcileEvery   time.Duration
@@ -111,6 +113,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RedisPoolSize:    num("SECKILL_REDIS_POOL_SIZE", 256, 1, 10000),
 		WorkerActivities: num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
 		StockTx:          num("SECKILL_STOCK_TX", 8, 1, 1000),
+		RelayParallel:    num("SECKILL_RELAY_PARALLEL", relay.DefaultParallel, 1, 1024),
 		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
 		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
 		ReconcileEvery:   dur("SECKILL_RECONCILE_EVERY", time.Minute),
