@@ -10,14 +10,14 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := FuzzClaim FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
 
-.PHONY: help dev test test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
+.PHONY: help dev test browser test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 dev: services ## run everything in one process: Temporal + UI, worker, relay, API
 	$(GO) run ./cmd/seckill dev
 
-test: services vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis if needed)
+test: services browser vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis, installs Chromium if needed)
 
 test-fast: ## unit and integration tests, with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
@@ -56,6 +56,9 @@ fmt: ## format the code
 build: ## build bin/seckill (everything) and bin/seckill-slim (api, worker and tools; no embedded Temporal)
 	$(GO) build -o bin/seckill ./cmd/seckill
 	$(GO) build -tags slim -o bin/seckill-slim ./cmd/seckill
+
+browser: ## make sure the browser test has a Chromium (installs Debian's chromium if missing)
+	@bash scripts/ensure-chromium.sh
 
 services: ## make sure PostgreSQL and Redis answer on loopback
 	@bash scripts/ensure-services.sh
