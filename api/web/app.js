@@ -394,8 +394,13 @@ const Seckill = (() => {
     const back = params.get("return") || "/";
     const msg = $("message");
     $("checkout-order").textContent = orderID;
-    // Only a path on this site: never send the shopper elsewhere.
-    const backTo = back.startsWith("/") && !back.startsWith("//") ? back : "/";
+    // Only a page of this site: never send the shopper elsewhere ("//x",
+    // "/\x" and "https://x" all resolve to another origin).
+    let backTo = "/";
+    try {
+      const u = new URL(back, location.origin);
+      if (u.origin === location.origin) backTo = u.pathname + u.search;
+    } catch (e) { /* keep "/" */ }
     let order;
     try {
       order = (await api("GET", "/api/v1/orders/" + encodeURIComponent(orderID))).body;
