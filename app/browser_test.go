@@ -158,7 +158,11 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 		chromedp.Navigate(s.info.APIURL+"/sales/"+cancelled),
 		chromedp.WaitEnabled("#claim"),
 		chromedp.Click("#claim"),
-		chromedp.WaitVisible("#cancel"),
+		// Wait for the layout to settle: the Pay button and the countdown
+		// appear with AWAITING_PAYMENT and move Cancel, and a click lands
+		// where the button was when it was found.
+		chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+		chromedp.WaitVisible("#payby-countdown"),
 		chromedp.Click("#cancel"),
 		chromedp.WaitVisible(`#order-status[data-status="CLOSED"]`),
 	)
