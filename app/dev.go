@@ -37,7 +37,11 @@ type DevInfo struct {
 
 // DevOptions adjust dev mode (tests use free ports and no UI).
 type DevOptions struct {
-	// DBFile persists Temporal's state; empty keeps it in memory.
+	// TemporalStore is where the embedded server keeps its state:
+	// StorePostgres (the default: databases of its own beside seckill's,
+	// so orders in flight survive a restart) or StoreMemory.
+	TemporalStore string
+	// DBFile keeps Temporal's state in this SQLite file instead.
 	DBFile string
 	// NoUI skips the Temporal Web UI.
 	NoUI bool
@@ -63,9 +67,43 @@ var DemoSaleSpec = map[string]any{
 	"payment_timeout_seconds": 120,
 }
 
+// Where the embedded Temporal server keeps its state (--temporal-store).
+const (
+	StorePostgres = "postgres"
+	StoreMemory   = "memory"
+)
+
+// validStore fails, naming the accepted values, for an unknown --temporal-store.
+func validStore(store string) error {
+	switch store {
+	case "", StorePostgres, StoreMemory:
+		return nil
+	}
+	return fmt.Errorf("--temporal-store must be %s or %s, got %q", StorePostgres, StoreMemory, store)
+}
+
+// temporalStoreName says where the embedded server keeps its state, for
+// the start-up progress line.
+func temporalStoreName(cfg Config, opts DevOptions) string {
+	switch {
+	case opts.DBFile != "":
+		return "state in " + opts.DBFile
+	case opts.TemporalStore == StoreMemory:
+		return "state in memory"
+	}
+	pg, err := devserver.PostgresFromURL(cfg.DatabaseURL)
+	if err != nil {
+		return "state in PostgreSQL"
+	}
+	return "state in PostgreSQL: " + pg.Database + ", " + pg.Visibility
+}
+
 // StartDevServer starts the embedded Temporal server with seckill's search
 // attributes registered.
 func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
+	if err := validStore(opts.TemporalStore); err != nil {
+		return nil, err
+	}
 	if err := portFree(cfg.DevTemporalPort, "SECKILL_DEV_TEMPORAL_PORT"); err != nil {
 		return nil, err
 	}
@@ -82,8 +120,15 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 	if opts.NoUI {
 		uiPort = -1
 	}
+	var pg *devserver.Postgres
+	if opts.DBFile == "" && opts.TemporalStore != StoreMemory {
+		var err error
+		if pg, err = devserver.PostgresFromURL(cfg.DatabaseURL); err != nil {
+			return nil, err
+		}
+	}
 	return devserver.Start(devserver.Config{
-		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile,
+		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile, Postgres: pg,
 		Namespace: cfg.Namespace, ExtraNamespaces: opts.ExtraNamespaces, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
 		PProfPort: cfg.DevPProfPort,
 	})
@@ -99,12 +144,21 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	cfg.TemporalAddress = opts.TemporalAddress
 	uiURL := opts.TemporalUIURL
 	step := newProgress(opts.Progress)
+	if err := validStore(opts.TemporalStore); err != nil {
+		return err
+	}
+	// PostgreSQL first: seckill's database and, by default, Temporal's
+	// state live there, and a wrong DATABASE_URL is best said at once.
+	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
+	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return postgresError(cfg.DatabaseURL, err)
+	}
+	if err := migrateOnce(ctx, cfg); err != nil {
+		return err
+	}
+	done("database ready")
 	if cfg.TemporalAddress == "" {
-		where := "state in memory"
-		if opts.DBFile != "" {
-			where = "state in " + opts.DBFile
-		}
-		done := step("starting the embedded Temporal server and its Web UI (" + where + ")")
+		done := step("starting the embedded Temporal server and its Web UI (" + temporalStoreName(cfg, opts) + ")")
 		ts, err := StartDevServer(cfg, opts)
 		if err != nil {
 			return err
@@ -114,19 +168,11 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		done("Temporal at " + cfg.TemporalAddress)
 	}
 
-	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
-	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return postgresError(cfg.DatabaseURL, err)
-	}
 	d, err := Connect(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Store.Migrate(ctx); err != nil {
-		return err
-	}
-	done("database ready")
 	ln, err := Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/devserver"
+	"github.com/seckill/seckill/internal/testenv"
 )
 
 // One embedded Temporal server serves every test of this package, each test
@@ -34,6 +35,10 @@ func TestMain(m *testing.M) {
 		runDevServerChild(dbFile)
 		return
 	}
+	if os.Getenv(devChildEnv) != "" {
+		runDevChild()
+		return
+	}
 	cfg, err := app.FromEnv(func(string) string { return "" })
 	if err != nil {
 		panic(err)
@@ -51,6 +56,11 @@ func TestMain(m *testing.M) {
 	level := "fatal"
 	if os.Getenv("SECKILL_TEST_LOG") != "" {
 		level = "info"
+	}
+	// The end-to-end tests run on Temporal's PostgreSQL store, as
+	// `seckill dev` does by default.
+	if cfg.DatabaseURL, err = testenv.TemporalDatabaseURL(); err != nil {
+		panic(err)
 	}
 	shared, err = app.StartDevServer(cfg, app.DevOptions{ExtraNamespaces: names, TemporalLogLevel: level})
 	if err != nil {

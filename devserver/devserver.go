@@ -1,10 +1,10 @@
-// Package devserver embeds a single-process Temporal server (SQLite, in
-// memory or in a file) and the Temporal Web UI, for `seckill dev`,
-// `seckill devserver` and the integration tests.
+// Package devserver embeds a single-process Temporal server and the
+// Temporal Web UI, for `seckill dev`, `seckill devserver` and the
+// integration tests. Its state lives in PostgreSQL (databases of its own,
+// DefaultShards history shards), in an SQLite file, or in memory.
 //
-// It is a development server: one history shard, no TLS, no auth, every
-// port on loopback. Production runs a real Temporal cluster (see
-// docker-compose.yml).
+// It is a development server: no TLS, no auth, every port on loopback.
+// Production runs a real Temporal cluster (see docker-compose.yml).
 package devserver
 
 import (
@@ -36,6 +36,11 @@ import (
 
 const clusterName = "active"
 
+// DefaultShards is the history shard count of a PostgreSQL store. Measured
+// here (BENCHMARKS.md): 4 shards did as well as 16, and better than 1, on
+// two cores; the server is CPU-bound, not lock-bound.
+const DefaultShards = 4
+
 // Config describes one embedded server. The zero value of a port picks a
 // free one.
 type Config struct {
@@ -45,9 +50,15 @@ type Config struct {
 	Port int
 	// UIPort is the Web UI's HTTP port; negative disables the UI.
 	UIPort int
-	// DBFile persists the server's state to this SQLite file; empty keeps
-	// everything in memory (lost when the process exits).
-	DBFile string
+	// Postgres keeps the server's state in PostgreSQL. Without it, DBFile
+	// persists it to this SQLite file, and with neither everything is in
+	// memory (lost when the process exits).
+	Postgres *Postgres
+	DBFile   string
+	// Shards is the number of history shards [DefaultShards with
+	// PostgreSQL, 1 with SQLite]. It is fixed when the store is first set
+	// up: a PostgreSQL store keeps the count it was created with.
+	Shards int
 	// Namespace is created at start. Default "default".
 	Namespace string
 	// ExtraNamespaces are created at start too, with the same search
@@ -96,41 +107,29 @@ func Start(cfg Config) (*Server, error) {
 		cfg.UIPort = ports[1]
 	}
 
-	sqlCfg := &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		ConnectAttributes: map[string]string{},
-	}
-	if cfg.DBFile == "" {
-		// The SQLite plugin creates the schema of an in-memory database itself.
-		sqlCfg.ConnectAttributes["mode"] = "memory"
-		sqlCfg.ConnectAttributes["cache"] = "shared"
-		// A name unique to this process and port keeps two in-memory servers
-		// in one process (tests) apart.
-		sqlCfg.DatabaseName = fmt.Sprintf("seckill-%d-%d", os.Getpid(), cfg.Port)
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json"}))
+	var persistence config.Persistence
+	if cfg.Postgres != nil {
+		if err := cfg.Postgres.setup(logger); err != nil {
+			return nil, fmt.Errorf("set up temporal's PostgreSQL databases: %w", err)
+		}
+		if cfg.Shards <= 0 {
+			cfg.Shards = DefaultShards
+		}
+		persistence = config.Persistence{
+			DefaultStore:     "postgres",
+			VisibilityStore:  "postgres-visibility",
+			NumHistoryShards: int32(cfg.Shards),
+			DataStores: map[string]config.DataStore{
+				"postgres":            {SQL: cfg.Postgres.sqlConfig(cfg.Postgres.Database)},
+				"postgres-visibility": {SQL: cfg.Postgres.sqlConfig(cfg.Postgres.Visibility)},
+			},
+		}
 	} else {
-		sqlCfg.ConnectAttributes["mode"] = "rwc"
-		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
-		sqlCfg.ConnectAttributes["_synchronous"] = "NORMAL"
-		sqlCfg.DatabaseName = cfg.DBFile
-		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
-				return nil, fmt.Errorf("create directory for %s: %w", cfg.DBFile, err)
-			}
-			if err := sqlite.SetupSchema(sqlCfg); err != nil {
-				return nil, fmt.Errorf("set up temporal schema: %w", err)
-			}
+		var err error
+		if persistence, err = sqlitePersistence(cfg); err != nil {
+			return nil, err
 		}
-	}
-	var namespaces []*sqlite.NamespaceConfig
-	for _, name := range append([]string{cfg.Namespace}, cfg.ExtraNamespaces...) {
-		ns, err := sqlite.NewNamespaceConfig(clusterName, name, false, cfg.SearchAttributes)
-		if err != nil {
-			return nil, fmt.Errorf("namespace config: %w", err)
-		}
-		namespaces = append(namespaces, ns)
-	}
-	if err := sqlite.CreateNamespaces(sqlCfg, namespaces...); err != nil {
-		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
 
 	address := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
@@ -150,12 +149,7 @@ func Start(cfg Config) (*Server, error) {
 				HandlerPath:   "/metrics",
 			}},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			FailoverVersionIncrement: 10,
 			MasterClusterName:        clusterName,
@@ -192,7 +186,6 @@ func Start(cfg Config) (*Server, error) {
 	w.RPC.MembershipPort = wp[0]
 	serverCfg.Services["worker"] = w
 
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json"}))
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
@@ -201,6 +194,9 @@ func Start(cfg Config) (*Server, error) {
 			// New search attributes are visible at once, not after a cache
 			// refresh, so a freshly started dev server is usable at once.
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			// Namespaces registered through the frontend (PostgreSQL) reach
+			// every service within a second, not ten.
+			dynamicconfig.NamespaceCacheRefreshInterval.Key(): []dynamicconfig.ConstrainedValue{{Value: time.Second}},
 		}),
 	)
 	if err != nil {
@@ -210,7 +206,70 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
 	s := &Server{temporal: srv, address: address}
+	if cfg.Postgres != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := registerNamespaces(ctx, address, append([]string{cfg.Namespace}, cfg.ExtraNamespaces...), cfg.SearchAttributes); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	return s.startUI(cfg, address)
+}
 
+// sqlitePersistence is the SQLite store of cfg (a file, or memory), with
+// its schema and namespaces created.
+func sqlitePersistence(cfg Config) (config.Persistence, error) {
+	sqlCfg := &config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		ConnectAttributes: map[string]string{},
+	}
+	if cfg.DBFile == "" {
+		// The SQLite plugin creates the schema of an in-memory database itself.
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		// A name unique to this process and port keeps two in-memory servers
+		// in one process (tests) apart.
+		sqlCfg.DatabaseName = fmt.Sprintf("seckill-%d-%d", os.Getpid(), cfg.Port)
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
+		sqlCfg.ConnectAttributes["_synchronous"] = "NORMAL"
+		sqlCfg.DatabaseName = cfg.DBFile
+		if _, err := os.Stat(cfg.DBFile); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
+				return config.Persistence{}, fmt.Errorf("create directory for %s: %w", cfg.DBFile, err)
+			}
+			if err := sqlite.SetupSchema(sqlCfg); err != nil {
+				return config.Persistence{}, fmt.Errorf("set up temporal schema: %w", err)
+			}
+		}
+	}
+	var namespaces []*sqlite.NamespaceConfig
+	for _, name := range append([]string{cfg.Namespace}, cfg.ExtraNamespaces...) {
+		ns, err := sqlite.NewNamespaceConfig(clusterName, name, false, cfg.SearchAttributes)
+		if err != nil {
+			return config.Persistence{}, fmt.Errorf("namespace config: %w", err)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, namespaces...); err != nil {
+		return config.Persistence{}, fmt.Errorf("create namespaces: %w", err)
+	}
+	shards := cfg.Shards
+	if shards <= 0 {
+		shards = 1
+	}
+	return config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: int32(shards),
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+	}, nil
+}
+
+// startUI starts the Web UI unless disabled, and returns s.
+func (s *Server) startUI(cfg Config, address string) (*Server, error) {
 	if cfg.UIPort > 0 {
 		uiCfg := &uiconfig.Config{
 			TemporalGRPCAddress: address,

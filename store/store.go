@@ -127,6 +127,21 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 	return nil
 }
 
+// TemporalDatabaseURLs are the databases beside dsn's where the embedded
+// Temporal server of `seckill dev` keeps its state (package devserver):
+// the same server, named <name>_temporal and <name>_temporal_visibility,
+// so two installations on one PostgreSQL never share Temporal's state.
+func TemporalDatabaseURLs(dsn string) (history, visibility string, err error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" || strings.Trim(u.Path, "/") == "" {
+		return "", "", fmt.Errorf("DATABASE_URL must be a postgres:// URL naming a database: %q", dsn)
+	}
+	name := strings.Trim(u.Path, "/")
+	h, v := *u, *u
+	h.Path, v.Path = "/"+name+"_temporal", "/"+name+"_temporal_visibility"
+	return h.String(), v.String(), nil
+}
+
 // DropDatabase drops the database named in dsn, if it exists, closing any
 // connections to it (benchmark and chaos runs clean up with it).
 func DropDatabase(ctx context.Context, dsn string) error {

@@ -19,11 +19,12 @@ import (
 
 func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("devserver", flag.ContinueOnError)
-	dbFile := fs.String("db-file", "", "persist Temporal's state to this SQLite file (default: in memory)")
+	store := fs.String("temporal-store", app.StorePostgres, "where Temporal keeps its state: postgres (databases of its own beside DATABASE_URL's) or memory")
+	dbFile := fs.String("db-file", "", "keep Temporal's state in this SQLite file instead")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ts, err := app.StartDevServer(cfg, app.DevOptions{DBFile: *dbFile})
+	ts, err := app.StartDevServer(cfg, app.DevOptions{TemporalStore: *store, DBFile: *dbFile})
 	if err != nil {
 		return err
 	}
@@ -34,13 +35,14 @@ func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.
 
 func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	dbFile := fs.String("db-file", "", "persist Temporal's state to this SQLite file (default: in memory)")
+	store := fs.String("temporal-store", app.StorePostgres, "where Temporal keeps its state: postgres (databases of its own beside DATABASE_URL's, so orders in flight survive a restart) or memory")
+	dbFile := fs.String("db-file", "", "keep Temporal's state in this SQLite file instead")
 	noDemo := fs.Bool("no-demo", false, "do not open a demo sale when no sale is open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.WithDevSecrets()
-	opts := app.DevOptions{DBFile: *dbFile, Progress: stdout, DemoSale: !*noDemo}
+	opts := app.DevOptions{TemporalStore: *store, DBFile: *dbFile, Progress: stdout, DemoSale: !*noDemo}
 	return app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
 		user, _ := api.SignToken(cfg.JWTSecret, "alice", false, 24*time.Hour)
 		fmt.Fprintf(stdout, `

@@ -26,8 +26,12 @@ import (
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
 
 Usage:
-  seckill dev                       everything in one process (embedded Temporal + UI)
-  seckill devserver [--db-file F]   only the embedded Temporal dev server and UI
+  seckill dev [--temporal-store postgres|memory]
+                                    everything in one process (embedded Temporal
+                                    + UI; Temporal's state in PostgreSQL unless
+                                    memory is asked for)
+  seckill devserver [--temporal-store postgres|memory] [--db-file F]
+                                    only the embedded Temporal dev server and UI
   seckill api                       the HTTP API
   seckill worker                    the Temporal worker and the outbox relay
   seckill migrate                   create the database if missing and migrate it

@@ -12,8 +12,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +141,49 @@ func Scripts(t testing.TB) *lua.Scripts {
 // Name returns a name for t usable in ids (lower case, no spaces).
 func Name(t testing.TB) string {
 	return strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+}
+
+// TemporalDatabaseURL names a seckill database for a test process's
+// embedded Temporal server, so the server keeps its state in PostgreSQL
+// databases of its own (<name>_temporal, <name>_temporal_visibility). The
+// databases of earlier test processes that are gone are dropped first: a
+// test binary exits without stopping its server, so it cannot drop its
+// own.
+func TemporalDatabaseURL() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := env("TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'seckill_e2e_%'`)
+	if err != nil {
+		return "", err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		var pid int
+		if _, err := fmt.Sscanf(name, "seckill_e2e_%d_", &pid); err != nil || processAlive(pid) {
+			continue
+		}
+		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
+			return "", fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/seckill_e2e_" + strconv.Itoa(os.Getpid())
+	return u.String(), nil
+}
+
+func processAlive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
