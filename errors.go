@@ -63,4 +63,9 @@ func ErrorCode(err error) Code {
 const (
 	ErrTypeSoldOut      = "SoldOut"
 	ErrTypeSaleNotFound = "SaleNotFound"
+	// ErrTypeOrderClosed: the order is CLOSED and cannot be paid (a
+	// confirm that meets it is told so, not retried).
+	ErrTypeOrderClosed = "OrderClosed"
+	// ErrTypeOrderPaid: the order is PAID and cannot be closed.
+	ErrTypeOrderPaid = "OrderPaid"
 )

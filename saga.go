@@ -30,7 +30,8 @@ type LockStockInput struct {
 	PayBy   time.Time
 }
 
-// ConfirmPaymentInput makes the order PAID.
+// ConfirmPaymentInput makes the order PAID, and records EventID APPLIED
+// in the same transaction.
 type ConfirmPaymentInput struct {
 	OrderID         int64
 	EventID         string
@@ -72,4 +73,46 @@ type RefundInput struct {
 	Currency        string
 	// Reason is why the payment was not honoured: LATE, DUPLICATE or MISMATCH.
 	Reason PaymentOutcome
+}
+
+// StartOrderInput is the first step of a saga: write the admitted claim
+// as an order and take its database unit, in one transaction.
+type StartOrderInput struct {
+	OrderID    int64
+	SaleID     int64
+	UserID     string
+	AdmittedAt time.Time
+	// PayBy fixed at admission; zero: AdmittedAt plus the sale's timeout.
+	PayBy time.Time
+}
+
+// StartOrderResult is the order as it stands after the first step (new,
+// or as an earlier run left it), and the payments that reached seckill
+// before the saga ran, oldest first.
+type StartOrderResult struct {
+	Status      OrderStatus
+	CloseReason CloseReason
+	AmountCents int64
+	Currency    string
+	PayBy       time.Time
+	// Payments recorded for the order that no saga has acted on yet.
+	Payments []PaymentEvent
+	// Handled are the ids of the order's payment events a saga has
+	// already acted on (applied, refunded, recorded): a signal carrying one
+	// of them again changes nothing.
+	Handled []string
+}
+
+// ReleaseOrderInput is compensation: close the order with Reason, give
+// its database unit back, then forget the user's claim in Redis and give
+// the unit back there.
+type ReleaseOrderInput struct {
+	OrderID  int64
+	SaleID   int64
+	UserID   string
+	Reason   CloseReason
+	ClosedAt time.Time
+	// EventID is the failed payment that closed the order, if any: it is
+	// recorded APPLIED in the same transaction.
+	EventID string
 }

@@ -76,6 +76,16 @@ type SagaInput struct {
 	UserID  string
 	// AdmittedAt is when the Lua admission accepted the claim (Redis time).
 	AdmittedAt time.Time
+	// PayBy is the payment deadline fixed at admission (AdmittedAt plus
+	// the sale's payment timeout), told to the buyer in the 202. The saga
+	// waits until then however late it starts. Zero in inputs written
+	// before payable-at-admission: the saga then derives it from
+	// AdmittedAt and the sale.
+	PayBy time.Time
+	// AmountCents and Currency are what the buyer owes (the sale's price
+	// at admission), shown in the saga's memo.
+	AmountCents int64
+	Currency    string
 }
 
 // SagaResult is how an OrderSaga ended.
@@ -101,6 +111,18 @@ type PaymentEvent struct {
 	PaymentIntentID string
 	AmountCents     int64
 	Currency        string
+	// ReceivedAt is when seckill recorded the event (the webhook's row).
+	// A payment counts when it was received by the order's pay_by,
+	// whenever the saga gets to it. Zero in signals sent before
+	// payable-at-admission.
+	ReceivedAt time.Time
+}
+
+// InTime reports whether ev reached seckill by payBy. An event without a
+// receipt time (an older signal) counts as in time: it is judged by when
+// the saga sees it, as before.
+func (ev PaymentEvent) InTime(payBy time.Time) bool {
+	return ev.ReceivedAt.IsZero() || !ev.ReceivedAt.After(payBy)
 }
 
 // PaymentOutcome records what a payment event did, for operators.

@@ -46,9 +46,92 @@ func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
+// StartOrder is the saga's first step, one transaction: it writes the
+// admitted claim as an order with the pay_by fixed at admission and takes
+// its unit from the database's available stock (AWAITING_PAYMENT), or
+// closes it as SOLD_OUT when the database has none. It returns the order
+// as it stands (an earlier run's order is taken as it is) and the
+// payments recorded for it that no saga has acted on, so a buyer who paid
+// before the saga ran is honoured. Idempotent by order id. Non-retryable:
+// SaleNotFound. Run as a local activity: it is short, and its result is
+// recorded in the workflow task that asked for it.
+func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput) (seckill.StartOrderResult, error) {
+	var o *seckill.Order
+	var sale *seckill.Sale
+	err := a.withStockSlot(ctx, func() (err error) {
+		o, sale, err = a.store.StartOrder(ctx, store.NewOrder{
+			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
+		})
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return seckill.StartOrderResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
+	case errors.Is(err, store.ErrActiveOrderExists):
+		// Redis admitted a second active claim for this user (possible only
+		// after Redis lost its claims); the database refuses it. Say so as a
+		// closed order that never held a database unit.
+		return seckill.StartOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.CloseCancelled,
+			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: in.PayBy}, nil
+	case err != nil && !errors.Is(err, store.ErrSoldOut):
+		return seckill.StartOrderResult{}, err
+	}
+	a.changed(ctx, in.OrderID)
+	res := seckill.StartOrderResult{
+		Status: o.Status, CloseReason: o.CloseReason, AmountCents: o.AmountCents, Currency: o.Currency,
+	}
+	if o.PayBy != nil {
+		res.PayBy = o.PayBy.UTC()
+	}
+	events, err := a.store.OrderPaymentEvents(ctx, in.OrderID)
+	if err != nil {
+		return seckill.StartOrderResult{}, err
+	}
+	for _, e := range events {
+		if e.Pending() {
+			res.Payments = append(res.Payments, e.Signal())
+		} else {
+			res.Handled = append(res.Handled, e.ID)
+		}
+	}
+	return res, nil
+}
+
+// ReleaseOrder is compensation, DB first and Redis second: it closes the
+// order with its reason and gives its locked unit back to the database's
+// available stock (recording the failed payment that closed it, if any, in
+// the same transaction), then forgets the user's claim in Redis and gives
+// the unit back there. Each half is idempotent (the closed row, the claim
+// record naming this order), so a retry after either half does nothing
+// twice. It returns the order's close reason as stored (an order closed
+// before keeps its own). Non-retryable: OrderPaid (the order was paid
+// meanwhile; nothing is released).
+func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderInput) (seckill.CloseReason, error) {
+	var o *seckill.Order
+	err := a.withStockSlot(ctx, func() (err error) {
+		o, err = a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.EventID, in.ClosedAt)
+		return err
+	})
+	if errors.Is(err, store.ErrOrderPaid) {
+		return "", temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	a.changed(ctx, in.OrderID)
+	// An order closed as SOLD_OUT never held a database unit: Redis gets
+	// none back either.
+	if _, err := a.scripts.Release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
+		return "", err
+	}
+	return o.CloseReason, nil
+}
+
 // CreateOrder writes the admitted claim as a QUEUED order at the sale's
 // price, or returns the order as it stands. Idempotent by order id.
-// Non-retryable: SaleNotFound.
+// Non-retryable: SaleNotFound. Sagas started before StartOrder existed
+// still call it (with LockStock, CloseOrder and RecordPaymentOutcome).
 func (a *Activities) CreateOrder(ctx context.Context, in seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
 	o, sale, err := a.store.CreateOrder(ctx, store.NewOrder{
 		ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt,
@@ -93,23 +176,32 @@ func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) e
 	})
 }
 
-// ConfirmPayment makes the order PAID and its unit sold. Idempotent by
-// order id.
+// ConfirmPayment makes the order PAID and its unit sold, and records the
+// payment event APPLIED, in one transaction. Idempotent by order id.
+// Non-retryable: OrderClosed (the order was closed meanwhile: the payment
+// cannot be applied, and the saga refunds it).
 func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPaymentInput) error {
-	return a.withStockSlot(ctx, func() error {
-		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.PaymentIntentID, in.PaidAt)
-		if err == nil {
-			a.changed(ctx, in.OrderID)
-		}
+	err := a.withStockSlot(ctx, func() error {
+		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.EventID, in.PaymentIntentID, in.PaidAt)
 		return err
 	})
+	if errors.Is(err, store.ErrOrderClosed) {
+		return temporal.NewNonRetryableApplicationError("the order is closed", seckill.ErrTypeOrderClosed, err)
+	}
+	if err == nil {
+		a.changed(ctx, in.OrderID)
+	}
+	return err
 }
 
 // CloseOrder closes the order and returns its locked unit to the
 // database's available stock. Idempotent by order id.
 func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput) error {
 	return a.withStockSlot(ctx, func() error {
-		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.ClosedAt)
+		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, "", in.ClosedAt)
+		if errors.Is(err, store.ErrOrderPaid) {
+			return temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err)
+		}
 		if err == nil {
 			a.changed(ctx, in.OrderID)
 		}
@@ -133,7 +225,8 @@ func (a *Activities) RecordPaymentOutcome(ctx context.Context, in seckill.Paymen
 }
 
 // RefundPayment gives back the payment of one provider event: it records
-// the refund PENDING, asks the provider (idempotency key: the event id) and
+// the refund PENDING with the event's outcome (why it is refunded), asks
+// the provider (idempotency key: the event id) and
 // marks it SUCCEEDED. Idempotent by event id: a repeat finds the refund
 // done, or asks the provider again with the same key, which refunds once.
 func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) error {

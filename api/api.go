@@ -21,12 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.temporal.io/sdk/client"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
 
@@ -35,11 +34,11 @@ const MaxBody = 64 << 10
 
 // Config is what the API needs.
 type Config struct {
-	Store         *store.Store
-	Scripts       *lua.Scripts
-	IDs           *idgen.Generator
-	Temporal      client.Client
-	TaskQueue     string
+	Store   *store.Store
+	Scripts *lua.Scripts
+	IDs     *idgen.Generator
+	// Sagas starts, signals and cancels order sagas.
+	Sagas         *saga.Client
 	JWTSecret     []byte
 	WebhookSecret []byte
 	Log           *slog.Logger
@@ -88,9 +87,6 @@ func New(cfg Config) *Server {
 	if cfg.SoldOutTTL <= 0 {
 		cfg.SoldOutTTL = SoldOutTTL
 	}
-	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = seckill.DefaultTaskQueue
-	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = NewRegistry()
@@ -100,7 +96,7 @@ func New(cfg Config) *Server {
 		auth:     newVerifier(cfg.JWTSecret),
 		sales:    newSaleCache(cfg.Store),
 		metrics:  newMetrics(reg),
-		delivery: &delivery.Deliverer{Store: cfg.Store, Temporal: cfg.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
+		delivery: &delivery.Deliverer{Store: cfg.Store, Scripts: cfg.Scripts, Sagas: cfg.Sagas, Log: cfg.Log},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 		watchers: newOrderWatchers(),
 		funnel:   newFunnel(),
@@ -194,7 +190,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	if err := s.cfg.Store.Ping(ctx); err != nil {
 		checks["postgres"], ok = "unavailable", false
 	}
-	if _, err := s.cfg.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+	if err := s.cfg.Sagas.CheckHealth(ctx); err != nil {
 		checks["temporal"], ok = "unavailable", false
 	}
 	if !ok {

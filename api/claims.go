@@ -31,10 +31,15 @@ func ValidIdempotencyKey(key string) bool {
 
 var errSoldOut = seckill.Errorf(seckill.CodeSoldOut, "sold out")
 
+// claimResponse is the 202: the order, what the buyer owes and until when.
+// The order can be paid from this answer on.
 type claimResponse struct {
-	OrderID string              `json:"order_id"`
-	SaleID  string              `json:"sale_id"`
-	Status  seckill.OrderStatus `json:"status"`
+	OrderID     string              `json:"order_id"`
+	SaleID      string              `json:"sale_id"`
+	Status      seckill.OrderStatus `json:"status"`
+	AmountCents int64               `json:"amount_cents"`
+	Currency    string              `json:"currency"`
+	PayBy       time.Time           `json:"pay_by"`
 }
 
 // claim admits or refuses one buyer with a single Lua script. It never
@@ -99,7 +104,8 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 
 	user := principal(c).UserID
-	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey)
+	terms := lua.Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
+	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, terms)
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = "unavailable"
@@ -118,6 +124,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		c.Location("/api/v1/orders/" + id)
 		return c.Status(fiber.StatusAccepted).JSON(claimResponse{
 			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
+			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: res.PayBy,
 		})
 	case lua.SoldOut:
 		s.soldOut.set(saleID, start)

@@ -6,12 +6,11 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/workflows"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/saga"
 )
 
 var errNoOrder = seckill.Errorf(seckill.CodeOrderNotFound, "no such order")
@@ -53,65 +52,50 @@ func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill
 }
 
 // queuedOrder finds an admitted order whose saga has not written its row
-// yet: in the caller's Redis claims (owner), or for an admin in the saga
-// Temporal already has. nil when there is none.
+// yet, in the admissions Redis keeps per sale, and answers it QUEUED with
+// the pay_by fixed at admission. A claim admitted before admissions were
+// kept (an older release) is found by its owner in the sale's claims,
+// without a pay_by. nil when there is none.
 func (s *Server) queuedOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
-	sales, err := s.cfg.Scripts.Client().ZRange(ctx, s.cfg.Scripts.ActiveSalesKey(), 0, -1).Result()
+	sales, err := s.cfg.Scripts.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, sid := range sales {
-		saleID, err := strconv.ParseInt(sid, 10, 64)
-		if err != nil {
-			continue
-		}
-		held, err := s.cfg.Scripts.ClaimOf(ctx, saleID, p.UserID)
-		if err != nil {
-			return nil, err
-		}
-		if held == id {
-			return s.queued(ctx, id, saleID, p.UserID)
-		}
-	}
-	if !p.Admin {
-		return nil, nil
-	}
-	desc, err := s.cfg.Temporal.DescribeWorkflowExecution(ctx, seckill.OrderWorkflowID(id), "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil, nil
-	}
+	adm, ok, err := s.cfg.Scripts.Admission(ctx, id, sales)
 	if err != nil {
 		return nil, err
 	}
-	attrs := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
-	var saleIDStr, user string
-	if err := converter.GetDefaultDataConverter().FromPayload(attrs[seckill.SaleIDAttr.GetName()], &saleIDStr); err != nil {
-		return nil, nil
+	if !ok {
+		for _, saleID := range sales {
+			held, err := s.cfg.Scripts.ClaimOf(ctx, saleID, p.UserID)
+			if err != nil {
+				return nil, err
+			}
+			if held == id {
+				adm, ok = lua.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
+				break
+			}
+		}
 	}
-	if err := converter.GetDefaultDataConverter().FromPayload(attrs[seckill.UserIDAttr.GetName()], &user); err != nil {
-		return nil, nil
-	}
-	saleID, err := strconv.ParseInt(saleIDStr, 10, 64)
-	if err != nil {
+	if !ok {
 		return nil, nil
 	}
 	// The row may have been written meanwhile.
 	if o, err := s.cfg.Store.Order(ctx, id); err == nil {
 		return o, nil
 	}
-	return s.queued(ctx, id, saleID, user)
-}
-
-func (s *Server) queued(ctx context.Context, id, saleID int64, user string) (*seckill.Order, error) {
-	sale, err := s.sales.get(ctx, saleID)
+	sale, err := s.sales.get(ctx, adm.SaleID)
 	if err != nil {
 		return nil, err
 	}
-	return &seckill.Order{
-		ID: id, SaleID: saleID, UserID: user, Status: seckill.StatusQueued,
+	o := &seckill.Order{
+		ID: id, SaleID: adm.SaleID, UserID: adm.UserID, Status: seckill.StatusQueued,
 		AmountCents: sale.PriceCents, Currency: sale.Currency, CreatedAt: idgen.Time(id),
-	}, nil
+	}
+	if !adm.PayBy.IsZero() {
+		o.PayBy = &adm.PayBy
+	}
+	return o, nil
 }
 
 // cancelOrder asks the order's saga to close it (CANCELLED). The owner only.
@@ -131,11 +115,13 @@ func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	if o.Status.Terminal() {
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is %s", o.Status)
 	}
-	in := seckill.SagaInput{OrderID: o.ID, SaleID: o.SaleID, UserID: o.UserID, AdmittedAt: o.CreatedAt}
-	_, err = s.cfg.Temporal.SignalWithStartWorkflow(ctx, seckill.OrderWorkflowID(o.ID), seckill.CancelSignal, nil,
-		workflows.StartOptions(in, s.cfg.TaskQueue), seckill.OrderSagaWorkflow, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
+	in := seckill.SagaInput{OrderID: o.ID, SaleID: o.SaleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
+		AmountCents: o.AmountCents, Currency: o.Currency}
+	if o.PayBy != nil {
+		in.PayBy = *o.PayBy
+	}
+	err = s.cfg.Sagas.Cancel(ctx, in)
+	if errors.Is(err, saga.ErrDecided) {
 		// The saga has finished meanwhile: it is paid or closed now.
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is already decided")
 	}

@@ -124,6 +124,7 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	if !inserted && stored.DeliveredAt != nil || stored.Outcome != seckill.OutcomeReceived {
 		return c.JSON(fiber.Map{"received": true, "outcome": stored.Outcome})
 	}
+	ev.ReceivedAt = stored.ReceivedAt.UTC()
 	outcome, err = s.delivery.Deliver(ctx, ev, orderID)
 	if errors.Is(err, delivery.ErrNotYet) {
 		// Recorded durably; reconciliation delivers it once the order's

@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/warmup"
 	"github.com/seckill/seckill/worker"
@@ -107,7 +108,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		return err
 	}
 	srv := api.New(api.Config{
-		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
+		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools},
 	})
@@ -126,10 +127,11 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	acts := activities.New(d.Store, d.Scripts, payments.DevProvider{Store: d.Store}, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	rec := &reconcile.Reconciler{
-		Store: d.Store, Scripts: d.Scripts, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue,
+		Store: d.Store, Scripts: d.Scripts, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
-		Delivery: &delivery.Deliverer{Store: d.Store, Temporal: d.Temporal, TaskQueue: cfg.TaskQueue, Log: cfg.Log},
+		Delivery: &delivery.Deliverer{Store: d.Store, Scripts: d.Scripts, Sagas: sagas, Log: cfg.Log},
 	}
 	if err := rec.Register(d.Metrics); err != nil {
 		return err
@@ -143,8 +145,11 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	defer w.Stop()
 	host, _ := os.Hostname()
-	r := relay.New(d.Scripts, d.Temporal, relay.Config{
-		TaskQueue: cfg.TaskQueue,
+	// The relay shares this process's client with the worker: with eager
+	// start, the server hands each new saga's first workflow task straight
+	// back to this worker with the start answer.
+	starter := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, EagerStart: cfg.EagerStart})
+	r := relay.New(d.Scripts, starter, relay.Config{
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
 		Parallel:  cfg.RelayParallel,
@@ -167,16 +172,21 @@ func Migrate(ctx context.Context, cfg Config, progress io.Writer) error {
 	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return postgresError(cfg.DatabaseURL, err)
 	}
+	if err := migrateOnce(ctx, cfg); err != nil {
+		return err
+	}
+	done("database migrated")
+	return nil
+}
+
+// migrateOnce applies the migrations over a connection of its own.
+func migrateOnce(ctx context.Context, cfg Config) error {
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
 	if err != nil {
 		return postgresError(cfg.DatabaseURL, err)
 	}
 	defer func() { _ = st.Close() }()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	done("database migrated")
-	return nil
+	return st.Migrate(ctx)
 }
 
 // Listen opens a listener on addr; setting names the environment variable

@@ -38,21 +38,35 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	require.NoError(t, err, progress.String())
 	t.Log("\n" + rep.String())
 
-	require.True(t, rep.OK(), "audits and server errors:\n%s", rep)
+	if !rep.OK() {
+		for _, a := range rep.Audits {
+			t.Logf("%s", a)
+		}
+		var rows []map[string]any
+		sys.store.Gorm().Raw(`SELECT r.event_id, r.reason, r.created_at, e.outcome, e.received_at, e.delivered_at, o.status, o.pay_by, o.paid_at, o.awaiting_at FROM refunds r JOIN payment_events e ON e.id = r.event_id JOIN orders o ON o.id = r.order_id`).Scan(&rows)
+		for _, r := range rows {
+			t.Logf("DEBUG %v", r)
+		}
+		t.Fatalf("audits and server errors:\n%s", rep)
+	}
 	require.Equal(t, 600, rep.Claims.Sent)
 	byOutcome := rep.Claims.ByOutcome
 	// Request i is buyer i%300 on sale i%2, so each sale meets 150 buyers,
 	// each twice: its 40 units are all won, and the rest are refused.
+	// Winners pay or fail from their 202, so a unit whose payment failed at
+	// once can be won again by a later claim.
 	won := byOutcome["admitted"].Count
-	require.Equal(t, int64(80), won, "every unit of both sales is won: %+v", byOutcome)
+	require.GreaterOrEqual(t, won, int64(80), "every unit of both sales is won: %+v", byOutcome)
 	require.Equal(t, int64(600), won+byOutcome["sold_out"].Count+byOutcome["already_claimed"].Count,
 		"every claim is admitted, sold out or already claimed: %+v", byOutcome)
-	require.Equal(t, 80, rep.Sagas.Orders)
-	require.Equal(t, 80, rep.Settle.Paid+rep.Settle.Failed+rep.Settle.Abandoned)
+	require.Equal(t, int(won), rep.Sagas.Orders)
+	require.Equal(t, int(won), rep.Settle.Paid+rep.Settle.Failed+rep.Settle.Abandoned)
 	require.Positive(t, rep.Settle.Paid)
 	require.Positive(t, rep.Settle.Abandoned)
-	require.Equal(t, int64(80-rep.Sagas.SoldOutAtDB), rep.Sagas.ToAwaitPayment.Count,
+	require.Equal(t, won-int64(rep.Sagas.SoldOutAtDB), rep.Sagas.ToAwaitPayment.Count,
 		"every order that reached AWAITING_PAYMENT is in the saga latencies")
+	require.Equal(t, int64(rep.Settle.Paid+rep.Settle.Failed), rep.Payable.Accepted.Count,
+		"every payment sent from its 202 was accepted")
 	require.NotNil(t, rep.Anchors.Workflow)
 	require.Equal(t, 20, rep.Anchors.Workflow.Workflows)
 	if rep.Anchors.Script == nil {

@@ -42,9 +42,13 @@ type Config struct {
 	StockTx          int
 	RelayParallel    int
 	RelayClaimIdle   time.Duration
-	RewarmEvery      time.Duration
-	ReconcileEvery   time.Duration
-	ReconcileGrace   time.Duration
+	// EagerStart: the relay asks for eager workflow start (the worker in
+	// its process runs each saga's first task without a round trip
+	// through matching).
+	EagerStart     bool
+	RewarmEvery    time.Duration
+	ReconcileEvery time.Duration
+	ReconcileGrace time.Duration
 
 	// Rate limits.
 	ClaimRate lua.RateLimit
@@ -119,13 +123,21 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ReconcileEvery:   dur("SECKILL_RECONCILE_EVERY", time.Minute),
 		ReconcileGrace:   dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
 	}
-	switch v := strings.ToLower(getenv("SECKILL_DEV_TOOLS")); v {
-	case "", "0", "false", "no", "off":
-	case "1", "true", "yes", "on":
-		c.DevTools = true
-	default:
-		errs = append(errs, fmt.Errorf("SECKILL_DEV_TOOLS must be true or false, got %q", v))
+	flag := func(key string, def bool) bool {
+		switch v := strings.ToLower(getenv(key)); v {
+		case "":
+			return def
+		case "0", "false", "no", "off":
+			return false
+		case "1", "true", "yes", "on":
+			return true
+		default:
+			errs = append(errs, fmt.Errorf("%s must be true or false, got %q", key, v))
+			return def
+		}
 	}
+	c.DevTools = flag("SECKILL_DEV_TOOLS", false)
+	c.EagerStart = flag("SECKILL_EAGER_START", true)
 	var err error
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {
 		errs = append(errs, fmt.Errorf("SECKILL_CLAIM_RATE: %w", err))

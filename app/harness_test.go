@@ -30,6 +30,7 @@ import (
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
 
@@ -333,7 +334,7 @@ func rawPost(t *testing.T, baseURL, path, token string, size int) (int, string) 
 // checks the six invariants of DESIGN.md.
 func (s *system) requireAudit(saleID string) {
 	s.t.Helper()
-	a := &audit.Auditor{DB: s.store.Gorm(), Scripts: s.scripts, Temporal: s.temporal}
+	a := &audit.Auditor{DB: s.store.Gorm(), Scripts: s.scripts, Sagas: saga.New(s.temporal, saga.Options{TaskQueue: s.cfg.TaskQueue})}
 	rep, err := a.Wait(context.Background(), mustInt(s.t, saleID), audit.Options{}, time.Minute)
 	require.NoError(s.t, err)
 	require.True(s.t, rep.AtRest && rep.OK(), "audit:\n%s", rep)

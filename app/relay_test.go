@@ -19,17 +19,21 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/relay"
 )
 
 // TestRelay_TakesOverEntriesOfACrashedRelay admits claims while no relay
-// runs (the orders answer QUEUED), lets a relay read them and die before
-// acknowledging, then starts two relays: every claim gets exactly one saga.
+// runs (the orders answer QUEUED, payable at once), lets a relay read them
+// and die before acknowledging, then starts two relays: every claim gets
+// exactly one saga, within seconds (the dead relay's liveness key is gone;
+// the idle-time safety net is set far beyond the test).
 func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := testConfig(t)
-	cfg.RelayClaimIdle = time.Second
-	cfg.ReconcileEvery, cfg.ReconcileGrace = 2*time.Second, time.Second
+	cfg.RelayClaimIdle = 10 * time.Minute
+	// Reconciliation would start lost claims' sagas too: keep it out of this test.
+	cfg.ReconcileEvery, cfg.ReconcileGrace = time.Minute, 10*time.Minute
 	d, err := app.Connect(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(d.Close)
@@ -69,11 +73,17 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%v", sale)
 	saleID := sale["id"].(string)
 
-	orders := map[string]string{}
+	orders, payBy := map[string]string{}, map[string]any{}
 	for _, u := range []string{"ann", "bob", "cid"} {
 		status, body := call("POST", "/api/v1/sales/"+saleID+"/claims", u, false, "")
 		require.Equal(t, http.StatusAccepted, status, "%v", body)
 		orders[u] = body["order_id"].(string)
+		payBy[u] = body["pay_by"]
+		require.EqualValues(t, 500, body["amount_cents"])
+		require.Equal(t, "eur", body["currency"])
+		at, err := time.Parse(time.RFC3339, body["pay_by"].(string))
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now().Add(600*time.Second), at, 5*time.Second, "pay_by = admission + the sale's timeout")
 	}
 	// Admitted but not yet written: the owner sees QUEUED, others nothing.
 	status, o := call("GET", "/api/v1/orders/"+orders["ann"], "ann", false, "")
@@ -81,7 +91,10 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, "QUEUED", o["status"])
 	require.Equal(t, "eur", o["currency"])
 	require.EqualValues(t, 500, o["amount_cents"])
-	require.Nil(t, o["pay_by"])
+	require.Equal(t, payBy["ann"], o["pay_by"], "the pay_by of the 202")
+	status, o = call("GET", "/api/v1/orders/"+orders["ann"], "admin", true, "")
+	require.Equal(t, http.StatusOK, status, "an admin finds a queued order too: %v", o)
+	require.Equal(t, "QUEUED", o["status"])
 	status, o = call("GET", "/api/v1/orders/"+orders["ann"], "bob", false, "")
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, "ORDER_NOT_FOUND", o["code"])
@@ -109,8 +122,12 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	}).Result()
 	require.NoError(t, err)
 	require.Len(t, res[0].Messages, 3)
+	// It was alive until the crash: its liveness key outlives it by up to
+	// three heartbeats, as a SIGKILLed relay's does.
+	require.NoError(t, d.Redis.Set(ctx, relay.LivenessKey(cfg.RedisPrefix, "crashed-relay"), 1, 3*time.Second).Err())
 
 	// Two relays (with their workers) take over; every order gets one saga.
+	takeover := time.Now()
 	for range 2 {
 		go func() { _ = app.RunWorker(ctx, cfg, d) }()
 	}
@@ -127,6 +144,9 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 			return err == nil && o.Status == want && o.UserID == u
 		}, 30*time.Second, 100*time.Millisecond, "order of %s", u)
 	}
+	handover := time.Since(takeover)
+	t.Logf("the dead relay's entries had their sagas %s after its liveness key was last refreshed", handover.Round(time.Millisecond))
+	require.Less(t, handover, 15*time.Second)
 	cidOrder, err := d.Store.Order(ctx, mustInt(t, orders["cid"]))
 	require.NoError(t, err)
 	require.Equal(t, seckill.CloseCancelled, cidOrder.CloseReason)
@@ -149,7 +169,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	status, o = call("GET", "/api/v1/orders/"+orders["bob"], "bob", false, "")
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "AWAITING_PAYMENT", o["status"])
-	require.NotNil(t, o["pay_by"])
+	require.Equal(t, payBy["bob"], o["pay_by"], "the saga kept the pay_by fixed at admission")
 
 	cancel()
 	require.NoError(t, ignoreClosed(<-apiDone))

@@ -116,9 +116,9 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 		}, 20*time.Second, 200*time.Millisecond, "%d orders for %s", want, query)
 	}
 
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "paid")
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "payment_failed")
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "timeout_then_late_payment")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "v3-paid")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "v3-payment_failed")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "v3-timeout_then_late_payment")
 
 	// The Temporal Web UI finds the sale's orders by SaleId too.
 	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/" + s.cfg.Namespace + "/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))
@@ -158,5 +158,7 @@ func (s *system) requireMemo(orderID string, amount int64, currency string, payB
 	require.NoError(s.t, dc.FromPayload(fields[seckill.MemoPayBy], &gotPayBy))
 	require.Equal(s.t, amount, gotAmount)
 	require.Equal(s.t, currency, gotCurrency)
-	require.Equal(s.t, payBy.UTC().Format(time.RFC3339), gotPayBy)
+	got, err := time.Parse(time.RFC3339Nano, gotPayBy)
+	require.NoError(s.t, err)
+	require.True(s.t, payBy.Equal(got), "memo pay_by %s, order pay_by %s", got, payBy)
 }

@@ -12,13 +12,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
 
@@ -57,12 +56,12 @@ type Options struct {
 	Grace time.Duration
 }
 
-// Auditor reads the three stores. Temporal may be nil: claims without an
-// order row are then not checked for a saga.
+// Auditor reads the three stores. Sagas may be nil: sagas are then not
+// checked (claims without an order row, unsettled orders).
 type Auditor struct {
-	DB       *gorm.DB
-	Scripts  *lua.Scripts
-	Temporal client.Client
+	DB      *gorm.DB
+	Scripts *lua.Scripts
+	Sagas   *saga.Client
 }
 
 type orderRow struct {
@@ -216,6 +215,31 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 			if o.PayBy != nil && now.Sub(*o.PayBy) > opts.Grace {
 				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d AWAITING_PAYMENT %s past its deadline", o.ID, now.Sub(*o.PayBy).Round(time.Second)))
 			}
+		default:
+			continue
+		}
+		// An unsettled order needs a running saga, or nothing will ever
+		// settle it (a saga cancelled, terminated or failed half way).
+		if a.Sagas == nil {
+			continue
+		}
+		run, err := a.Sagas.Describe(ctx, o.ID)
+		if err != nil {
+			return nil, err
+		}
+		if run.Running {
+			continue
+		}
+		var status string
+		if err := a.DB.WithContext(ctx).Raw(`SELECT status FROM orders WHERE id = ?`, o.ID).Scan(&status).Error; err != nil {
+			return nil, fmt.Errorf("reread order %d: %w", o.ID, err)
+		}
+		if status != string(seckill.StatusPaid) && status != string(seckill.StatusClosed) { // not settled meanwhile
+			state := "none in Temporal"
+			if run.Found {
+				state = strings.ToLower(strings.TrimPrefix(run.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
+			}
+			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, state))
 		}
 	}
 	for user, idStr := range claims {
@@ -227,14 +251,14 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		if _, ok := byID[id]; ok {
 			continue
 		}
-		// Admitted, no row yet: its saga must exist (or the claim is young).
-		if a.Temporal != nil {
-			_, err := a.Temporal.DescribeWorkflowExecution(ctx, seckill.OrderWorkflowID(id), "")
-			var nf *serviceerror.NotFound
-			if errors.As(err, &nf) && now.Sub(idgen.Time(id)) > opts.Grace {
-				c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s (order %d) has no saga after %s", user, id, now.Sub(idgen.Time(id)).Round(time.Second)))
-			} else if err != nil && !errors.As(err, &nf) {
-				return nil, fmt.Errorf("describe saga of order %d: %w", id, err)
+		// Admitted, no row yet: its saga must run (or the claim is young).
+		if a.Sagas != nil {
+			run, err := a.Sagas.Describe(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if !run.Running && now.Sub(idgen.Time(id)) > opts.Grace {
+				c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s (order %d) has no running saga after %s", user, id, now.Sub(idgen.Time(id)).Round(time.Second)))
 			}
 		}
 	}

@@ -11,6 +11,9 @@
 --         ARGV[5] is "1")
 -- KEYS[6] rate    seckill:{sN}:rl:<user>  sorted set of this user's recent
 --         attempts (used when ARGV[6] > 0)
+-- KEYS[7] admitted seckill:{sN}:admitted  hash order id -> "<pay_by_ms>:<user>"
+--         of every admission, so an order can be found and shown (QUEUED,
+--         with its pay_by) before its saga has written it
 -- ARGV[1] user id
 -- ARGV[2] order id (fresh, from the caller's time-ordered generator)
 -- ARGV[3] sale id
@@ -18,15 +21,20 @@
 -- ARGV[5] "1" when the request carries an Idempotency-Key
 -- ARGV[6] attempts allowed per user in the sliding window (0: no limit)
 -- ARGV[7] the window, milliseconds
+-- ARGV[8] the sale's payment timeout, milliseconds: pay_by = admission + it
+-- ARGV[9] the amount owed, cents (the sale's price)
+-- ARGV[10] its currency
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
--- a third element 1 (replayed), and nothing else happens; otherwise the
+-- the third element 1 (replayed), and nothing else happens; otherwise the
 -- decision is recorded. NOT_WARMED and RATE_LIMITED are never recorded:
 -- they are not answers, only "try again".
 --
--- Returns {code, value}:
---   0 ADMITTED         value = ARGV[2]; stock decremented, claim and outbox
---                      entry written
+-- Returns {code, value, replayed (0 or 1), pay_by_ms ('' unless ADMITTED)}:
+--   0 ADMITTED         value = ARGV[2]; stock decremented, claim, admission
+--                      and outbox entry (o order, u user, s sale, t
+--                      admission ms, p pay_by ms, a amount, c currency)
+--                      written; pay_by fixed here, on Redis' clock
 --   1 SOLD_OUT
 --   2 ALREADY_CLAIMED  value = the user's active order
 --   3 NOT_STARTED
@@ -39,15 +47,24 @@ if idem then
   local prev = redis.call('GET', KEYS[5])
   if prev then
     local sep = string.find(prev, ':', 1, true)
-    return {tonumber(string.sub(prev, 1, sep - 1)), string.sub(prev, sep + 1), 1}
+    local code = tonumber(string.sub(prev, 1, sep - 1))
+    local id = string.sub(prev, sep + 1)
+    local pay_by = ''
+    if code == 0 then
+      local adm = redis.call('HGET', KEYS[7], id)
+      if adm then
+        pay_by = string.sub(adm, 1, string.find(adm, ':', 1, true) - 1)
+      end
+    end
+    return {code, id, 1, pay_by}
   end
 end
 
-local function decide(code, id)
+local function decide(code, id, pay_by)
   if idem then
     redis.call('SET', KEYS[5], code .. ':' .. id, 'EX', ARGV[4])
   end
-  return {code, id}
+  return {code, id, 0, pay_by or ''}
 end
 
 -- One clock for every API node: the Redis server's.
@@ -60,7 +77,7 @@ if limit > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now - span)
   if redis.call('ZCARD', KEYS[6]) >= limit then
     local oldest = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
-    return {6, tostring(tonumber(oldest[2]) + span - now)}
+    return {6, tostring(tonumber(oldest[2]) + span - now), 0, ''}
   end
   redis.call('ZADD', KEYS[6], now, ARGV[2])
   redis.call('PEXPIRE', KEYS[6], span)
@@ -68,11 +85,11 @@ end
 
 local stock = redis.call('GET', KEYS[1])
 if not stock then
-  return {5, ''}
+  return {5, '', 0, ''}
 end
 local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
 if not window[1] or not window[2] then
-  return {5, ''}
+  return {5, '', 0, ''}
 end
 if now < tonumber(window[1]) then
   return decide(3, '')
@@ -89,10 +106,14 @@ if tonumber(stock) <= 0 then
   return decide(1, '')
 end
 
+local pay_by = tostring(now + tonumber(ARGV[8]))
 redis.call('DECR', KEYS[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[7], ARGV[2], pay_by .. ':' .. ARGV[1])
 if window[3] then
   redis.call('PEXPIREAT', KEYS[2], window[3])
+  redis.call('PEXPIREAT', KEYS[7], window[3])
 end
-redis.call('XADD', KEYS[4], '*', 'o', ARGV[2], 'u', ARGV[1], 's', ARGV[3], 't', tostring(now))
-return decide(0, ARGV[2])
+redis.call('XADD', KEYS[4], '*', 'o', ARGV[2], 'u', ARGV[1], 's', ARGV[3], 't', tostring(now),
+  'p', pay_by, 'a', ARGV[9], 'c', ARGV[10])
+return decide(0, ARGV[2], pay_by)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -113,12 +114,14 @@ func (s *Scripts) Prefix() string { return s.prefix }
 // Keys are the Redis keys of one sale.
 type Keys struct {
 	Stock, Claims, Meta, Outbox string
+	// Admitted maps each admitted order id to "<pay_by ms>:<user>".
+	Admitted string
 }
 
 // SaleKeys returns the keys of sale id.
 func (s *Scripts) SaleKeys(saleID int64) Keys {
 	tag := s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:"
-	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox"}
+	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted"}
 }
 
 // ActiveSalesKey is a sorted set of warmed sale ids scored by the time
@@ -172,14 +175,27 @@ type ClaimResult struct {
 	Replayed bool
 	// RetryAfter is how long a RateLimited user must wait.
 	RetryAfter time.Duration
+	// PayBy is the admitted order's payment deadline, fixed at admission
+	// (Admitted only).
+	PayBy time.Time
 }
 
-// Claim runs the admission for userID on saleID with the fresh orderID.
-// With a non-empty idempotencyKey the first decision for (user, sale, key)
-// is recorded for IdempotencyTTL and returned again to every repeat.
-// An error means the outcome is unknown (Redis unreachable or timed out):
-// the caller must not assume the claim failed or succeeded.
-func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string) (ClaimResult, error) {
+// Terms are what an admitted buyer owes and for how long they may pay:
+// the sale's price and payment timeout, fixed at admission.
+type Terms struct {
+	PaymentTimeout time.Duration
+	AmountCents    int64
+	Currency       string
+}
+
+// Claim runs the admission for userID on saleID with the fresh orderID;
+// an admitted buyer owes terms, and may pay until the admission time (on
+// Redis' clock) plus terms.PaymentTimeout. With a non-empty idempotencyKey
+// the first decision for (user, sale, key) is recorded for IdempotencyTTL
+// and returned again to every repeat. An error means the outcome is
+// unknown (Redis unreachable or timed out): the caller must not assume the
+// claim failed or succeeded.
+func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms) (ClaimResult, error) {
 	idem, idemKey := "0", ""
 	if idempotencyKey != "" {
 		idem, idemKey = "1", s.idempotencyKey(saleID, userID, idempotencyKey)
@@ -187,18 +203,27 @@ func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderI
 	keys := s.claimKeys(saleID, userID, idemKey)
 	res, err := claimScript.Run(ctx, s.rdb, keys,
 		userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
-		s.limit.Max, s.limit.Window.Milliseconds()).Slice()
+		s.limit.Max, s.limit.Window.Milliseconds(),
+		terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim script: %w", err)
 	}
-	if len(res) < 2 || len(res) > 3 {
+	if len(res) != 4 {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected reply %v", res)
 	}
 	code, ok := res[0].(int64)
 	if !ok || code < int64(Admitted) || code > int64(RateLimited) {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
 	}
-	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: len(res) == 3}
+	replayed, _ := res[2].(int64)
+	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: replayed == 1}
+	if ms, _ := res[3].(string); ms != "" {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			return ClaimResult{}, fmt.Errorf("claim script: bad pay_by %q", ms)
+		}
+		r.PayBy = time.UnixMilli(n).UTC()
+	}
 	if r.Outcome == RateLimited {
 		ms, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
 		r.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
@@ -216,10 +241,12 @@ func (s *Scripts) Claim(ctx context.Context, saleID int64, userID string, orderI
 // Idempotency-Key (EVALSHA, the script's hash, its keys and arguments),
 // with user and order as given: redis-benchmark replays it as the raw
 // ceiling of the claim path. Preload the script first.
-func (s *Scripts) ClaimCommand(saleID int64, user, order string) []string {
-	cmd := append([]string{"EVALSHA", claimScript.Hash(), "6"}, s.claimKeys(saleID, user, "")...)
+func (s *Scripts) ClaimCommand(saleID int64, user, order string, terms Terms) []string {
+	keys := s.claimKeys(saleID, user, "")
+	cmd := append([]string{"EVALSHA", claimScript.Hash(), strconv.Itoa(len(keys))}, keys...)
 	return append(cmd, user, order, strconv.FormatInt(saleID, 10), strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0",
-		strconv.Itoa(s.limit.Max), strconv.FormatInt(s.limit.Window.Milliseconds(), 10))
+		strconv.Itoa(s.limit.Max), strconv.FormatInt(s.limit.Window.Milliseconds(), 10),
+		strconv.FormatInt(terms.PaymentTimeout.Milliseconds(), 10), strconv.FormatInt(terms.AmountCents, 10), terms.Currency)
 }
 
 // claimKeys are claim.lua's KEYS for userID on saleID, with idem as KEYS[5].
@@ -232,7 +259,7 @@ func (s *Scripts) claimKeys(saleID int64, userID, idem string) []string {
 	if idem == "" {
 		idem = tag + "idem:-"
 	}
-	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, tag + "rl:" + userID}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, tag + "rl:" + userID, k.Admitted}
 }
 
 // idempotencyKey is the record of one user's key on one sale. The client's
@@ -377,6 +404,43 @@ func (s *Scripts) ClaimOf(ctx context.Context, saleID int64, userID string) (int
 		return 0, fmt.Errorf("read claim: %w", err)
 	}
 	return id, nil
+}
+
+// Admission is an admitted order as Redis holds it until its saga has
+// written it down.
+type Admission struct {
+	OrderID int64
+	SaleID  int64
+	UserID  string
+	PayBy   time.Time
+}
+
+// Admission finds order orderID among the admissions of saleIDs (the
+// sales to look in). ok is false when none of them admitted it.
+func (s *Scripts) Admission(ctx context.Context, orderID int64, saleIDs []int64) (a Admission, ok bool, err error) {
+	cmds := make([]*redis.StringCmd, len(saleIDs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range saleIDs {
+			cmds[i] = p.HGet(ctx, s.SaleKeys(id).Admitted, strconv.FormatInt(orderID, 10))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Admission{}, false, fmt.Errorf("find admission of order %d: %w", orderID, err)
+	}
+	for i, cmd := range cmds {
+		v, err := cmd.Result()
+		if err != nil {
+			continue
+		}
+		ms, user, found := strings.Cut(v, ":")
+		n, perr := strconv.ParseInt(ms, 10, 64)
+		if !found || perr != nil {
+			return Admission{}, false, fmt.Errorf("admission of order %d: malformed %q", orderID, v)
+		}
+		return Admission{OrderID: orderID, SaleID: saleIDs[i], UserID: user, PayBy: time.UnixMilli(n).UTC()}, true, nil
+	}
+	return Admission{}, false, nil
 }
 
 // Preload loads every script into the script cache, so the first claims of

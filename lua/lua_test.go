@@ -16,6 +16,9 @@ import (
 
 const saleID = 42
 
+// terms are what every admitted buyer of the tests' sale owes.
+var terms = lua.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+
 // openSale is a window that is open now and for the rest of the test.
 func openSale(units int64) lua.WarmSpec {
 	now := time.Now()
@@ -31,7 +34,7 @@ func warm(t *testing.T, sc *lua.Scripts, spec lua.WarmSpec) {
 
 func claim(t *testing.T, sc *lua.Scripts, user string, orderID int64) lua.ClaimResult {
 	t.Helper()
-	res, err := sc.Claim(t.Context(), saleID, user, orderID, "")
+	res, err := sc.Claim(t.Context(), saleID, user, orderID, "", terms)
 	require.NoError(t, err)
 	return res
 }
@@ -139,13 +142,13 @@ func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1001}, res)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	msgs := outbox(t, sc)
 	require.Len(t, msgs, 1)
 	v := msgs[0].Values
-	require.Len(t, v, 4)
+	require.Len(t, v, 7)
 	require.Equal(t, "1001", v["o"])
 	require.Equal(t, "alice", v["u"])
 	require.Equal(t, strconv.Itoa(saleID), v["s"])
@@ -153,6 +156,7 @@ func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 	require.NoError(t, err)
 	// t is the Redis server's clock; allow for skew with the test's.
 	require.InDelta(t, before.UnixMilli(), admittedMs, float64(5*time.Second/time.Millisecond))
+	require.Equal(t, strconv.FormatInt(admittedMs+terms.PaymentTimeout.Milliseconds(), 10), v["p"], "pay_by = admission + timeout")
 }
 
 func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
@@ -258,7 +262,7 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	for i := range buyers {
 		wg.Go(func() {
 			<-start
-			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1), "")
+			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1), "", terms)
 		})
 	}
 	close(start)
@@ -335,7 +339,7 @@ func TestRelease_UserMayClaimAgain(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1002}, res)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 }
 
@@ -423,29 +427,65 @@ func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
 	require.Equal(t, map[int64]int64{saleID: 9}, got)
 }
 
+func TestClaim_FixesPayByAtAdmission(t *testing.T) {
+	t.Parallel()
+	sc := testenv.Scripts(t)
+	ctx := t.Context()
+	warm(t, sc, openSale(2))
+
+	before := time.Now().Add(-time.Second) // Redis' clock, give or take
+	res := claim(t, sc, "alice", 7)
+	require.Equal(t, lua.Admitted, res.Outcome)
+	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 2*time.Second)
+	require.True(t, res.PayBy.After(before.Add(terms.PaymentTimeout)))
+
+	// The outbox entry carries the terms, for the saga.
+	msgs := outbox(t, sc)
+	require.Len(t, msgs, 1)
+	require.Equal(t, strconv.FormatInt(res.PayBy.UnixMilli(), 10), msgs[0].Values["p"])
+	require.Equal(t, "990", msgs[0].Values["a"])
+	require.Equal(t, "usd", msgs[0].Values["c"])
+
+	// The admission can be found by order id alone, before any saga runs.
+	adm, ok, err := sc.Admission(ctx, 7, []int64{saleID + 1, saleID})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, lua.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
+	_, ok, err = sc.Admission(ctx, 8, []int64{saleID})
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// A refusal carries no pay_by.
+	again := claim(t, sc, "alice", 9)
+	require.Equal(t, lua.AlreadyClaimed, again.Outcome)
+	require.True(t, again.PayBy.IsZero())
+}
+
 func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	t.Parallel()
 	sc := testenv.Scripts(t)
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
 
-	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1")
+	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1}, first)
+	require.False(t, first.PayBy.IsZero())
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
 
-	// The same key again, even with another fresh order id: the first answer.
-	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1")
+	// The same key again, even with another fresh order id: the first
+	// answer, with the same pay_by.
+	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, Replayed: true}, again)
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
 	// Another key is a new request: the user already holds an order.
-	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2")
+	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 1}, other)
 	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
-	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1")
+	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut}, bob)
-	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1")
+	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut, Replayed: true}, bobAgain)
 
@@ -470,14 +510,14 @@ func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 	sc := testenv.Scripts(t)
 	ctx := t.Context()
 
-	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1")
+	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.NotWarmed, res.Outcome)
 
 	warm(t, sc, openSale(1))
-	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1")
+	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 2}, res, "a retry after 503 is a new attempt")
+	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
 }
 
 func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
@@ -511,11 +551,11 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	warm(t, sc, openSale(10))
 
 	for i := range 3 {
-		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "")
+		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "", terms)
 		require.NoError(t, err)
 		require.NotEqual(t, lua.RateLimited, res.Outcome)
 	}
-	res, err := sc.Claim(ctx, saleID, "eager", 4, "")
+	res, err := sc.Claim(ctx, saleID, "eager", 4, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.RateLimited, res.Outcome)
 	require.Positive(t, res.RetryAfter)
@@ -525,7 +565,7 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	require.Equal(t, int64(8), remaining(t, sc))
 
 	time.Sleep(res.RetryAfter + 20*time.Millisecond)
-	res, err = sc.Claim(ctx, saleID, "eager", 6, "")
+	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, lua.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
 }

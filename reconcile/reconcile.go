@@ -10,9 +10,12 @@
 //     grace period (its outbox entry was lost): start its saga, with the
 //     relay's workflow ID and options, so a late relay finds it started;
 //
-//   - an unsettled order (QUEUED or AWAITING_PAYMENT) with no saga in
-//     Temporal (Temporal lost its state): start its saga again; it reads
-//     the order as it stands and resumes, doing nothing twice;
+//   - an unsettled order (QUEUED or AWAITING_PAYMENT) with no running saga:
+//     Temporal lost its state, or the saga failed, was terminated or was
+//     cancelled before it decided: start its saga again (a new run of the
+//     same workflow ID, which the saga's ID reuse policy allows for runs
+//     that did not complete); it reads the order as it stands and
+//     resumes, doing nothing twice;
 //
 //   - a claim naming an order that is CLOSED (its release was lost to a
 //     re-warm from an older snapshot): release it as the saga would have;
@@ -28,7 +31,8 @@
 //   - a payment event recorded while its order's saga could not take it
 //     (not started yet, or being restarted): deliver it now.
 //
-// What it only reports: a saga that ended while its order is unsettled.
+// What it only reports: a saga that completed while its order is
+// unsettled (a completed saga decided its order; this would be a bug).
 package reconcile
 
 import (
@@ -37,27 +41,26 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
-	"github.com/seckill/seckill/workflows"
 )
 
 // Reconciler holds the three stores.
 type Reconciler struct {
-	Store     *store.Store
-	Scripts   *lua.Scripts
-	Temporal  client.Client
-	TaskQueue string
-	Log       *slog.Logger
+	Store   *store.Store
+	Scripts *lua.Scripts
+	Sagas   *saga.Client
+	Log     *slog.Logger
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.
 	Grace time.Duration
@@ -146,16 +149,21 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		if time.Since(idgen.Time(orderID)) < grace {
 			continue
 		}
-		_, found, err := r.saga(ctx, orderID)
+		run, err := r.Sagas.Describe(ctx, orderID)
 		if err != nil {
 			return drifts, err
 		}
-		if found { // started: it will write its row
-			continue
+		if run.Running || run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			continue // running: it will write its row; completed: it decided
 		}
-		err = r.start(ctx, seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)})
+		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
+		if adm, ok, err := r.Scripts.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
+			in.PayBy = adm.PayBy
+		}
+		err = r.Sagas.Start(ctx, in)
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
-			Detail: fmt.Sprintf("claim of %s admitted %s ago has no saga", user, time.Since(idgen.Time(orderID)).Round(time.Second))})
+			Detail: fmt.Sprintf("claim of %s admitted %s ago has no running saga (%s)", user,
+				time.Since(idgen.Time(orderID)).Round(time.Second), sagaState(run))})
 		if err != nil {
 			return drifts, err
 		}
@@ -181,21 +189,37 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		if o.Status == seckill.StatusPaid {
 			continue
 		}
-		running, found, err := r.saga(ctx, o.ID)
+		run, err := r.Sagas.Describe(ctx, o.ID)
 		if err != nil {
 			return drifts, err
 		}
-		switch {
-		case found && running:
-		case found:
+		if run.Running {
+			continue
+		}
+		if run.Found {
 			// The saga may have settled the order since it was read.
 			if now, err := r.Store.Order(ctx, o.ID); err == nil && now.Status.Terminal() {
 				continue
 			}
+		}
+		in := seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
+			AmountCents: o.AmountCents, Currency: o.Currency}
+		if o.PayBy != nil {
+			in.PayBy = *o.PayBy
+		}
+		switch {
+		case run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID,
-				Detail: fmt.Sprintf("order is %s but its saga has ended", o.Status)})
+				Detail: fmt.Sprintf("order is %s but its saga completed", o.Status)})
+		case run.Found:
+			err := r.Sagas.Start(ctx, in)
+			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
+				Detail: fmt.Sprintf("order is %s but its saga ended %s; a new run resumes it", o.Status, sagaState(run))})
+			if err != nil {
+				return drifts, err
+			}
 		default:
-			err := r.start(ctx, seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt})
+			err := r.Sagas.Start(ctx, in)
 			report(seckill.Drift{Kind: seckill.DriftOrderWithoutSaga, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
 				Detail: fmt.Sprintf("order is %s with no saga; saga restarted to resume it", o.Status)})
 			if err != nil {
@@ -210,10 +234,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		return drifts, err
 	}
 	for _, e := range events {
-		outcome, err := r.Delivery.Deliver(ctx, seckill.PaymentEvent{
-			EventID: e.ID, Type: seckill.PaymentEventType(e.Type), PaymentIntentID: e.PaymentIntentID,
-			AmountCents: e.AmountCents, Currency: e.Currency,
-		}, e.OrderID)
+		outcome, err := r.Delivery.Deliver(ctx, e.Signal(), e.OrderID)
 		if errors.Is(err, delivery.ErrNotYet) {
 			continue // its saga is being restarted above; next pass
 		}
@@ -244,26 +265,12 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	return drifts, nil
 }
 
-// saga reports whether order's saga exists and whether it runs.
-func (r *Reconciler) saga(ctx context.Context, orderID int64) (running, found bool, err error) {
-	desc, err := r.Temporal.DescribeWorkflowExecution(ctx, seckill.OrderWorkflowID(orderID), "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return false, false, nil
+// sagaState names what became of a saga run, for drift details.
+func sagaState(run saga.Run) string {
+	if !run.Found {
+		return "none in Temporal"
 	}
-	if err != nil {
-		return false, false, fmt.Errorf("describe saga of order %d: %w", orderID, err)
-	}
-	return desc.GetWorkflowExecutionInfo().GetCloseTime() == nil, true, nil
-}
-
-func (r *Reconciler) start(ctx context.Context, in seckill.SagaInput) error {
-	_, err := r.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in, r.TaskQueue), seckill.OrderSagaWorkflow, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return nil
-	}
-	return err
+	return strings.ToLower(strings.TrimPrefix(run.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
 
 // Activities exposes the reconciler to the Reconcile workflow.

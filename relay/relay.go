@@ -3,10 +3,18 @@
 //
 // An entry is acknowledged (and deleted) only after its workflow start
 // returned, so the start is durable first; a start that fails or times out
-// is retried with the same workflow ID, never rolled back. Entries left
-// pending by a relay that died are taken over (XAUTOCLAIM) once idle for
-// ClaimIdle. Several relays may run at once: they share one consumer group,
-// and a start that finds the workflow already there counts as done.
+// is retried with the same workflow ID, never rolled back. Several relays
+// may run at once: they share one consumer group, and a start that finds
+// the workflow already there counts as done.
+//
+// A relay that dies leaves its entries pending. Each relay keeps a
+// liveness key in Redis (refreshed every Heartbeat, gone after three
+// missed beats); the others take over the pending entries of a consumer
+// whose key is gone at once (XPENDING + XCLAIM), so a killed worker's
+// claims get their sagas within seconds. Because starting a saga is
+// idempotent by workflow ID, taking over entries a live relay is still
+// starting would only cost time; as a safety net for a relay that lives
+// but is stuck, entries idle for ClaimIdle are taken over too (XAUTOCLAIM).
 package relay
 
 import (
@@ -20,13 +28,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/workflows"
+	"github.com/seckill/seckill/saga"
 )
 
 // DefaultParallel is how many workflow starts one relay keeps in flight
@@ -35,7 +41,6 @@ const DefaultParallel = 32
 
 // Config tunes a relay. Zero values take the defaults in brackets.
 type Config struct {
-	TaskQueue string
 	// Consumer names this relay in the consumer group; unique per process.
 	Consumer string
 	// BatchSize is the most entries read at once per sale [256].
@@ -43,9 +48,13 @@ type Config struct {
 	// Parallel is the most workflow starts in flight per sale
 	// [DefaultParallel].
 	Parallel int
-	// ClaimIdle is how long an entry may sit unacknowledged with another
+	// ClaimIdle is how long an entry may sit unacknowledged with a live
 	// consumer before this one takes it over [30s].
 	ClaimIdle time.Duration
+	// Heartbeat is how often this relay refreshes its liveness key; a
+	// consumer whose key is gone (three beats missed) is dead and its
+	// pending entries are taken over at once [1s].
+	Heartbeat time.Duration
 	// Block is how long one read waits for new entries [2s].
 	Block time.Duration
 	// Refresh is how often the list of sales to watch is re-read [1s].
@@ -54,18 +63,15 @@ type Config struct {
 
 // Relay is the outbox relay.
 type Relay struct {
-	scripts  *lua.Scripts
-	temporal client.Client
-	cfg      Config
-	log      *slog.Logger
-	metrics  *metrics
+	scripts *lua.Scripts
+	sagas   *saga.Client
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
 }
 
-// New returns a relay.
-func New(scripts *lua.Scripts, tc client.Client, cfg Config, log *slog.Logger) *Relay {
-	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = seckill.DefaultTaskQueue
-	}
+// New returns a relay starting sagas with sagas.
+func New(scripts *lua.Scripts, sagas *saga.Client, cfg Config, log *slog.Logger) *Relay {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
 	}
@@ -75,19 +81,30 @@ func New(scripts *lua.Scripts, tc client.Client, cfg Config, log *slog.Logger) *
 	if cfg.ClaimIdle <= 0 {
 		cfg.ClaimIdle = 30 * time.Second
 	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
 	if cfg.Block <= 0 {
-		cfg.Block = 2 * time.Second
+		cfg.Block = min(2*time.Second, cfg.Heartbeat)
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
 	}
-	return &Relay{scripts: scripts, temporal: tc, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
+	return &Relay{scripts: scripts, sagas: sagas, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
 }
 
 // Run relays until ctx is done. It watches every sale listed as active.
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if err := r.beat(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("relay liveness", "error", err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.heartbeat(ctx)
+	}()
 	watching := map[int64]context.CancelFunc{}
 	defer func() {
 		for _, stop := range watching {
@@ -141,20 +158,59 @@ func (r *Relay) activeSales(ctx context.Context) (map[int64]bool, error) {
 	return sales, nil
 }
 
+// LivenessKey is the Redis key that says relay consumer, of the
+// installation with key prefix, is alive.
+func LivenessKey(prefix, consumer string) string {
+	return prefix + ":relay:alive:" + consumer
+}
+
+func (r *Relay) aliveKey(consumer string) string { return LivenessKey(r.scripts.Prefix(), consumer) }
+
+// beat refreshes this relay's liveness key.
+func (r *Relay) beat(ctx context.Context) error {
+	return r.scripts.Client().Set(ctx, r.aliveKey(r.cfg.Consumer), time.Now().UnixMilli(), 3*r.cfg.Heartbeat).Err()
+}
+
+// heartbeat keeps this relay's liveness key until ctx is done, then
+// removes it so the others take over at once whatever this relay left.
+func (r *Relay) heartbeat(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_ = r.scripts.Client().Del(dctx, r.aliveKey(r.cfg.Consumer)).Err()
+			return
+		case <-t.C:
+			if err := r.beat(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("relay liveness", "error", err)
+			}
+		}
+	}
+}
+
 // watch relays one sale's outbox until ctx is done.
 func (r *Relay) watch(ctx context.Context, saleID int64) {
 	log := r.log.With("saleID", saleID)
 	stream := r.scripts.SaleKeys(saleID).Outbox
 	rdb := r.scripts.Client()
-	var lastTakeover time.Time
+	var lastTakeover, lastIdleTakeover time.Time
 	failures := 0
 	for ctx.Err() == nil {
 		err := func() error {
-			if time.Since(lastTakeover) >= r.cfg.ClaimIdle/2 {
-				if err := r.takeOver(ctx, stream); err != nil {
+			if time.Since(lastTakeover) >= r.cfg.Heartbeat {
+				if err := r.takeOverDead(ctx, stream); err != nil {
 					return err
 				}
 				lastTakeover = time.Now()
+			}
+			if time.Since(lastIdleTakeover) >= r.cfg.ClaimIdle/2 {
+				if err := r.takeOver(ctx, stream); err != nil {
+					return err
+				}
+				lastIdleTakeover = time.Now()
 			}
 			res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 				Group: lua.RelayGroup, Consumer: r.cfg.Consumer,
@@ -191,6 +247,65 @@ func (r *Relay) watch(ctx context.Context, saleID int64) {
 		log.Warn("relay outbox", "error", err)
 		sleep(ctx, backoff(failures))
 	}
+}
+
+// takeOverDead claims and relays the pending entries of consumers whose
+// liveness key is gone, and forgets those consumers once they hold none.
+func (r *Relay) takeOverDead(ctx context.Context, stream string) error {
+	rdb := r.scripts.Client()
+	consumers, err := rdb.XInfoConsumers(ctx, stream, lua.RelayGroup).Result()
+	if err != nil {
+		return fmt.Errorf("list relay consumers: %w", err)
+	}
+	for _, c := range consumers {
+		if c.Name == r.cfg.Consumer {
+			continue
+		}
+		alive, err := rdb.Exists(ctx, r.aliveKey(c.Name)).Result()
+		if err != nil {
+			return fmt.Errorf("check relay liveness: %w", err)
+		}
+		if alive == 1 {
+			continue
+		}
+		if c.Pending == 0 {
+			// Dead and holding nothing: forget it, so the list stays short.
+			// A consumer that is only slow re-creates itself on its next read.
+			if c.Idle > 3*r.cfg.Heartbeat {
+				_ = rdb.XGroupDelConsumer(ctx, stream, lua.RelayGroup, c.Name).Err()
+			}
+			continue
+		}
+		for {
+			pending, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+				Stream: stream, Group: lua.RelayGroup, Consumer: c.Name, Start: "-", End: "+", Count: int64(r.cfg.BatchSize),
+			}).Result()
+			if err != nil {
+				return fmt.Errorf("list pending entries of %s: %w", c.Name, err)
+			}
+			if len(pending) == 0 {
+				break
+			}
+			ids := make([]string, len(pending))
+			for i, p := range pending {
+				ids[i] = p.ID
+			}
+			msgs, err := rdb.XClaim(ctx, &redis.XClaimArgs{
+				Stream: stream, Group: lua.RelayGroup, Consumer: r.cfg.Consumer, Messages: ids,
+			}).Result()
+			if err != nil {
+				return fmt.Errorf("take over entries of %s: %w", c.Name, err)
+			}
+			r.log.Info("took over the pending outbox entries of a dead relay", "stream", stream, "dead", c.Name, "count", len(msgs))
+			if err := r.relay(ctx, stream, msgs); err != nil {
+				return err
+			}
+			if len(msgs) == 0 {
+				break // another relay took them first
+			}
+		}
+	}
+	return nil
 }
 
 // takeOver claims and relays entries other consumers left pending too long.
@@ -269,13 +384,11 @@ func (r *Relay) relay(ctx context.Context, stream string, msgs []redis.XMessage)
 // exists or ctx is done. A workflow that already exists (running or closed)
 // is success: the claim has its saga.
 func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
-	opts := workflows.StartOptions(in, r.cfg.TaskQueue)
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := r.temporal.ExecuteWorkflow(sctx, opts, seckill.OrderSagaWorkflow, in)
+		err := r.sagas.Start(sctx, in)
 		cancel()
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err == nil || errors.As(err, &started) {
+		if err == nil {
 			r.metrics.observeStart(in.AdmittedAt)
 			return nil
 		}
@@ -305,7 +418,21 @@ func parseEntry(m redis.XMessage) (seckill.SagaInput, error) {
 	if err != nil {
 		return seckill.SagaInput{}, fmt.Errorf("admission time: %w", err)
 	}
-	return seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC()}, nil
+	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC()}
+	// Entries written before payable-at-admission have no terms: the saga
+	// derives pay_by from the admission time and the sale.
+	if p := str("p"); p != "" {
+		payBy, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return seckill.SagaInput{}, fmt.Errorf("pay_by: %w", err)
+		}
+		amount, err := strconv.ParseInt(str("a"), 10, 64)
+		if err != nil {
+			return seckill.SagaInput{}, fmt.Errorf("amount: %w", err)
+		}
+		in.PayBy, in.AmountCents, in.Currency = time.UnixMilli(payBy).UTC(), amount, str("c")
+	}
+	return in, nil
 }
 
 func backoff(attempt int) time.Duration {

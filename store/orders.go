@@ -36,6 +36,7 @@ type orderRow struct {
 	AmountCents     int64
 	Currency        string
 	PayBy           *time.Time
+	AwaitingAt      *time.Time
 	PaymentIntentID *string
 	CreatedAt       time.Time
 	PaidAt          *time.Time
@@ -70,6 +71,81 @@ type NewOrder struct {
 	SaleID    int64
 	UserID    string
 	CreatedAt time.Time
+	// PayBy is the deadline fixed at admission; zero derives it from
+	// CreatedAt and the sale's payment timeout.
+	PayBy time.Time
+}
+
+// StartOrder is a saga's first step, in one transaction: it writes the
+// admitted claim as an order at the sale's price with its pay_by, and
+// moves one unit of the sale from available to locked, making the order
+// AWAITING_PAYMENT. The UPDATE is conditional on available > 0, so the
+// database never oversells: refused, the order is CLOSED with SOLD_OUT in
+// the same transaction and ErrSoldOut is returned with it.
+//
+// Idempotent by order id: an order written before (by an earlier run, or
+// the two-step path of older sagas) is taken as it stands, locking its
+// unit only if it is still QUEUED. ErrActiveOrderExists: the user holds
+// another active order of the sale (the partial unique index refused
+// this one); nothing is written then. It returns the sale too.
+func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *seckill.Sale, error) {
+	sale, err := s.Sale(ctx, n.SaleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	payBy := n.PayBy.UTC()
+	if n.PayBy.IsZero() {
+		payBy = n.CreatedAt.Add(sale.PaymentTimeout).UTC()
+	}
+	var row orderRow
+	soldOut := false
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := time.Now().UTC()
+		ins := orderRow{
+			ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
+			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
+			CreatedAt: n.CreatedAt.UTC(), UpdatedAt: now,
+		}
+		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(&ins).Error
+		if isUniqueViolation(err, "orders_one_active_per_user") {
+			return ErrActiveOrderExists
+		}
+		if err != nil {
+			return fmt.Errorf("insert order %d: %w", n.ID, err)
+		}
+		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", n.ID).Take(&row).Error; err != nil {
+			return fmt.Errorf("lock order %d: %w", n.ID, err)
+		}
+		if row.Status != string(seckill.StatusQueued) {
+			return nil
+		}
+		res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
+			WHERE id = ? AND available > 0`, row.SaleID)
+		if res.Error != nil {
+			return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			soldOut = true
+			reason := string(seckill.CloseSoldOut)
+			row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
+		} else {
+			row.Status, row.StockLocked, row.AwaitingAt, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &now, now
+			if row.PayBy == nil {
+				row.PayBy = &payBy
+			}
+		}
+		if err := tx.Save(&row).Error; err != nil {
+			return fmt.Errorf("start order %d: %w", row.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, sale, err
+	}
+	if soldOut {
+		return row.order(), sale, ErrSoldOut
+	}
+	return row.order(), sale, nil
 }
 
 // CreateOrder writes the order QUEUED at the sale's price, or returns the
@@ -181,7 +257,7 @@ func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (
 			return ErrSoldOut
 		}
 		payBy = payBy.UTC()
-		row.Status, row.StockLocked, row.PayBy, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &payBy, now
+		row.Status, row.StockLocked, row.PayBy, row.AwaitingAt, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &payBy, &now, now
 		if err := tx.Save(row).Error; err != nil {
 			return fmt.Errorf("mark order %d awaiting payment: %w", row.ID, err)
 		}
@@ -190,9 +266,10 @@ func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (
 }
 
 // ConfirmPayment makes an AWAITING_PAYMENT order PAID and moves its unit
-// from locked to sold, in one transaction. Idempotent: a PAID order is
-// returned unchanged. A CLOSED order returns ErrOrderClosed.
-func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, paymentIntentID string, paidAt time.Time) (*seckill.Order, error) {
+// from locked to sold, and records payment event eventID (if not empty) as
+// APPLIED, in one transaction. Idempotent: a PAID order is returned
+// unchanged. A CLOSED order returns ErrOrderClosed.
+func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, eventID, paymentIntentID string, paidAt time.Time) (*seckill.Order, error) {
 	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
 		switch seckill.OrderStatus(row.Status) {
 		case seckill.StatusPaid:
@@ -218,15 +295,31 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, paymentIntent
 		if err := tx.Save(row).Error; err != nil {
 			return fmt.Errorf("mark order %d paid: %w", row.ID, err)
 		}
-		return nil
+		return setOutcome(tx, eventID, seckill.OutcomeApplied)
 	})
 }
 
+// setOutcome records what payment event eventID did, within tx; no-op
+// for an empty id.
+func setOutcome(tx *gorm.DB, eventID string, outcome seckill.PaymentOutcome) error {
+	if eventID == "" {
+		return nil
+	}
+	err := tx.Model(&paymentEventRow{}).Where("id = ?", eventID).Updates(map[string]any{
+		"outcome": string(outcome), "delivered_at": gorm.Expr("COALESCE(delivered_at, now())"),
+	}).Error
+	if err != nil {
+		return fmt.Errorf("set outcome of payment event %q: %w", eventID, err)
+	}
+	return nil
+}
+
 // CloseOrder closes a QUEUED or AWAITING_PAYMENT order with reason and, if
-// it held a locked unit, gives the unit back to available, in one
-// transaction. Idempotent: a CLOSED order is returned unchanged. A PAID
-// order returns ErrOrderPaid.
-func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, closedAt time.Time) (*seckill.Order, error) {
+// it held a locked unit, gives the unit back to available, and records
+// payment event eventID (if not empty: the failed payment that closed it)
+// as APPLIED, in one transaction. Idempotent: a CLOSED order is returned
+// unchanged. A PAID order returns ErrOrderPaid.
+func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
 	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
 		switch seckill.OrderStatus(row.Status) {
 		case seckill.StatusClosed:
@@ -250,6 +343,6 @@ func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.Cl
 		if err := tx.Save(row).Error; err != nil {
 			return fmt.Errorf("close order %d: %w", row.ID, err)
 		}
-		return nil
+		return setOutcome(tx, eventID, seckill.OutcomeApplied)
 	})
 }

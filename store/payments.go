@@ -37,11 +37,21 @@ type PaymentEvent struct {
 	Currency        string
 	Payload         []byte
 	Outcome         seckill.PaymentOutcome
+	ReceivedAt      time.Time
 	DeliveredAt     *time.Time
 }
 
+// Signal is the event as its order's saga takes it.
+func (e *PaymentEvent) Signal() seckill.PaymentEvent {
+	return seckill.PaymentEvent{
+		EventID: e.ID, Type: seckill.PaymentEventType(e.Type), PaymentIntentID: e.PaymentIntentID,
+		AmountCents: e.AmountCents, Currency: e.Currency, ReceivedAt: e.ReceivedAt.UTC(),
+	}
+}
+
 func (r *paymentEventRow) event() *PaymentEvent {
-	e := &PaymentEvent{ID: r.ID, Type: r.Type, Payload: r.Payload, Outcome: seckill.PaymentOutcome(r.Outcome), DeliveredAt: r.DeliveredAt}
+	e := &PaymentEvent{ID: r.ID, Type: r.Type, Payload: r.Payload, Outcome: seckill.PaymentOutcome(r.Outcome),
+		ReceivedAt: r.ReceivedAt, DeliveredAt: r.DeliveredAt}
 	if r.OrderID != nil {
 		e.OrderID = *r.OrderID
 	}
@@ -128,6 +138,30 @@ func (s *Store) MarkDelivered(ctx context.Context, id string) error {
 		return fmt.Errorf("mark payment event %q delivered: %w", id, err)
 	}
 	return nil
+}
+
+// OrderPaymentEvents returns the payment events (succeeded or failed)
+// recorded for orderID, oldest first.
+func (s *Store) OrderPaymentEvents(ctx context.Context, orderID int64) ([]*PaymentEvent, error) {
+	var rows []paymentEventRow
+	err := s.db.WithContext(ctx).Where("order_id = ? AND type IN ?", orderID,
+		[]string{string(seckill.PaymentSucceeded), string(seckill.PaymentFailed)}).
+		Order("received_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list payment events of order %d: %w", orderID, err)
+	}
+	out := make([]*PaymentEvent, len(rows))
+	for i := range rows {
+		out[i] = rows[i].event()
+	}
+	return out, nil
+}
+
+// Pending reports whether no saga has decided what e does yet: it is only
+// RECEIVED, or DELIVERED to a saga run that may have ended without acting
+// on it (a run that failed or was terminated).
+func (e *PaymentEvent) Pending() bool {
+	return e.Outcome == seckill.OutcomeReceived || e.Outcome == seckill.OutcomeDelivered
 }
 
 // UndeliveredPaymentEvents returns the events of saleID's orders that were

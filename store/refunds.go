@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill"
@@ -43,23 +44,27 @@ type NewRefund struct {
 }
 
 // StartRefund records a PENDING refund for the event unless one exists,
-// and returns the refund's current status. Idempotent by event id.
+// and the event's outcome (r.Reason: why it is refunded), in one
+// transaction, and returns the refund's current status. Idempotent by
+// event id.
 func (s *Store) StartRefund(ctx context.Context, r NewRefund) (string, error) {
 	row := refundRow{
 		EventID: r.EventID, OrderID: nonZero(r.OrderID), PaymentIntentID: r.PaymentIntentID,
 		AmountCents: r.AmountCents, Currency: r.Currency, Reason: string(r.Reason), Status: RefundPending,
 		UpdatedAt: time.Now().UTC(),
 	}
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}}, DoNothing: true}).
-		Create(&row).Error
-	if err != nil {
-		return "", fmt.Errorf("record refund of %q: %w", r.EventID, err)
-	}
 	var status string
-	if err := s.db.WithContext(ctx).Model(&refundRow{}).Where("event_id = ?", r.EventID).Pluck("status", &status).Error; err != nil {
-		return "", fmt.Errorf("read refund of %q: %w", r.EventID, err)
-	}
-	return status, nil
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}}, DoNothing: true}).Create(&row).Error
+		if err != nil {
+			return fmt.Errorf("record refund of %q: %w", r.EventID, err)
+		}
+		if err := tx.Model(&refundRow{}).Where("event_id = ?", r.EventID).Pluck("status", &status).Error; err != nil {
+			return fmt.Errorf("read refund of %q: %w", r.EventID, err)
+		}
+		return setOutcome(tx, r.EventID, r.Reason)
+	})
+	return status, err
 }
 
 // FinishRefund marks the event's refund SUCCEEDED with the provider's id.

@@ -230,7 +230,7 @@ func TestCreateOrder_AllowedAgainAfterClose(t *testing.T) {
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
 	createOrder(t, st, sale.ID, 7, "alice")
-	_, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now())
+	_, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now())
 	require.NoError(t, err)
 
 	o := createOrder(t, st, sale.ID, 8, "alice")
@@ -310,7 +310,7 @@ func TestLockStock_SoldOutUserMayOrderAgain(t *testing.T) {
 
 	// Alice's unit comes back; bob's sold-out order is no longer active, so
 	// his next claim can be written.
-	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
 	require.NoError(t, err)
 	_, _, err = st.CreateOrder(t.Context(), store.NewOrder{ID: 9, SaleID: sale.ID, UserID: "bob", CreatedAt: time.Now()})
 
@@ -383,7 +383,7 @@ func TestConfirmPayment_SellsLockedUnit(t *testing.T) {
 	lockStock(t, st, 7)
 	paidAt := time.Now().Truncate(time.Microsecond)
 
-	o, err := st.ConfirmPayment(t.Context(), 7, "pi_1", paidAt)
+	o, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", paidAt)
 
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusPaid, o.Status)
@@ -399,10 +399,10 @@ func TestConfirmPayment_IsIdempotent(t *testing.T) {
 	sale := createSale(t, st, 5)
 	createOrder(t, st, sale.ID, 7, "alice")
 	lockStock(t, st, 7)
-	first, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now().Truncate(time.Microsecond))
+	first, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now().Truncate(time.Microsecond))
 	require.NoError(t, err)
 
-	again, err := st.ConfirmPayment(t.Context(), 7, "pi_2", time.Now().Add(time.Minute))
+	again, err := st.ConfirmPayment(t.Context(), 7, "", "pi_2", time.Now().Add(time.Minute))
 
 	require.NoError(t, err)
 	require.Equal(t, normalize(first), normalize(again))
@@ -415,10 +415,10 @@ func TestConfirmPayment_ClosedOrderRefused(t *testing.T) {
 	sale := createSale(t, st, 5)
 	createOrder(t, st, sale.ID, 7, "alice")
 	lockStock(t, st, 7)
-	_, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+	_, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
 	require.NoError(t, err)
 
-	_, err = st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+	_, err = st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
 
 	require.ErrorIs(t, err, store.ErrOrderClosed)
 	o := order(t, st, 7)
@@ -433,7 +433,7 @@ func TestConfirmPayment_QueuedOrderRefused(t *testing.T) {
 	sale := createSale(t, st, 5)
 	createOrder(t, st, sale.ID, 7, "alice")
 
-	_, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+	_, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
 
 	require.Error(t, err)
 	require.Equal(t, seckill.StatusQueued, order(t, st, 7).Status)
@@ -448,7 +448,7 @@ func TestCloseOrder_ReleasesLockedUnitOnce(t *testing.T) {
 	lockStock(t, st, 7)
 	closedAt := time.Now().Truncate(time.Microsecond)
 
-	o, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, closedAt)
+	o, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", closedAt)
 
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusClosed, o.Status)
@@ -457,7 +457,7 @@ func TestCloseOrder_ReleasesLockedUnitOnce(t *testing.T) {
 	require.True(t, closedAt.Equal(*o.ClosedAt))
 	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
 
-	again, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now().Add(time.Minute))
+	again, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now().Add(time.Minute))
 
 	require.NoError(t, err)
 	require.Equal(t, normalize(o), normalize(again), "a second close keeps the first reason")
@@ -472,7 +472,7 @@ func TestCloseOrder_QueuedOrderLeavesStock(t *testing.T) {
 	createOrder(t, st, sale.ID, 8, "bob")
 	lockStock(t, st, 8)
 
-	o, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, time.Now())
+	o, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now())
 
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusClosed, o.Status)
@@ -486,10 +486,10 @@ func TestCloseOrder_PaidOrderRefused(t *testing.T) {
 	sale := createSale(t, st, 5)
 	createOrder(t, st, sale.ID, 7, "alice")
 	lockStock(t, st, 7)
-	_, err := st.ConfirmPayment(t.Context(), 7, "pi_1", time.Now())
+	_, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
 	require.NoError(t, err)
 
-	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, time.Now())
+	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
 
 	require.ErrorIs(t, err, store.ErrOrderPaid)
 	require.Equal(t, seckill.StatusPaid, order(t, st, 7).Status)
@@ -717,7 +717,7 @@ func TestWarmSnapshot_SubtractsOrdersNotYetHoldingAUnit(t *testing.T) {
 	lockStock(t, st, 2) // AWAITING_PAYMENT: holds one
 	createOrder(t, st, sale.ID, 3, "carol")
 	lockStock(t, st, 3)
-	_, err := st.CloseOrder(t.Context(), 3, seckill.ClosePaymentTimeout, time.Now())
+	_, err := st.CloseOrder(t.Context(), 3, seckill.ClosePaymentTimeout, "", time.Now())
 	require.NoError(t, err)
 
 	snap, err := st.WarmSnapshot(t.Context(), sale.ID)
@@ -732,4 +732,106 @@ func TestWarmSnapshot_SubtractsOrdersNotYetHoldingAUnit(t *testing.T) {
 	open, err = st.OpenSales(t.Context(), sale.EndsAt)
 	require.NoError(t, err)
 	require.Empty(t, open)
+}
+
+func TestStartOrder_WritesOrderAndLocksUnitInOneStep(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 2)
+	admitted := time.Now().UTC().Truncate(time.Millisecond)
+	payBy := admitted.Add(90 * time.Second)
+
+	o, got, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: admitted, PayBy: payBy})
+
+	require.NoError(t, err)
+	require.Equal(t, sale.ID, got.ID)
+	require.Equal(t, seckill.StatusAwaitingPayment, o.Status)
+	require.True(t, payBy.Equal(*o.PayBy), "pay_by is the one fixed at admission, not now + timeout")
+	require.Equal(t, split(2, 1, 1, 0), stock(t, st, sale.ID))
+
+	again, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: admitted, PayBy: payBy.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, normalize(o), normalize(again), "a repeat changes nothing")
+	require.Equal(t, split(2, 1, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestStartOrder_DerivesPayByForOldInputs(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 1)
+	admitted := time.Now().UTC().Truncate(time.Millisecond)
+
+	o, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: admitted})
+
+	require.NoError(t, err)
+	require.True(t, admitted.Add(sale.PaymentTimeout).Equal(*o.PayBy))
+}
+
+func TestStartOrder_SoldOutClosesInTheSameStep(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 1)
+	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+	require.NoError(t, err)
+
+	o, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "bob", CreatedAt: time.Now()})
+
+	require.ErrorIs(t, err, store.ErrSoldOut)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.CloseSoldOut, order(t, st, 8).CloseReason)
+	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestStartOrder_SecondActiveOrderOfUserRefusedWritesNothing(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 2)
+	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+	require.NoError(t, err)
+
+	_, _, err = st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+
+	require.ErrorIs(t, err, store.ErrActiveOrderExists)
+	_, err = st.Order(t.Context(), 8)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, split(2, 1, 1, 0), stock(t, st, sale.ID))
+}
+
+func TestConfirmAndClose_RecordTheDecidingEventInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := createSale(t, st, 2)
+	for _, id := range []int64{7, 8} {
+		_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: id, SaleID: sale.ID, UserID: "u" + strconv.FormatInt(id, 10), CreatedAt: time.Now()})
+		require.NoError(t, err)
+	}
+	for _, ev := range []store.PaymentEvent{
+		{ID: "evt_paid", Type: string(seckill.PaymentSucceeded), OrderID: 7, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived},
+		{ID: "evt_failed", Type: string(seckill.PaymentFailed), OrderID: 8, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived},
+	} {
+		_, _, err := st.RecordPaymentEvent(t.Context(), ev)
+		require.NoError(t, err)
+	}
+	pending, err := st.OrderPaymentEvents(t.Context(), 7)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	require.True(t, pending[0].Pending())
+	require.Equal(t, "evt_paid", pending[0].Signal().EventID)
+	require.False(t, pending[0].Signal().ReceivedAt.IsZero(), "the saga judges it by when it was received")
+
+	_, err = st.ConfirmPayment(t.Context(), 7, "evt_paid", "pi_1", time.Now())
+	require.NoError(t, err)
+	_, err = st.CloseOrder(t.Context(), 8, seckill.ClosePaymentFailed, "evt_failed", time.Now())
+	require.NoError(t, err)
+
+	for _, id := range []string{"evt_paid", "evt_failed"} {
+		e, err := st.PaymentEvent(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, seckill.OutcomeApplied, e.Outcome, id)
+		require.NotNil(t, e.DeliveredAt, id)
+	}
+	pending, err = st.OrderPaymentEvents(t.Context(), 7)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	require.False(t, pending[0].Pending(), "acted on: a saga that sees it again knows")
 }

@@ -4,11 +4,7 @@ package workflows
 
 import (
 	"errors"
-	"strconv"
 	"time"
-
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -18,43 +14,70 @@ import (
 	"github.com/seckill/seckill/activities"
 )
 
-// OrderSaga is the life of one admitted claim, as a saga:
+// OrderSaga is the life of one admitted claim, as a saga. The buyer may
+// pay from the 202 on, until the pay_by fixed at admission; the saga
+// settles the order by then, however late it starts:
 //
-//  1. create the order row (QUEUED);
-//  2. lock one unit in the database (conditional UPDATE, never below zero);
-//     refused -> CLOSED with SOLD_OUT, the claim forgotten, no unit returned
-//     to Redis (the database never had it);
-//  3. wait for a payment signal, a cancel signal or the payment deadline;
-//  4. paid -> confirm (locked-1, sold+1, order PAID); failed, cancelled or
-//     timed out -> compensate in a disconnected context, retried until
-//     done: close the order and release its database unit, then forget the
-//     claim and return the unit in Redis.
+//  1. start the order, one transaction: write the order row with its
+//     pay_by and lock one unit in the database (conditional UPDATE, never
+//     below zero). Refused -> CLOSED with SOLD_OUT, the claim forgotten
+//     and no unit returned to Redis (the database never had it). The same
+//     step hands back the payments that arrived before the saga ran.
+//  2. wait for a payment received by pay_by, a failed payment or a cancel,
+//     until pay_by (plus deliveryGrace, for payments still on their way).
+//  3. settle: paid -> confirm (locked-1, sold+1, PAID, in one
+//     transaction); failed, cancelled or timed out -> release: close the
+//     order and give its unit back in the database, then forget the claim
+//     and give the unit back in Redis.
 //
-// Every step is an activity idempotent by order id, and the saga starts by
-// reading the order as it stands, so a second run of the same order (a
-// re-relayed claim after the first run's history is gone) resumes instead of
-// doing anything twice.
+// The short database and Redis steps are local activities: each runs in
+// the workflow task that asks for it and costs one history event, so a
+// paid or timed-out order costs two workflow tasks (BENCHMARKS.md has the
+// counts). Every step is idempotent by order id, and the first one reads
+// the order as it stands, so a second run of the same order (after a run
+// failed or was terminated) resumes instead of doing anything twice.
 //
-// A payment that reaches the saga in the same workflow task as the deadline
-// wins: the buyer paid in time as far as anyone can tell. Payment signals
-// that arrive after the decision are drained before the workflow returns and
-// recorded as DUPLICATE or LATE, never applied.
+// Nothing interrupts a step. The steps run on a disconnected context: an
+// operator's "Request Cancellation" is one more way for the wait to end
+// (the order closes as CANCELLED) and never cuts a confirm, a release or a
+// refund short; once the outcome is decided the saga settles it to the
+// end. Impossible transitions (confirming a closed order, closing a paid
+// one) come back as typed errors and settle the order as it stands.
+//
+// A payment counts when seckill received it by pay_by, whenever the saga
+// gets to it: no buyer loses payment time to a backlog of sagas, and none
+// gains any. Payment signals that arrive after the decision are drained
+// before the workflow returns and refunded as DUPLICATE or LATE.
 func OrderSaga(ctx workflow.Context, in seckill.SagaInput) (seckill.SagaResult, error) {
-	s := &saga{
+	status := seckill.StatusQueued
+	if err := workflow.SetQueryHandler(ctx, seckill.StatusQuery, func() (seckill.OrderStatus, error) {
+		return status, nil
+	}); err != nil {
+		return seckill.SagaResult{}, err
+	}
+	if workflow.GetVersion(ctx, localActivitiesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return legacyOrderSaga(ctx, in, &status)
+	}
+	s := &orderSaga{
 		in:       in,
-		status:   seckill.StatusQueued,
+		status:   &status,
 		payments: workflow.GetSignalChannel(ctx, seckill.PaymentSignal),
 		cancels:  workflow.GetSignalChannel(ctx, seckill.CancelSignal),
 		seen:     map[string]bool{},
 		log:      log.With(workflow.GetLogger(ctx), "orderID", in.OrderID, "saleID", in.SaleID, "userID", in.UserID),
 	}
-	if err := workflow.SetQueryHandler(ctx, seckill.StatusQuery, func() (seckill.OrderStatus, error) {
-		return s.status, nil
-	}); err != nil {
-		return seckill.SagaResult{}, err
-	}
 	return s.run(ctx)
 }
+
+// localActivitiesChange is the workflow.GetVersion change id of the saga
+// above: payable at admission, local activities, a settle phase on a
+// disconnected context. DefaultVersion runs legacyOrderSaga.
+const localActivitiesChange = "payable-at-admission"
+
+// deliveryGrace is how long past pay_by the saga still waits, for payment
+// events received by pay_by whose signal is still on its way. A payment
+// received after pay_by never counts, however early the saga sees it.
+const deliveryGrace = 2 * time.Second
 
 // a is only used for its method names; the worker registers the real one.
 var a *activities.Activities
@@ -65,107 +88,113 @@ var a *activities.Activities
 const (
 	activityTimeout = 10 * time.Second
 	maxRetryDelay   = 10 * time.Second
+	untilDone       = 10 * 365 * 24 * time.Hour
 )
 
-type saga struct {
+var retryPolicy = &temporal.RetryPolicy{
+	InitialInterval:    100 * time.Millisecond,
+	BackoffCoefficient: 2,
+	MaximumInterval:    maxRetryDelay,
+	NonRetryableErrorTypes: []string{seckill.ErrTypeSoldOut, seckill.ErrTypeSaleNotFound,
+		seckill.ErrTypeOrderClosed, seckill.ErrTypeOrderPaid},
+}
+
+func withActivityOptions(ctx workflow.Context) workflow.Context {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: activityTimeout,
+		RetryPolicy:         retryPolicy,
+	})
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		// A local activity's retries stop at its schedule-to-close timeout,
+		// which defaults to one attempt's: set it past any outage.
+		ScheduleToCloseTimeout: untilDone,
+		StartToCloseTimeout:    activityTimeout,
+		RetryPolicy:            retryPolicy,
+	})
+}
+
+type orderSaga struct {
 	in       seckill.SagaInput
-	status   seckill.OrderStatus
-	order    seckill.CreateOrderResult
+	status   *seckill.OrderStatus // what the status query answers
+	order    seckill.StartOrderResult
 	payments workflow.ReceiveChannel
 	cancels  workflow.ReceiveChannel
-	seen     map[string]bool // payment event ids already handled
-	log      log.Logger
+	// backlog holds the payments that came before the saga ran and were
+	// not looked at before the decision; finish handles them.
+	backlog []seckill.PaymentEvent
+	seen    map[string]bool // payment event ids already handled
+	log     log.Logger
 }
 
 // decision is how the wait for payment ended.
 type decision struct {
 	paid    *seckill.PaymentEvent
 	closeAs seckill.CloseReason
-	event   string // the event that decided, if any
+	event   string // the failed payment that decided, if any
 }
 
-func (s *saga) run(ctx workflow.Context) (seckill.SagaResult, error) {
+func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
+	// An operator's cancel ends the wait; nothing else looks at it.
+	cancelled := ctx.Done()
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	ctx = withActivityOptions(ctx)
-	// The steps before the wait run to their end even if an operator cancels
-	// the workflow: stopping half way would leave a claim, or a locked unit,
-	// with no saga to give it back. The wait then sees the cancel and
-	// compensates.
-	sctx, _ := workflow.NewDisconnectedContext(ctx)
 
-	if err := workflow.ExecuteActivity(sctx, a.CreateOrder, seckill.CreateOrderInput{
-		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, AdmittedAt: s.in.AdmittedAt,
-	}).Get(sctx, &s.order); err != nil {
+	if err := workflow.ExecuteLocalActivity(ctx, a.StartOrder, seckill.StartOrderInput{
+		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, AdmittedAt: s.in.AdmittedAt, PayBy: s.in.PayBy,
+	}).Get(ctx, &s.order); err != nil {
 		return seckill.SagaResult{}, err
 	}
-
+	// Events an earlier attempt already acted on (this workflow task
+	// retried after a signal came in, or an earlier run) are done: a signal
+	// carrying one again is not a second payment.
+	for _, id := range s.order.Handled {
+		s.seen[id] = true
+	}
+	switch s.order.Status {
+	case seckill.StatusPaid, seckill.StatusClosed:
+		// Payments still pending for a decided order are refunded there.
+		s.backlog = s.order.Payments
+	}
 	switch s.order.Status {
 	case seckill.StatusPaid:
 		return s.finish(ctx, seckill.StatusPaid, "")
 	case seckill.StatusClosed:
-		// Closed before this run (or refused as a second active order):
-		// make sure the Redis half is done too. For an order that never held
-		// a database unit the release gives no unit back.
-		if err := s.releaseClaim(sctx, s.order.CloseReason != seckill.CloseSoldOut); err != nil {
+		// Refused by the database (SOLD_OUT, no unit to give back), refused
+		// as a second active order, or closed by an earlier run: make sure
+		// the Redis half is done too.
+		if err := s.releaseClaim(ctx, s.order.CloseReason != seckill.CloseSoldOut); err != nil {
 			return seckill.SagaResult{}, err
 		}
 		return s.finish(ctx, seckill.StatusClosed, s.order.CloseReason)
-	case seckill.StatusQueued:
-		soldOut, err := s.lockStock(sctx)
-		if err != nil {
+	}
+
+	var d *decision
+	for i, ev := range s.order.Payments {
+		if d = s.onPayment(ctx, ev); d != nil {
+			s.backlog = s.order.Payments[i+1:]
+			break
+		}
+	}
+	if d == nil {
+		if err := s.setStatus(ctx, seckill.StatusAwaitingPayment); err != nil {
 			return seckill.SagaResult{}, err
 		}
-		if soldOut {
-			return s.finish(ctx, seckill.StatusClosed, seckill.CloseSoldOut)
-		}
+		s.log.Info("order awaiting payment", "amountCents", s.order.AmountCents, "currency", s.order.Currency, "payBy", s.order.PayBy)
+		d = s.awaitPayment(ctx, cancelled)
 	}
-
-	if err := s.setMemo(ctx); err != nil {
-		return seckill.SagaResult{}, err
-	}
-	if err := s.setStatus(ctx, seckill.StatusAwaitingPayment); err != nil {
-		return seckill.SagaResult{}, err
-	}
-	s.log.Info("order awaiting payment", "amountCents", s.order.AmountCents, "currency", s.order.Currency, "payBy", s.order.PayBy)
-	d := s.awaitPayment(ctx)
 	if d.paid != nil {
-		return s.confirm(ctx, d)
+		return s.confirm(ctx, *d)
 	}
-	return s.compensate(ctx, d)
+	return s.release(ctx, *d)
 }
 
-// lockStock takes the unit in the database. soldOut reports that the
-// database refused, closed the order, and the claim has been forgotten.
-func (s *saga) lockStock(ctx workflow.Context) (soldOut bool, err error) {
-	payBy := workflow.Now(ctx).Add(s.order.PaymentTimeout).UTC().Truncate(time.Millisecond)
-	err = workflow.ExecuteActivity(ctx, a.LockStock, seckill.LockStockInput{OrderID: s.in.OrderID, PayBy: payBy}).Get(ctx, nil)
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() == seckill.ErrTypeSoldOut {
-		s.log.Info("database refused the unit: closing as sold out")
-		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		return true, s.releaseClaim(dctx, false)
-	}
-	if err != nil {
-		return false, err
-	}
-	s.order.PayBy = &payBy
-	return false, nil
-}
-
-// awaitPayment waits for the first deciding event: a matching successful
-// payment, a failed payment, a cancel or the deadline.
-func (s *saga) awaitPayment(ctx workflow.Context) decision {
-	timerCtx, stopTimer := workflow.WithCancel(ctx)
-	defer stopTimer()
-	if s.order.PayBy == nil { // an AWAITING_PAYMENT row always has one; be safe
-		payBy := workflow.Now(ctx).Add(s.order.PaymentTimeout)
-		s.order.PayBy = &payBy
-	}
-	wait := s.order.PayBy.Sub(workflow.Now(ctx))
-	if wait < 0 {
-		wait = 0
-	}
-	timer := workflow.NewTimer(timerCtx, wait)
-
+// awaitPayment waits for the first deciding event: a matching payment
+// received by pay_by, a failed payment, a cancel (the buyer's, or the
+// operator's cancellation of the workflow) or the deadline.
+func (s *orderSaga) awaitPayment(ctx workflow.Context, cancelled workflow.Channel) *decision {
+	// The timer is not cancelled when something else decides: a workflow
+	// that completes drops its timers, and a cancel would cost an event.
+	timer := workflow.NewTimer(ctx, max(0, s.order.PayBy.Add(deliveryGrace).Sub(workflow.Now(ctx))))
 	var d *decision
 	for d == nil {
 		sel := workflow.NewSelector(ctx)
@@ -176,14 +205,15 @@ func (s *saga) awaitPayment(ctx workflow.Context) decision {
 		})
 		sel.AddReceive(s.cancels, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, nil)
-			d = &decision{closeAs: seckill.CloseCancelled}
+			d = s.cancel(ctx)
 		})
-		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {
-			// An operator cancelled the workflow: close the order as cancelled.
-			d = &decision{closeAs: seckill.CloseCancelled}
+		sel.AddReceive(cancelled, func(workflow.ReceiveChannel, bool) {
+			s.log.Info("workflow cancellation requested: closing the order as cancelled")
+			d = s.cancel(ctx)
 		})
 		sel.AddFuture(timer, func(workflow.Future) {
-			// Payments that arrived in this same task count as in time.
+			// Payments that arrived in this same task are judged by when
+			// they were received, like any other.
 			for d == nil {
 				var ev seckill.PaymentEvent
 				if !s.payments.ReceiveAsync(&ev) {
@@ -197,99 +227,134 @@ func (s *saga) awaitPayment(ctx workflow.Context) decision {
 		})
 		sel.Select(ctx)
 	}
-	return *d
+	return d
+}
+
+// cancel is the decision of a cancel request: CANCELLED while the buyer
+// may still pay, PAYMENT_TIMEOUT once pay_by has passed.
+func (s *orderSaga) cancel(ctx workflow.Context) *decision {
+	if workflow.Now(ctx).After(s.order.PayBy) {
+		return &decision{closeAs: seckill.ClosePaymentTimeout}
+	}
+	return &decision{closeAs: seckill.CloseCancelled}
 }
 
 // onPayment returns the decision ev makes, or nil when the saga keeps
-// waiting (a repeated event, or a payment that does not match the order).
-func (s *saga) onPayment(ctx workflow.Context, ev seckill.PaymentEvent) *decision {
+// waiting (a repeated event, a payment that does not match the order, or
+// one received after pay_by, which is refunded).
+func (s *orderSaga) onPayment(ctx workflow.Context, ev seckill.PaymentEvent) *decision {
 	if s.seen[ev.EventID] {
 		return nil
 	}
 	s.seen[ev.EventID] = true
+	inTime := ev.InTime(s.order.PayBy)
 	switch ev.Type {
 	case seckill.PaymentFailed:
-		return &decision{closeAs: seckill.ClosePaymentFailed, event: ev.EventID}
-	case seckill.PaymentSucceeded:
-		if ev.AmountCents != s.order.AmountCents || ev.Currency != s.order.Currency {
-			s.log.Warn("payment does not match the order", "eventID", ev.EventID,
-				"amountCents", ev.AmountCents, "currency", ev.Currency)
-			s.refuse(ctx, ev, seckill.OutcomeMismatch)
+		if !inTime {
+			s.recordOutcome(ctx, ev.EventID, seckill.OutcomeLate)
 			return nil
 		}
-		return &decision{paid: &ev, event: ev.EventID}
+		return &decision{closeAs: seckill.ClosePaymentFailed, event: ev.EventID}
+	case seckill.PaymentSucceeded:
+		switch {
+		case ev.AmountCents != s.order.AmountCents || ev.Currency != s.order.Currency:
+			s.log.Warn("payment does not match the order", "eventID", ev.EventID,
+				"amountCents", ev.AmountCents, "currency", ev.Currency)
+			s.refund(ctx, ev, seckill.OutcomeMismatch)
+			return nil
+		case !inTime:
+			s.log.Warn("payment received after pay_by", "eventID", ev.EventID, "receivedAt", ev.ReceivedAt)
+			s.refund(ctx, ev, seckill.OutcomeLate)
+			return nil
+		}
+		return &decision{paid: &ev}
 	}
 	s.recordOutcome(ctx, ev.EventID, seckill.OutcomeIgnored)
 	return nil
 }
 
-func (s *saga) confirm(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
-	err := workflow.ExecuteActivity(ctx, a.ConfirmPayment, seckill.ConfirmPaymentInput{
+// confirm makes the order PAID. An order that was closed meanwhile (not
+// by this saga: an operator, say) cannot be paid: the payment is refunded
+// and the order settles as closed.
+func (s *orderSaga) confirm(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
+	err := workflow.ExecuteLocalActivity(ctx, a.ConfirmPayment, seckill.ConfirmPaymentInput{
 		OrderID: s.in.OrderID, EventID: d.paid.EventID, PaymentIntentID: d.paid.PaymentIntentID, PaidAt: workflow.Now(ctx).UTC(),
 	}).Get(ctx, nil)
+	if isErrorType(err, seckill.ErrTypeOrderClosed) {
+		s.log.Warn("payment for an order closed meanwhile: refunding it", "eventID", d.paid.EventID)
+		s.refund(ctx, *d.paid, seckill.OutcomeLate)
+		return s.release(ctx, decision{closeAs: seckill.ClosePaymentTimeout})
+	}
 	if err != nil {
 		return seckill.SagaResult{}, err
 	}
-	s.recordOutcome(ctx, d.event, seckill.OutcomeApplied)
 	return s.finish(ctx, seckill.StatusPaid, "")
 }
 
-// compensate undoes the order in reverse: database first (close the order,
-// release its unit), then Redis (forget the claim, return the unit). It runs
-// in a disconnected context so a cancelled workflow still compensates.
-func (s *saga) compensate(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	workflow.GetMetricsHandler(dctx).WithTags(map[string]string{"reason": string(d.closeAs)}).
+// release undoes the order in reverse, in one local activity: database
+// first (close the order, release its unit), then Redis (forget the
+// claim, return the unit). An order paid meanwhile stays paid.
+func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"reason": string(d.closeAs)}).
 		Counter(seckill.MetricSagaCompensations).Inc(1)
-	err := workflow.ExecuteActivity(dctx, a.CloseOrder, seckill.CloseOrderInput{
-		OrderID: s.in.OrderID, Reason: d.closeAs, ClosedAt: workflow.Now(dctx).UTC(),
-	}).Get(dctx, nil)
+	var reason seckill.CloseReason
+	err := workflow.ExecuteLocalActivity(ctx, a.ReleaseOrder, seckill.ReleaseOrderInput{
+		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
+		Reason: d.closeAs, ClosedAt: workflow.Now(ctx).UTC(), EventID: d.event,
+	}).Get(ctx, &reason)
+	if isErrorType(err, seckill.ErrTypeOrderPaid) {
+		s.log.Warn("order paid meanwhile: nothing to release", "closeAs", d.closeAs)
+		return s.finish(ctx, seckill.StatusPaid, "")
+	}
 	if err != nil {
 		return seckill.SagaResult{}, err
 	}
-	if err := s.releaseClaim(dctx, true); err != nil {
-		return seckill.SagaResult{}, err
-	}
-	if d.event != "" {
-		s.recordOutcome(dctx, d.event, seckill.OutcomeApplied)
-	}
-	return s.finish(dctx, seckill.StatusClosed, d.closeAs)
+	return s.finish(ctx, seckill.StatusClosed, reason)
 }
 
-func (s *saga) releaseClaim(ctx workflow.Context, returnUnit bool) error {
-	return workflow.ExecuteActivity(ctx, a.ReleaseClaim, seckill.ReleaseClaimInput{
+func (s *orderSaga) releaseClaim(ctx workflow.Context, returnUnit bool) error {
+	return workflow.ExecuteLocalActivity(ctx, a.ReleaseClaim, seckill.ReleaseClaimInput{
 		SaleID: s.in.SaleID, OrderID: s.in.OrderID, UserID: s.in.UserID, ReturnUnit: returnUnit,
 	}).Get(ctx, nil)
 }
 
-// finish records the terminal status and drains payment signals that will
-// never decide anything now, so none is lost unrecorded.
-func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason seckill.CloseReason) (seckill.SagaResult, error) {
-	if ctx.Err() != nil {
-		ctx, _ = workflow.NewDisconnectedContext(ctx)
+// finish records the terminal status (and close reason) in one upsert,
+// and handles every payment that can no longer decide anything, so none
+// is lost unrecorded: a successful one is refunded.
+func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, reason seckill.CloseReason) (seckill.SagaResult, error) {
+	*s.status = status
+	attrs := []temporal.SearchAttributeUpdate{seckill.OrderStatusAttr.ValueSet(string(status))}
+	if status == seckill.StatusClosed {
+		attrs = append(attrs, seckill.CloseReasonAttr.ValueSet(string(reason)))
 	}
-	if err := s.setFinalStatus(ctx, status, reason); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		return seckill.SagaResult{}, err
+	}
+	outcome := seckill.OutcomeDuplicate
+	if status == seckill.StatusClosed {
+		outcome = seckill.OutcomeLate
+	}
+	settle := func(ev seckill.PaymentEvent) {
+		if s.seen[ev.EventID] {
+			return
+		}
+		s.seen[ev.EventID] = true
+		s.log.Warn("payment after the order was decided", "eventID", ev.EventID, "outcome", outcome)
+		if ev.Type == seckill.PaymentSucceeded {
+			s.refund(ctx, ev, outcome)
+		} else {
+			s.recordOutcome(ctx, ev.EventID, outcome)
+		}
+	}
+	for _, ev := range s.backlog {
+		settle(ev)
 	}
 	for {
 		var ev seckill.PaymentEvent
 		if !s.payments.ReceiveAsync(&ev) {
 			break
 		}
-		if s.seen[ev.EventID] {
-			continue
-		}
-		s.seen[ev.EventID] = true
-		outcome := seckill.OutcomeDuplicate
-		if status == seckill.StatusClosed && ev.Type == seckill.PaymentSucceeded {
-			outcome = seckill.OutcomeLate
-		}
-		s.log.Warn("payment after the order was decided", "eventID", ev.EventID, "outcome", outcome)
-		if ev.Type == seckill.PaymentSucceeded {
-			s.refuse(ctx, ev, outcome)
-		} else {
-			s.recordOutcome(ctx, ev.EventID, outcome)
-		}
+		settle(ev)
 	}
 	// Cancel requests after the decision have nothing left to cancel.
 	for s.cancels.ReceiveAsync(nil) {
@@ -300,53 +365,16 @@ func (s *saga) finish(ctx workflow.Context, status seckill.OrderStatus, reason s
 	return seckill.SagaResult{Status: status, CloseReason: reason}, nil
 }
 
-// setMemo shows operators what the buyer owes and until when, in the
-// Temporal UI's memo of the workflow. Added after the first histories were
-// recorded, hence the version.
-func (s *saga) setMemo(ctx workflow.Context) error {
-	if workflow.GetVersion(ctx, memoChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return nil
-	}
-	memo := map[string]any{
-		seckill.MemoAmountCents: s.order.AmountCents,
-		seckill.MemoCurrency:    s.order.Currency,
-	}
-	if s.order.PayBy != nil {
-		memo[seckill.MemoPayBy] = s.order.PayBy.UTC().Format(time.RFC3339)
-	}
-	return workflow.UpsertMemo(ctx, memo)
-}
-
-// memoChange is the workflow.GetVersion change id of setMemo.
-const memoChange = "memo-amount-pay-by"
-
-// setFinalStatus records the terminal status and, for a closed order, its
-// close reason as the CloseReason search attribute (in the same upsert),
-// so operators can list, say, today's timed-out orders. Added after the
-// first histories were recorded, hence the version.
-func (s *saga) setFinalStatus(ctx workflow.Context, status seckill.OrderStatus, reason seckill.CloseReason) error {
-	if status != seckill.StatusClosed ||
-		workflow.GetVersion(ctx, closeReasonChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return s.setStatus(ctx, status)
-	}
-	s.status = status
-	return workflow.UpsertTypedSearchAttributes(ctx,
-		seckill.OrderStatusAttr.ValueSet(string(status)), seckill.CloseReasonAttr.ValueSet(string(reason)))
-}
-
-// closeReasonChange is the workflow.GetVersion change id of setFinalStatus.
-const closeReasonChange = "close-reason-attr"
-
-func (s *saga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
-	s.status = status
+func (s *orderSaga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
+	*s.status = status
 	return workflow.UpsertTypedSearchAttributes(ctx, seckill.OrderStatusAttr.ValueSet(string(status)))
 }
 
-// refuse records that a successful payment was not applied and gives it
-// back. The refund is retried until done: a payment taken must end as a
-// PAID order or a refund (DESIGN.md invariant 5).
-func (s *saga) refuse(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
-	s.recordOutcome(ctx, ev.EventID, outcome)
+// refund gives back a successful payment that was not applied, and
+// records why (outcome), in one activity retried until done: a payment
+// taken must end as a PAID order or a refund (DESIGN.md invariant 5). It
+// is a regular activity: it calls the payment provider.
+func (s *orderSaga) refund(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
 	err := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{
 		EventID: ev.EventID, OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
 		PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
@@ -358,41 +386,15 @@ func (s *saga) refuse(ctx workflow.Context, ev seckill.PaymentEvent, outcome sec
 
 // recordOutcome stores what a payment event did. It is bookkeeping for
 // operators: its failure is logged, never allowed to undo the order.
-func (s *saga) recordOutcome(ctx workflow.Context, eventID string, outcome seckill.PaymentOutcome) {
-	if eventID == "" {
-		return
-	}
-	err := workflow.ExecuteActivity(ctx, a.RecordPaymentOutcome, seckill.PaymentOutcomeInput{EventID: eventID, Outcome: outcome}).Get(ctx, nil)
+func (s *orderSaga) recordOutcome(ctx workflow.Context, eventID string, outcome seckill.PaymentOutcome) {
+	err := workflow.ExecuteLocalActivity(ctx, a.RecordPaymentOutcome, seckill.PaymentOutcomeInput{EventID: eventID, Outcome: outcome}).Get(ctx, nil)
 	if err != nil {
 		s.log.Error("record payment outcome", "eventID", eventID, "error", err)
 	}
 }
 
-func withActivityOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: activityTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        100 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        maxRetryDelay,
-			NonRetryableErrorTypes: []string{seckill.ErrTypeSoldOut, seckill.ErrTypeSaleNotFound},
-		},
-	})
-}
-
-// StartOptions are the options every starter of an OrderSaga uses (the
-// relay, and the API when it cancels an order not yet relayed), so the
-// search attributes and the ID policy are the same whoever starts it.
-func StartOptions(in seckill.SagaInput, taskQueue string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:        seckill.OrderWorkflowID(in.OrderID),
-		TaskQueue: taskQueue,
-		// A closed saga must never be started again for the same order.
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			seckill.SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
-			seckill.UserIDAttr.ValueSet(in.UserID),
-			seckill.OrderStatusAttr.ValueSet(string(seckill.StatusQueued)),
-		),
-	}
+// isErrorType reports whether err is an ApplicationError of type typ.
+func isErrorType(err error, typ string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == typ
 }

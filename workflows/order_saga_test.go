@@ -14,17 +14,21 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/workflows"
 )
 
-// The sale's payment window. The start time is whole milliseconds because
-// the saga truncates its deadline to the millisecond: with a ragged start
-// the timer would be a fraction of a millisecond short of 15 minutes.
-const paymentTimeout = 15 * time.Minute
+// The sale's payment window, and how long past pay_by the saga waits for
+// payments on their way (workflows.deliveryGrace).
+const (
+	paymentTimeout = 15 * time.Minute
+	deliveryGrace  = 2 * time.Second
+)
 
 var (
 	start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	input = seckill.SagaInput{OrderID: 42, SaleID: 7, UserID: "u-1", AdmittedAt: start}
+	payBy = start.Add(paymentTimeout)
+	input = seckill.SagaInput{OrderID: 42, SaleID: 7, UserID: "u-1", AdmittedAt: start, PayBy: payBy, AmountCents: 990, Currency: "usd"}
 )
 
 // sagaTest runs one OrderSaga against mocked activities and records every
@@ -33,18 +37,17 @@ type sagaTest struct {
 	env *testsuite.TestWorkflowEnvironment
 
 	// Behaviour of the mocked activities; set before run.
-	createOrder func() (seckill.CreateOrderResult, error)
-	lockStock   func(attempt int) error
-	createDelay time.Duration // workflow time CreateOrder takes
-	lockDelay   time.Duration // workflow time LockStock takes
-	closeDelay  time.Duration // workflow time CloseOrder takes
+	startOrder   func(attempt int) (seckill.StartOrderResult, error)
+	confirm      func(attempt int) error
+	releaseOrder func() (seckill.CloseReason, error)
+	refundFn     func() error
 
 	// The mocks run on their own goroutines.
 	mu       sync.Mutex
 	calls    []string
-	locks    []seckill.LockStockInput
+	starts   []seckill.StartOrderInput
 	confirms []seckill.ConfirmPaymentInput
-	closes   []seckill.CloseOrderInput
+	closes   []seckill.ReleaseOrderInput
 	releases []seckill.ReleaseClaimInput
 	outcomes []seckill.PaymentOutcomeInput
 	refunds  []seckill.RefundInput
@@ -52,61 +55,58 @@ type sagaTest struct {
 	timers   []time.Duration
 }
 
+// awaiting is StartOrder's answer for a fresh order: its unit locked.
+func awaiting(payments ...seckill.PaymentEvent) seckill.StartOrderResult {
+	return seckill.StartOrderResult{Status: seckill.StatusAwaitingPayment, AmountCents: 990, Currency: "usd", PayBy: payBy, Payments: payments}
+}
+
 func newSagaTest(t *testing.T) *sagaTest {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	s := &sagaTest{
-		env: suite.NewTestWorkflowEnvironment(),
-		createOrder: func() (seckill.CreateOrderResult, error) {
-			return seckill.CreateOrderResult{
-				Status: seckill.StatusQueued, AmountCents: 990, Currency: "usd", PaymentTimeout: paymentTimeout,
-			}, nil
-		},
-		lockStock: func(int) error { return nil },
+		env:          suite.NewTestWorkflowEnvironment(),
+		startOrder:   func(int) (seckill.StartOrderResult, error) { return awaiting(), nil },
+		confirm:      func(int) error { return nil },
+		releaseOrder: func() (seckill.CloseReason, error) { return "", nil },
+		refundFn:     func() error { return nil },
 	}
 	s.env.SetStartTime(start)
 	// The relay starts every saga with these attributes; the test server
 	// needs no namespace registration, so this is only for realism.
-	require.NoError(t, s.env.SetTypedSearchAttributesOnStart(workflows.StartOptions(input, "test").TypedSearchAttributes))
+	require.NoError(t, s.env.SetTypedSearchAttributesOnStart(saga.New(nil, saga.Options{}).StartOptions(input).TypedSearchAttributes))
 	s.env.RegisterWorkflow(workflows.OrderSaga)
 
 	acts := &activities.Activities{}
 	s.env.RegisterActivity(acts)
-	s.env.OnActivity(acts.CreateOrder, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
-		return s.createDelay
-	}).Return(
-		func(context.Context, seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
-			s.record("CreateOrder")
-			return s.createOrder()
-		}).Maybe()
-	s.env.OnActivity(acts.LockStock, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
-		return s.lockDelay
-	}).Return(
-		func(_ context.Context, in seckill.LockStockInput) error {
+	s.env.OnActivity(acts.StartOrder, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in seckill.StartOrderInput) (seckill.StartOrderResult, error) {
 			s.mu.Lock()
-			s.calls = append(s.calls, "LockStock")
-			s.locks = append(s.locks, in)
-			attempt := len(s.locks)
+			s.calls = append(s.calls, "StartOrder")
+			s.starts = append(s.starts, in)
+			attempt := len(s.starts)
 			s.mu.Unlock()
-			return s.lockStock(attempt)
+			return s.startOrder(attempt)
 		}).Maybe()
 	s.env.OnActivity(acts.ConfirmPayment, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in seckill.ConfirmPaymentInput) error {
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			s.calls = append(s.calls, "ConfirmPayment")
 			s.confirms = append(s.confirms, in)
-			return nil
+			attempt := len(s.confirms)
+			s.mu.Unlock()
+			return s.confirm(attempt)
 		}).Maybe()
-	s.env.OnActivity(acts.CloseOrder, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
-		return s.closeDelay
-	}).Return(
-		func(_ context.Context, in seckill.CloseOrderInput) error {
+	s.env.OnActivity(acts.ReleaseOrder, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in seckill.ReleaseOrderInput) (seckill.CloseReason, error) {
 			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.calls = append(s.calls, "CloseOrder")
+			s.calls = append(s.calls, "ReleaseOrder")
 			s.closes = append(s.closes, in)
-			return nil
+			s.mu.Unlock()
+			reason, err := s.releaseOrder()
+			if reason == "" {
+				reason = in.Reason
+			}
+			return reason, err
 		}).Maybe()
 	s.env.OnActivity(acts.ReleaseClaim, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in seckill.ReleaseClaimInput) error {
@@ -127,15 +127,18 @@ func newSagaTest(t *testing.T) *sagaTest {
 	s.env.OnActivity(acts.RefundPayment, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in seckill.RefundInput) error {
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			s.calls = append(s.calls, "RefundPayment")
 			s.refunds = append(s.refunds, in)
-			return nil
+			s.mu.Unlock()
+			return s.refundFn()
 		}).Maybe()
 	s.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		// Runs on the workflow's goroutine, where require must not stop
-		// the test: an upsert without OrderStatus shows up as "".
-		status, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(seckill.OrderStatusAttr)
+		// the test.
+		status, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(seckill.OrderStatusAttr)
+		if !ok {
+			return
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.statuses = append(s.statuses, seckill.OrderStatus(status))
@@ -148,18 +151,14 @@ func newSagaTest(t *testing.T) *sagaTest {
 	return s
 }
 
-func (s *sagaTest) record(call string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, call)
-}
-
 // signal sends a signal at workflow time start+at.
 func (s *sagaTest) signal(at time.Duration, name string, arg any) {
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(name, arg) }, at)
 }
 
+// pay delivers ev at start+at, received by seckill at that moment.
 func (s *sagaTest) pay(at time.Duration, ev seckill.PaymentEvent) {
+	ev.ReceivedAt = start.Add(at)
 	s.signal(at, seckill.PaymentSignal, ev)
 }
 
@@ -183,6 +182,16 @@ func succeeded(eventID string) seckill.PaymentEvent {
 	}
 }
 
+func failed(eventID string) seckill.PaymentEvent {
+	return seckill.PaymentEvent{EventID: eventID, Type: seckill.PaymentFailed, PaymentIntentID: "pi_" + eventID, AmountCents: 990, Currency: "usd"}
+}
+
+// receivedAt is ev as recorded at start+at.
+func receivedAt(ev seckill.PaymentEvent, at time.Duration) seckill.PaymentEvent {
+	ev.ReceivedAt = start.Add(at)
+	return ev
+}
+
 func outcome(eventID string, o seckill.PaymentOutcome) seckill.PaymentOutcomeInput {
 	return seckill.PaymentOutcomeInput{EventID: eventID, Outcome: o}
 }
@@ -197,19 +206,26 @@ func release(returnUnit bool) seckill.ReleaseClaimInput {
 	return seckill.ReleaseClaimInput{SaleID: input.SaleID, OrderID: input.OrderID, UserID: input.UserID, ReturnUnit: returnUnit}
 }
 
+func closeAs(reason seckill.CloseReason, at time.Duration, eventID string) seckill.ReleaseOrderInput {
+	return seckill.ReleaseOrderInput{OrderID: input.OrderID, SaleID: input.SaleID, UserID: input.UserID,
+		Reason: reason, ClosedAt: start.Add(at), EventID: eventID}
+}
+
+func confirmed(ev seckill.PaymentEvent, at time.Duration) seckill.ConfirmPaymentInput {
+	return seckill.ConfirmPaymentInput{OrderID: input.OrderID, EventID: ev.EventID, PaymentIntentID: ev.PaymentIntentID, PaidAt: start.Add(at)}
+}
+
 func TestOrderSaga_PaidConfirmsOrder(t *testing.T) {
 	s := newSagaTest(t)
 	s.pay(5*time.Minute, succeeded("evt_1"))
 
 	require.Equal(t, paid(), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "ConfirmPayment", "RecordPaymentOutcome"}, s.calls)
-	require.Equal(t, []seckill.LockStockInput{{OrderID: input.OrderID, PayBy: start.Add(paymentTimeout)}}, s.locks)
-	require.Equal(t, []seckill.ConfirmPaymentInput{{
-		OrderID: input.OrderID, EventID: "evt_1", PaymentIntentID: "pi_evt_1", PaidAt: start.Add(5 * time.Minute),
-	}}, s.confirms)
+	require.Equal(t, []string{"StartOrder", "ConfirmPayment"}, s.calls, "the outcome is recorded in the confirm's transaction")
+	require.Equal(t, []seckill.StartOrderInput{{OrderID: input.OrderID, SaleID: input.SaleID, UserID: input.UserID, AdmittedAt: start, PayBy: payBy}}, s.starts)
+	require.Equal(t, []seckill.ConfirmPaymentInput{confirmed(succeeded("evt_1"), 5*time.Minute)}, s.confirms)
 	require.Empty(t, s.closes)
 	require.Empty(t, s.releases)
-	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
+	require.Empty(t, s.outcomes)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusPaid}, s.statuses)
 }
 
@@ -240,141 +256,140 @@ func TestOrderSaga_StatusQueryDuringWaitIsAwaitingPayment(t *testing.T) {
 
 func TestOrderSaga_PaymentFailedClosesAndReturnsUnit(t *testing.T) {
 	s := newSagaTest(t)
-	s.pay(3*time.Minute, seckill.PaymentEvent{
-		EventID: "evt_f", Type: seckill.PaymentFailed, PaymentIntentID: "pi_f", AmountCents: 990, Currency: "usd",
-	})
+	s.pay(3*time.Minute, failed("evt_f"))
 
 	require.Equal(t, closed(seckill.ClosePaymentFailed), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim", "RecordPaymentOutcome"}, s.calls)
+	require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls, "close, unit back and outcome in one step")
 	require.Empty(t, s.refunds, "a failed payment took no money")
 	require.Empty(t, s.confirms)
-	require.Equal(t, []seckill.CloseOrderInput{{
-		OrderID: input.OrderID, Reason: seckill.ClosePaymentFailed, ClosedAt: start.Add(3 * time.Minute),
-	}}, s.closes)
-	require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
-	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_f", seckill.OutcomeApplied)}, s.outcomes)
+	require.Equal(t, []seckill.ReleaseOrderInput{closeAs(seckill.ClosePaymentFailed, 3*time.Minute, "evt_f")}, s.closes)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusClosed}, s.statuses)
 }
 
-func TestOrderSaga_TimeoutClosesAtDeadlineAndRecordsLatePayment(t *testing.T) {
+func TestOrderSaga_TimeoutClosesAfterPayByAndRefundsLatePayment(t *testing.T) {
 	s := newSagaTest(t)
-	// CloseOrder takes a second, so a payment half a second after the
-	// deadline reaches the saga while it compensates: it must be recorded
-	// LATE (the API refunds it), never applied.
-	s.closeDelay = time.Second
-	s.pay(paymentTimeout+500*time.Millisecond, succeeded("evt_late"))
+	// Received a second after pay_by, inside the grace the saga gives
+	// payments on their way: too late all the same, and refunded.
+	s.pay(paymentTimeout+time.Second, succeeded("evt_late"))
 
 	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
-	require.Equal(t, []time.Duration{paymentTimeout}, s.timers)
-	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim", "RecordPaymentOutcome", "RefundPayment"}, s.calls)
-	require.Equal(t, []seckill.RefundInput{refund(succeeded("evt_late"), seckill.OutcomeLate)}, s.refunds)
+	require.Equal(t, []time.Duration{paymentTimeout + deliveryGrace}, s.timers)
+	require.Equal(t, []string{"StartOrder", "RefundPayment", "ReleaseOrder"}, s.calls)
+	require.Equal(t, []seckill.RefundInput{refund(receivedAt(succeeded("evt_late"), paymentTimeout+time.Second), seckill.OutcomeLate)}, s.refunds)
 	require.Empty(t, s.confirms)
-	require.Equal(t, []seckill.CloseOrderInput{{
-		OrderID: input.OrderID, Reason: seckill.ClosePaymentTimeout, ClosedAt: start.Add(paymentTimeout),
-	}}, s.closes)
-	require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
-	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_late", seckill.OutcomeLate)}, s.outcomes)
+	require.Equal(t, []seckill.ReleaseOrderInput{closeAs(seckill.ClosePaymentTimeout, paymentTimeout+deliveryGrace, "")}, s.closes)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusClosed}, s.statuses)
 }
 
-func TestOrderSaga_PaymentJustBeforeDeadlinePays(t *testing.T) {
+func TestOrderSaga_PaymentReceivedByPayByButDeliveredLatePays(t *testing.T) {
 	s := newSagaTest(t)
-	s.pay(paymentTimeout-time.Millisecond, succeeded("evt_1"))
+	// Received a millisecond before pay_by, signalled a second after it.
+	ev := receivedAt(succeeded("evt_1"), paymentTimeout-time.Millisecond)
+	s.signal(paymentTimeout+time.Second, seckill.PaymentSignal, ev)
 
 	require.Equal(t, paid(), s.run(t))
-	require.Len(t, s.confirms, 1)
+	require.Equal(t, []seckill.ConfirmPaymentInput{confirmed(ev, paymentTimeout+time.Second)}, s.confirms)
 	require.Empty(t, s.closes)
-	require.Empty(t, s.releases)
+	require.Empty(t, s.refunds)
+}
+
+func TestOrderSaga_PaymentBeforeTheSagaRanIsHonoured(t *testing.T) {
+	s := newSagaTest(t)
+	// The buyer paid a second after the 202; the saga starts an hour later,
+	// long after pay_by, and still confirms at once.
+	ev := receivedAt(succeeded("evt_early"), time.Second)
+	s.env.SetStartTime(start.Add(time.Hour))
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return awaiting(ev), nil }
+
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, []string{"StartOrder", "ConfirmPayment"}, s.calls)
+	require.Equal(t, ev.EventID, s.confirms[0].EventID)
+	require.Empty(t, s.timers, "decided before any wait")
+	require.Equal(t, []seckill.OrderStatus{seckill.StatusPaid}, s.statuses)
+}
+
+func TestOrderSaga_LateStartWaitsOnlyUntilPayBy(t *testing.T) {
+	s := newSagaTest(t)
+	// Started ten minutes after admission: five minutes of the fifteen are
+	// left, and the saga waits for those only.
+	s.env.SetStartTime(start.Add(10 * time.Minute))
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Equal(t, []time.Duration{5*time.Minute + deliveryGrace}, s.timers)
+	require.Equal(t, []seckill.ReleaseOrderInput{closeAs(seckill.ClosePaymentTimeout, paymentTimeout+deliveryGrace, "")}, s.closes)
+}
+
+func TestOrderSaga_PendingPaymentsAfterPayByAreRefundedAndSecondsAreDuplicates(t *testing.T) {
+	s := newSagaTest(t)
+	s.env.SetStartTime(start.Add(time.Hour))
+	late := receivedAt(succeeded("evt_late"), paymentTimeout+time.Minute)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return awaiting(late), nil }
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Equal(t, []seckill.RefundInput{refund(late, seckill.OutcomeLate)}, s.refunds)
+	require.Empty(t, s.confirms)
+
+	s = newSagaTest(t)
+	first, second := receivedAt(succeeded("evt_1"), time.Second), receivedAt(succeeded("evt_2"), 2*time.Second)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return awaiting(first, second), nil }
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, "evt_1", s.confirms[0].EventID)
+	require.Equal(t, []seckill.RefundInput{refund(second, seckill.OutcomeDuplicate)}, s.refunds)
 }
 
 func TestOrderSaga_SoldOutInDatabaseForgetsClaimWithoutUnit(t *testing.T) {
 	s := newSagaTest(t)
-	s.lockStock = func(int) error {
-		return temporal.NewNonRetryableApplicationError("no available unit in the database", seckill.ErrTypeSoldOut, nil)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) {
+		return seckill.StartOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.CloseSoldOut, AmountCents: 990, Currency: "usd", PayBy: payBy}, nil
 	}
 
-	// LockStock closes the order itself, so there is no CloseOrder; the
-	// database never had the unit, so Redis gets none back.
+	// StartOrder closed the order itself; the database never had the unit,
+	// so Redis gets none back.
 	require.Equal(t, closed(seckill.CloseSoldOut), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "ReleaseClaim"}, s.calls)
+	require.Equal(t, []string{"StartOrder", "ReleaseClaim"}, s.calls)
 	require.Equal(t, []seckill.ReleaseClaimInput{release(false)}, s.releases)
-	require.Empty(t, s.closes)
 	require.Empty(t, s.confirms)
 	require.Empty(t, s.timers)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusClosed}, s.statuses)
 }
 
-// TestOrderSaga_PaymentAtDeadlineInstantHasOneOutcome sends the payment at
-// exactly the deadline. The assertion is the weak one, "exactly one
-// outcome", because the test environment cannot put both events in one
-// workflow task: it fires every timer due at an instant before it handles
-// anything those timers' callbacks post, so the saga's timer runs its own
-// workflow task and the signal, posted by the callback's timer, arrives in
-// the next one. That outcome is CLOSED with the payment recorded LATE; the
-// rule "a payment in the deadline's task wins" is asserted by
-// TestOrderSaga_PaymentInDeadlineTaskWins instead.
-func TestOrderSaga_PaymentAtDeadlineInstantHasOneOutcome(t *testing.T) {
-	s := newSagaTest(t)
-	s.pay(paymentTimeout, succeeded("evt_1"))
-
-	res := s.run(t)
-	switch res {
-	case paid():
-		require.Len(t, s.confirms, 1)
-		require.Empty(t, s.closes)
-		require.Empty(t, s.releases)
-		require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
-	case closed(seckill.ClosePaymentTimeout):
-		require.Empty(t, s.confirms)
-		require.Len(t, s.closes, 1)
-		require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
-		// Not lost: recorded for a refund.
-		require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeLate)}, s.outcomes)
-	default:
-		t.Fatalf("unexpected result %+v", res)
-	}
-	require.False(t, len(s.confirms) > 0 && len(s.closes) > 0, "both confirmed and closed")
-}
-
 // TestOrderSaga_PaymentInDeadlineTaskWins delivers the payment without a
 // workflow task of its own just before the deadline, so the saga first sees
-// it in the same workflow task as the fired timer: the case the saga's doc
-// comment decides in the buyer's favour. The signal reaches the channel
-// before the timer fires, so the selector takes the payment branch; the
-// drain in the timer's branch (timer event first in the task) cannot be
-// produced by this test environment.
+// it in the same workflow task as the fired timer.
 func TestOrderSaga_PaymentInDeadlineTaskWins(t *testing.T) {
 	s := newSagaTest(t)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflowSkippingWorkflowTask(seckill.PaymentSignal, succeeded("evt_1"))
-	}, paymentTimeout-time.Millisecond)
+		s.env.SignalWorkflowSkippingWorkflowTask(seckill.PaymentSignal, receivedAt(succeeded("evt_1"), paymentTimeout))
+	}, paymentTimeout+deliveryGrace-time.Millisecond)
 
 	require.Equal(t, paid(), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "ConfirmPayment", "RecordPaymentOutcome"}, s.calls)
-	require.Equal(t, start.Add(paymentTimeout), s.confirms[0].PaidAt, "decided in the deadline's task")
+	require.Equal(t, []string{"StartOrder", "ConfirmPayment"}, s.calls)
 	require.Empty(t, s.closes)
-	require.Empty(t, s.releases)
-	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
 }
 
 func TestOrderSaga_FailedActivityIsRetriedUntilItSucceeds(t *testing.T) {
 	s := newSagaTest(t)
-	s.lockStock = func(attempt int) error {
+	s.startOrder = func(attempt int) (seckill.StartOrderResult, error) {
 		if attempt == 1 {
-			return errors.New("connection reset by peer")
+			return seckill.StartOrderResult{}, errors.New("connection reset by peer")
+		}
+		return awaiting(), nil
+	}
+	s.confirm = func(attempt int) error {
+		if attempt < 3 {
+			return errors.New("deadlock detected")
 		}
 		return nil
 	}
 	s.pay(time.Minute, succeeded("evt_1"))
 
 	require.Equal(t, paid(), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "LockStock", "ConfirmPayment", "RecordPaymentOutcome"}, s.calls)
-	require.Len(t, s.locks, 2)
-	require.Equal(t, s.locks[0], s.locks[1], "a retry sends the same input")
+	require.Equal(t, []string{"StartOrder", "StartOrder", "ConfirmPayment", "ConfirmPayment", "ConfirmPayment"}, s.calls)
+	require.Equal(t, s.starts[0], s.starts[1], "a retry sends the same input")
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusPaid}, s.statuses)
 }
 
-func TestOrderSaga_MismatchedPaymentIsRecordedNotApplied(t *testing.T) {
+func TestOrderSaga_MismatchedPaymentIsRefundedNotApplied(t *testing.T) {
 	tests := []struct {
 		name        string
 		amountCents int64
@@ -396,57 +411,46 @@ func TestOrderSaga_MismatchedPaymentIsRecordedNotApplied(t *testing.T) {
 			require.Equal(t, "evt_right", s.confirms[0].EventID)
 			require.Equal(t, start.Add(2*time.Minute), s.confirms[0].PaidAt)
 			require.Empty(t, s.closes)
-			require.Equal(t, []seckill.PaymentOutcomeInput{
-				outcome("evt_wrong", seckill.OutcomeMismatch),
-				outcome("evt_right", seckill.OutcomeApplied),
-			}, s.outcomes)
-			require.Equal(t, []seckill.RefundInput{refund(wrong, seckill.OutcomeMismatch)}, s.refunds, "the wrong payment is given back")
+			require.Equal(t, []seckill.RefundInput{refund(receivedAt(wrong, time.Minute), seckill.OutcomeMismatch)}, s.refunds, "the wrong payment is given back")
 		})
 	}
 }
 
 func TestOrderSaga_DuplicateEventChangesNothing(t *testing.T) {
-	wrong := succeeded("evt_wrong")
-	wrong.AmountCents = 1
-
-	t.Run("while waiting", func(t *testing.T) {
-		s := newSagaTest(t)
-		s.pay(time.Minute, wrong)
-		s.pay(2*time.Minute, wrong)
-		s.pay(3*time.Minute, succeeded("evt_1"))
-
-		require.Equal(t, paid(), s.run(t))
-		require.Equal(t, []seckill.PaymentOutcomeInput{
-			outcome("evt_wrong", seckill.OutcomeMismatch),
-			outcome("evt_1", seckill.OutcomeApplied),
-		}, s.outcomes)
-	})
 	t.Run("after deciding", func(t *testing.T) {
 		s := newSagaTest(t)
+		ev := receivedAt(succeeded("evt_1"), time.Minute)
 		s.env.RegisterDelayedCallback(func() {
-			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_1"))
-			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_1"))
+			s.env.SignalWorkflow(seckill.PaymentSignal, ev)
+			s.env.SignalWorkflow(seckill.PaymentSignal, ev)
 		}, time.Minute)
 
 		require.Equal(t, paid(), s.run(t))
 		require.Len(t, s.confirms, 1)
-		require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
 		require.Empty(t, s.refunds, "the same event twice is one payment")
 	})
 	t.Run("a second payment for a paid order is refunded", func(t *testing.T) {
 		s := newSagaTest(t)
+		second := receivedAt(succeeded("evt_2"), time.Minute)
 		s.env.RegisterDelayedCallback(func() {
-			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_1"))
-			s.env.SignalWorkflow(seckill.PaymentSignal, succeeded("evt_2"))
+			s.env.SignalWorkflow(seckill.PaymentSignal, receivedAt(succeeded("evt_1"), time.Minute))
+			s.env.SignalWorkflow(seckill.PaymentSignal, second)
 		}, time.Minute)
 
 		require.Equal(t, paid(), s.run(t))
 		require.Len(t, s.confirms, 1)
-		require.Equal(t, []seckill.PaymentOutcomeInput{
-			outcome("evt_1", seckill.OutcomeApplied),
-			outcome("evt_2", seckill.OutcomeDuplicate),
-		}, s.outcomes)
-		require.Equal(t, []seckill.RefundInput{refund(succeeded("evt_2"), seckill.OutcomeDuplicate)}, s.refunds)
+		require.Equal(t, []seckill.RefundInput{refund(second, seckill.OutcomeDuplicate)}, s.refunds)
+	})
+	t.Run("a failed payment after the decision is recorded", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.env.RegisterDelayedCallback(func() {
+			s.env.SignalWorkflow(seckill.PaymentSignal, receivedAt(succeeded("evt_1"), time.Minute))
+			s.env.SignalWorkflow(seckill.PaymentSignal, receivedAt(failed("evt_f"), time.Minute))
+		}, time.Minute)
+
+		require.Equal(t, paid(), s.run(t))
+		require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_f", seckill.OutcomeDuplicate)}, s.outcomes)
+		require.Empty(t, s.refunds)
 	})
 }
 
@@ -455,13 +459,16 @@ func TestOrderSaga_CancelSignalClosesAsCancelled(t *testing.T) {
 	s.signal(4*time.Minute, seckill.CancelSignal, nil)
 
 	require.Equal(t, closed(seckill.CloseCancelled), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim"}, s.calls)
-	require.Equal(t, []seckill.CloseOrderInput{{
-		OrderID: input.OrderID, Reason: seckill.CloseCancelled, ClosedAt: start.Add(4 * time.Minute),
-	}}, s.closes)
-	require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
+	require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls)
+	require.Equal(t, []seckill.ReleaseOrderInput{closeAs(seckill.CloseCancelled, 4*time.Minute, "")}, s.closes)
 	require.Empty(t, s.confirms)
-	require.Empty(t, s.outcomes)
+}
+
+func TestOrderSaga_CancelAfterPayByIsATimeout(t *testing.T) {
+	s := newSagaTest(t)
+	s.signal(paymentTimeout+time.Second, seckill.CancelSignal, nil)
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
 }
 
 func TestOrderSaga_WorkflowCancelStillCompensates(t *testing.T) {
@@ -469,49 +476,88 @@ func TestOrderSaga_WorkflowCancelStillCompensates(t *testing.T) {
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, 4*time.Minute)
 
 	require.Equal(t, closed(seckill.CloseCancelled), s.run(t))
-	require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim"}, s.calls)
-	require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
+	require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusClosed}, s.statuses)
 }
 
-// TestOrderSaga_WorkflowCancelBeforeWaitStillCompensates cancels the
-// workflow while one of the steps before the wait runs: the claim and the
-// unit LockStock locks must still be given back, not left behind by a saga
-// that stopped half way.
-func TestOrderSaga_WorkflowCancelBeforeWaitStillCompensates(t *testing.T) {
-	tests := []struct {
-		name                   string
-		createDelay, lockDelay time.Duration
-	}{
-		{"during CreateOrder", 2 * time.Second, 0},
-		{"during LockStock", 0, 2 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newSagaTest(t)
-			s.createDelay, s.lockDelay = tt.createDelay, tt.lockDelay
-			s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
+// The settle phase runs to its end whatever happens to the workflow: an
+// operator's cancellation that lands while a step of it runs changes
+// nothing, and no order is left with its payment neither applied nor
+// refunded, or its unit locked.
+func TestOrderSaga_WorkflowCancelDuringSettleChangesNothing(t *testing.T) {
+	t.Run("during the first step", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.startOrder = func(int) (seckill.StartOrderResult, error) {
+			s.env.CancelWorkflow()
+			return awaiting(), nil
+		}
+		require.Equal(t, closed(seckill.CloseCancelled), s.run(t), "the cancel then closes the order, unit back")
+		require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls)
+	})
+	t.Run("during confirm", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.confirm = func(int) error {
+			s.env.CancelWorkflow()
+			return nil
+		}
+		s.pay(time.Minute, succeeded("evt_1"))
+		require.Equal(t, paid(), s.run(t))
+		require.Equal(t, []string{"StartOrder", "ConfirmPayment"}, s.calls)
+	})
+	t.Run("during compensation", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.releaseOrder = func() (seckill.CloseReason, error) {
+			s.env.CancelWorkflow()
+			return "", nil
+		}
+		require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+		require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls)
+	})
+	t.Run("during a refund", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.refundFn = func() error {
+			s.env.CancelWorkflow()
+			return nil
+		}
+		late := receivedAt(succeeded("evt_late"), paymentTimeout+time.Minute)
+		s.signal(paymentTimeout+deliveryGrace, seckill.PaymentSignal, late)
+		s.releaseOrder = func() (seckill.CloseReason, error) { return "", nil }
+		require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+		require.Equal(t, []seckill.RefundInput{refund(late, seckill.OutcomeLate)}, s.refunds, "the money is given back")
+	})
+}
 
-			require.Equal(t, closed(seckill.CloseCancelled), s.run(t))
-			require.Equal(t, []string{"CreateOrder", "LockStock", "CloseOrder", "ReleaseClaim"}, s.calls)
-			require.Equal(t, []seckill.CloseOrderInput{{
-				OrderID: input.OrderID, Reason: seckill.CloseCancelled, ClosedAt: start.Add(2 * time.Second),
-			}}, s.closes)
-			require.Equal(t, []seckill.ReleaseClaimInput{release(true)}, s.releases)
-		})
-	}
+func TestOrderSaga_ImpossibleTransitionsSettleTheOrderAsItStands(t *testing.T) {
+	t.Run("confirming a closed order refunds the payment", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.confirm = func(int) error {
+			return temporal.NewNonRetryableApplicationError("the order is closed", seckill.ErrTypeOrderClosed, nil)
+		}
+		s.releaseOrder = func() (seckill.CloseReason, error) { return seckill.CloseCancelled, nil }
+		s.pay(time.Minute, succeeded("evt_1"))
+
+		require.Equal(t, closed(seckill.CloseCancelled), s.run(t), "the order's own close reason")
+		require.Equal(t, []string{"StartOrder", "ConfirmPayment", "RefundPayment", "ReleaseOrder"}, s.calls)
+		require.Equal(t, []seckill.RefundInput{refund(receivedAt(succeeded("evt_1"), time.Minute), seckill.OutcomeLate)}, s.refunds)
+	})
+	t.Run("closing a paid order leaves it paid", func(t *testing.T) {
+		s := newSagaTest(t)
+		s.releaseOrder = func() (seckill.CloseReason, error) {
+			return "", temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, nil)
+		}
+		require.Equal(t, paid(), s.run(t))
+		require.Equal(t, []string{"StartOrder", "ReleaseOrder"}, s.calls)
+	})
 }
 
 func TestOrderSaga_ResumesPaidOrderWithoutLocking(t *testing.T) {
 	s := newSagaTest(t)
-	s.createOrder = func() (seckill.CreateOrderResult, error) {
-		return seckill.CreateOrderResult{
-			Status: seckill.StatusPaid, AmountCents: 990, Currency: "usd", PaymentTimeout: paymentTimeout,
-		}, nil
+	s.startOrder = func(int) (seckill.StartOrderResult, error) {
+		return seckill.StartOrderResult{Status: seckill.StatusPaid, AmountCents: 990, Currency: "usd", PayBy: payBy}, nil
 	}
 
 	require.Equal(t, paid(), s.run(t))
-	require.Equal(t, []string{"CreateOrder"}, s.calls)
+	require.Equal(t, []string{"StartOrder"}, s.calls)
 	require.Empty(t, s.timers)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusPaid}, s.statuses)
 }
@@ -528,15 +574,12 @@ func TestOrderSaga_ResumesClosedOrderReleasesClaim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.reason), func(t *testing.T) {
 			s := newSagaTest(t)
-			s.createOrder = func() (seckill.CreateOrderResult, error) {
-				return seckill.CreateOrderResult{
-					Status: seckill.StatusClosed, CloseReason: tt.reason,
-					AmountCents: 990, Currency: "usd", PaymentTimeout: paymentTimeout,
-				}, nil
+			s.startOrder = func(int) (seckill.StartOrderResult, error) {
+				return seckill.StartOrderResult{Status: seckill.StatusClosed, CloseReason: tt.reason, AmountCents: 990, Currency: "usd", PayBy: payBy}, nil
 			}
 
 			require.Equal(t, closed(tt.reason), s.run(t))
-			require.Equal(t, []string{"CreateOrder", "ReleaseClaim"}, s.calls)
+			require.Equal(t, []string{"StartOrder", "ReleaseClaim"}, s.calls)
 			require.Equal(t, []seckill.ReleaseClaimInput{release(tt.returnUnit)}, s.releases)
 		})
 	}
@@ -548,4 +591,31 @@ func refund(ev seckill.PaymentEvent, reason seckill.PaymentOutcome) seckill.Refu
 		EventID: ev.EventID, OrderID: input.OrderID, SaleID: input.SaleID, UserID: input.UserID,
 		PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: reason,
 	}
+}
+
+func TestOrderSaga_SignalOfAnEventAlreadyActedOnChangesNothing(t *testing.T) {
+	// The first attempt of the first workflow task paid the order from a
+	// pending payment and failed to complete (the same event's signal came
+	// in); the retry finds the order PAID and the event handled.
+	s := newSagaTest(t)
+	ev := receivedAt(succeeded("evt_1"), time.Second)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) {
+		return seckill.StartOrderResult{Status: seckill.StatusPaid, AmountCents: 990, Currency: "usd", PayBy: payBy, Handled: []string{"evt_1"}}, nil
+	}
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(seckill.PaymentSignal, ev) }, 0)
+
+	require.Equal(t, paid(), s.run(t))
+	require.Empty(t, s.refunds, "not refunded as a duplicate of itself")
+}
+
+func TestOrderSaga_PaymentPendingForADecidedOrderIsRefunded(t *testing.T) {
+	s := newSagaTest(t)
+	ev := receivedAt(succeeded("evt_late"), paymentTimeout+time.Second)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) {
+		return seckill.StartOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.ClosePaymentTimeout,
+			AmountCents: 990, Currency: "usd", PayBy: payBy, Payments: []seckill.PaymentEvent{ev}}, nil
+	}
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Equal(t, []seckill.RefundInput{refund(ev, seckill.OutcomeLate)}, s.refunds)
 }

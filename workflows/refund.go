@@ -1,11 +1,6 @@
 package workflows
 
 import (
-	"strconv"
-
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/seckill/seckill"
@@ -20,20 +15,4 @@ func PaymentRefund(ctx workflow.Context, in seckill.RefundInput) error {
 	ctx = withActivityOptions(ctx)
 	workflow.GetLogger(ctx).Info("refunding payment", "eventID", in.EventID, "orderID", in.OrderID, "reason", in.Reason)
 	return workflow.ExecuteActivity(ctx, a.RefundPayment, in).Get(ctx, nil)
-}
-
-// RefundStartOptions are the options of a PaymentRefund start.
-func RefundStartOptions(in seckill.RefundInput, taskQueue string) client.StartWorkflowOptions {
-	opts := client.StartWorkflowOptions{
-		ID:                    seckill.RefundWorkflowID(in.EventID),
-		TaskQueue:             taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}
-	if in.SaleID != 0 {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			seckill.SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
-			seckill.UserIDAttr.ValueSet(in.UserID),
-		)
-	}
-	return opts
 }

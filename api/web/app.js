@@ -25,7 +25,7 @@ const Seckill = (() => {
   };
 
   const statusWords = {
-    QUEUED: "Reserving your unit…",
+    QUEUED: "Yours: waiting for payment",
     AWAITING_PAYMENT: "Reserved for you: waiting for payment",
     PAID: "Paid. It is yours!",
     CLOSED: "Closed",
@@ -279,12 +279,14 @@ const Seckill = (() => {
       if (order.refund) detail += " A refund of " + money(order.refund.amount_cents, order.currency) +
         (order.refund.status === "SUCCEEDED" ? " was made." : " is on its way.");
       $("order-detail").textContent = detail.trim();
-      const waiting = order.status === "AWAITING_PAYMENT";
+      // Payable from the claim's answer on: QUEUED only means the order's
+      // workflow has not written it down yet.
+      const waiting = order.status === "QUEUED" || order.status === "AWAITING_PAYMENT";
       $("payby").hidden = !(waiting && order.pay_by);
       if (waiting && order.pay_by) $("payby-countdown").textContent = clock(Date.parse(order.pay_by) - Date.now());
       $("pay").hidden = !(waiting && uiConfig.checkout_url);
       $("pay").textContent = "Pay " + money(order.amount_cents, order.currency);
-      $("cancel").hidden = !(order.status === "QUEUED" || waiting);
+      $("cancel").hidden = !waiting;
     }
 
     // follow streams the order's status events until a terminal one,
@@ -348,7 +350,9 @@ const Seckill = (() => {
         const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers: { "Idempotency-Key": claimKey } });
         claimKey = null;
         localStorage.setItem(orderKey(), r.body.order_id);
-        order = { order_id: r.body.order_id, status: r.body.status, amount_cents: sale.price_cents, currency: sale.currency };
+        // Payable at once: the answer carries the amount and the deadline.
+        order = { order_id: r.body.order_id, status: r.body.status, amount_cents: r.body.amount_cents,
+          currency: r.body.currency, pay_by: r.body.pay_by };
         render();
         follow(r.body.order_id);
         refreshSale();
@@ -406,7 +410,7 @@ const Seckill = (() => {
       order = (await api("GET", "/api/v1/orders/" + encodeURIComponent(orderID))).body;
     } catch (e) { show(msg, e.message); return; }
     $("checkout-amount").textContent = money(order.amount_cents, order.currency);
-    if (order.status !== "AWAITING_PAYMENT") {
+    if (order.status !== "QUEUED" && order.status !== "AWAITING_PAYMENT") {
       show(msg, "This order is " + order.status.toLowerCase().replace("_", " ") + "; there is nothing to pay.", true);
     }
     const send = async (outcome) => {

@@ -6,24 +6,22 @@ package delivery
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
-	"github.com/seckill/seckill/workflows"
 )
 
-// PendingWindow is how long after its admission an order may still have
-// neither a row nor a saga (its claim is on its way through the outbox):
-// a payment for it is kept undelivered, to be delivered later, rather than
-// filed as for an unknown order.
+// PendingWindow is how long after its admission an order Redis no longer
+// knows (it lost its keys) may still have neither a row nor a saga: a
+// payment for it is kept undelivered, to be delivered later, rather than
+// filed as for an unknown order. An order Redis knows as admitted is
+// waited for however long its saga takes to start.
 const PendingWindow = 15 * time.Minute
 
 // ErrNotYet means the order's saga cannot take the event now (not started
@@ -33,10 +31,10 @@ var ErrNotYet = errors.New("the order's saga is not running yet")
 
 // Deliverer delivers payment events.
 type Deliverer struct {
-	Store     *store.Store
-	Temporal  client.Client
-	TaskQueue string
-	Log       *slog.Logger
+	Store   *store.Store
+	Scripts *lua.Scripts
+	Sagas   *saga.Client
+	Log     *slog.Logger
 }
 
 // Deliver signals ev to the saga of orderID and records the outcome. A saga
@@ -45,15 +43,26 @@ type Deliverer struct {
 // PaymentRefund workflow of its own. It returns ErrNotYet when the order
 // may still be on its way, and UNKNOWN_ORDER when it never existed.
 func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error) {
-	err := d.Temporal.SignalWorkflow(ctx, seckill.OrderWorkflowID(orderID), "", seckill.PaymentSignal, ev)
-	var nf *serviceerror.NotFound
+	err := d.Sagas.Pay(ctx, orderID, ev)
 	switch {
 	case err == nil:
 		return seckill.OutcomeDelivered, d.Store.MarkDelivered(ctx, ev.EventID)
-	case !errors.As(err, &nf):
+	case !errors.Is(err, saga.ErrNoSaga):
 		return "", err
 	}
 	o, err := d.Store.Order(ctx, orderID)
+	if err == nil && o.Status.Terminal() {
+		// The saga may have taken this very event before it ended (it reads
+		// the payments that came before it ran): what it decided is final,
+		// written in the same transaction as the order's status.
+		e, err := d.Store.PaymentEvent(ctx, ev.EventID)
+		if err != nil {
+			return "", err
+		}
+		if e.Outcome != seckill.OutcomeReceived && e.Outcome != seckill.OutcomeDelivered {
+			return e.Outcome, d.Store.MarkDelivered(ctx, ev.EventID)
+		}
+	}
 	var outcome seckill.PaymentOutcome
 	switch {
 	case err == nil && o.Status == seckill.StatusClosed:
@@ -64,9 +73,17 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 		return "", ErrNotYet // unsettled, saga lost: reconciliation restarts it
 	case !errors.Is(err, store.ErrNotFound):
 		return "", err
-	case time.Since(idgen.Time(orderID)) < PendingWindow && idgen.Time(orderID).Before(time.Now().Add(time.Minute)):
-		return "", ErrNotYet // admitted moments ago: the saga has not started
 	default:
+		// No row. An admission whose saga has not started yet (a backlog
+		// of sagas, or moments ago) waits for it, its payment recorded:
+		// the saga's first step reads it.
+		waiting, err := d.admitted(ctx, orderID)
+		if err != nil {
+			return "", err
+		}
+		if waiting {
+			return "", ErrNotYet
+		}
 		outcome = seckill.OutcomeUnknownOrder
 	}
 	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
@@ -79,13 +96,27 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 			EventID: ev.EventID, OrderID: orderID, SaleID: o.SaleID, UserID: o.UserID,
 			PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
 		}
-		_, err := d.Temporal.ExecuteWorkflow(ctx, workflows.RefundStartOptions(in, d.TaskQueue), seckill.RefundWorkflow, in)
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &started) {
-			return "", fmt.Errorf("start refund: %w", err)
+		if err := d.Sagas.StartRefund(ctx, in); err != nil {
+			return "", err
 		}
 	}
 	d.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
 		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)
 	return outcome, d.Store.SetPaymentOutcome(ctx, ev.EventID, outcome, true)
+}
+
+// admitted reports whether orderID may still get its saga: Redis holds its
+// admission, or it was admitted within PendingWindow (Redis may have lost
+// its keys).
+func (d *Deliverer) admitted(ctx context.Context, orderID int64) (bool, error) {
+	at := idgen.Time(orderID)
+	if time.Since(at) < PendingWindow && at.Before(time.Now().Add(time.Minute)) {
+		return true, nil
+	}
+	sales, err := d.Scripts.ActiveSales(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, ok, err := d.Scripts.Admission(ctx, orderID, sales)
+	return ok, err
 }
