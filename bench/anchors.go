@@ -64,7 +64,7 @@ func scriptAnchor(ctx context.Context, o Options, runID string) (*ScriptAnchor, 
 	}
 	defer func() {
 		k := scripts.SaleKeys(sale)
-		_ = rdb.Del(context.Background(), k.Stock, k.Claims, k.Meta, k.Outbox).Err()
+		_ = rdb.Del(context.Background(), k.Stock, k.Claims, k.Meta, k.Outbox, k.Admitted).Err()
 		_ = rdb.ZRem(context.Background(), scripts.ActiveSalesKey(), sale).Err()
 	}()
 	if err := scripts.Preload(ctx); err != nil {
@@ -72,7 +72,7 @@ func scriptAnchor(ctx context.Context, o Options, runID string) (*ScriptAnchor, 
 	}
 	// Every __rand_int__ is a fresh random number from 0..buyers-1: the
 	// buyer, their rate-limit log and the order id.
-	cmd := scripts.ClaimCommand(sale, "u__rand_int__", "__rand_int__")
+	cmd := scripts.ClaimCommand(sale, "u__rand_int__", "__rand_int__", lua.Terms{PaymentTimeout: o.PaymentTimeout, AmountCents: 990, Currency: "usd"})
 	args := []string{"-h", ropts.Addr[:strings.LastIndex(ropts.Addr, ":")], "-p", ropts.Addr[strings.LastIndex(ropts.Addr, ":")+1:],
 		"-n", strconv.Itoa(o.AnchorScriptCalls), "-c", strconv.Itoa(o.Conns), "-r", strconv.Itoa(o.Buyers), "--csv"}
 	if ropts.DB != 0 {

@@ -28,11 +28,14 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/saga"
 )
 
 // Options describe one benchmark run.
@@ -172,30 +175,38 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}()
 	stopSampler := func() { stopSampling(); <-samplerDone }
 	defer stopSampler()
+	// Winners are payable from their 202: the payers pay (or fail) their
+	// share of them as the 202s arrive, while the sagas are still starting.
+	won := make(chan admission, o.Units*o.Sales+1024)
+	payments := make(chan payResult, 1)
+	go func() { payments <- pay(ctx, o, won) }()
 	lr, err := burst(loadPlan{host: u.Host, sales: sales, tokens: tokens, requests: o.Requests,
-		rate: o.Rate, conns: o.Conns, progress: o.Progress})
+		rate: o.Rate, conns: o.Conns, progress: o.Progress, won: won})
+	close(won)
 	if err != nil {
+		<-payments
 		return nil, err
 	}
 	rep.addClaims(lr)
 	burstEnd := time.Now()
-	say("burst done: %d claims in %.1fs, %d admitted", len(lr.samples), lr.wall.Seconds(), len(lr.admissions))
+	say("burst done: %d claims in %.1fs, %d admitted; paying %.0f%%, failing %.0f%% of them from their 202, abandoning the rest",
+		len(lr.samples), lr.wall.Seconds(), len(lr.admissions), o.PayShare*100, o.FailShare*100)
+	pr := <-payments
+	if pr.err != nil {
+		return nil, pr.err
+	}
+	rep.Settle.Paid, rep.Settle.Failed, rep.Settle.Abandoned = pr.paid, pr.failed, len(lr.admissions)-pr.paid-pr.failed
+	rep.Payable = Payable{Accepted: latencies(pr.accepted, 0), WhileQueued: pr.whileQueued}
 
 	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).
 	db := deps.Store.Gorm()
 	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status <> 'QUEUED'", say, "sagas"); err != nil {
 		return nil, err
 	}
-	if err := rep.addSagas(ctx, db, sales, o.PaymentTimeout); err != nil {
+	if err := rep.addSagas(ctx, db, sales); err != nil {
 		return nil, err
 	}
 
-	say("paying %.0f%%, failing %.0f%%, abandoning the rest ...", o.PayShare*100, o.FailShare*100)
-	rep.Settle.Paid, rep.Settle.Failed, err = pay(ctx, o, lr.admissions)
-	if err != nil {
-		return nil, err
-	}
-	rep.Settle.Abandoned = len(lr.admissions) - rep.Settle.Paid - rep.Settle.Failed
 	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status IN ('PAID', 'CLOSED')", say, "settled"); err != nil {
 		return nil, err
 	}
@@ -211,7 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
 
-	auditor := &audit.Auditor{DB: db, Scripts: deps.Scripts, Temporal: deps.Temporal}
+	auditor := &audit.Auditor{DB: db, Scripts: deps.Scripts, Sagas: saga.New(deps.Temporal, saga.Options{})}
 	for _, s := range sales {
 		ar, err := auditor.Wait(ctx, s, audit.Options{Grace: time.Minute}, 2*time.Minute)
 		if err != nil {
@@ -292,52 +303,64 @@ func fate(orderID int64, payShare, failShare float64) int {
 	return 2
 }
 
-// pay sends a signed webhook for every order that pays or fails, 32 at a
-// time, each retried until it answers 200 (bounded).
-func pay(ctx context.Context, o Options, won []admission) (paid, failed int, err error) {
+// payResult is what the payers did.
+type payResult struct {
+	paid, failed int
+	// accepted: from each 202 to the webhook's 200 for its payment.
+	accepted *hdrhistogram.Histogram
+	// whileQueued counts payments accepted before the order's saga had
+	// written it (answered QUEUED): payable at admission, not at the saga.
+	whileQueued int
+	err         error
+}
+
+// pay sends a signed webhook for every won order that pays or fails, as
+// soon as its 202 arrives, 32 at a time, each retried until it answers 200
+// (bounded).
+func pay(ctx context.Context, o Options, won <-chan admission) payResult {
 	client := &http.Client{Timeout: 10 * time.Second}
-	work := make(chan admission)
-	errc := make(chan error, 1)
+	res := payResult{accepted: newHist()}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for a := range work {
+			for a := range won {
 				f := fate(a.orderID, o.PayShare, o.FailShare)
-				if err := sendPayment(ctx, client, o, a.orderID, f == 1); err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
+				if f == 2 {
 					continue
 				}
+				outcome, err := sendPayment(ctx, client, o, a.orderID, f == 1)
+				accepted := time.Since(a.answeredAt)
 				mu.Lock()
-				if f == 0 {
-					paid++
-				} else {
-					failed++
+				switch {
+				case err != nil:
+					if res.err == nil {
+						res.err = err
+					}
+				case f == 0:
+					res.paid++
+				default:
+					res.failed++
+				}
+				if err == nil {
+					_ = res.accepted.RecordValue(max(accepted.Microseconds(), 1))
+					if outcome == string(seckill.OutcomeReceived) {
+						res.whileQueued++
+					}
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for _, a := range won {
-		if fate(a.orderID, o.PayShare, o.FailShare) < 2 {
-			work <- a
-		}
-	}
-	close(work)
 	wg.Wait()
-	select {
-	case err = <-errc:
-	default:
-	}
-	return paid, failed, err
+	return res
 }
 
-func sendPayment(ctx context.Context, client *http.Client, o Options, orderID int64, fail bool) error {
+// sendPayment sends one signed webhook and returns the outcome it answered
+// (RECEIVED: recorded for a saga that has not run yet).
+func sendPayment(ctx context.Context, client *http.Client, o Options, orderID int64, fail bool) (string, error) {
 	typ := seckill.PaymentSucceeded
 	if fail {
 		typ = seckill.PaymentFailed
@@ -355,7 +378,11 @@ func sendPayment(ctx context.Context, client *http.Client, o Options, orderID in
 			b, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				var answer struct {
+					Outcome string `json:"outcome"`
+				}
+				_ = json.Unmarshal(b, &answer)
+				return answer.Outcome, nil
 			}
 			last = resp.Status + " " + string(b)
 		} else {
@@ -363,11 +390,11 @@ func sendPayment(ctx context.Context, client *http.Client, o Options, orderID in
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("payment webhook for order %d: %s", orderID, last)
+	return "", fmt.Errorf("payment webhook for order %d: %s", orderID, last)
 }
 
 // waitOrders polls until want orders of sales match cond.

@@ -40,6 +40,9 @@ type LaunchOptions struct {
 	// PProf serves Go's profiler from every child on a loopback port of
 	// its own (System.PProf).
 	PProf bool
+	// TemporalStore is the Temporal dev server's --temporal-store
+	// (postgres or memory) [postgres].
+	TemporalStore string
 }
 
 // System is a running seckill of child processes: the Temporal dev
@@ -104,6 +107,9 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 		args := []string{name}
 		if name == "temporal" {
 			args = []string{"devserver"}
+			if o.TemporalStore != "" {
+				args = append(args, "--temporal-store", o.TemporalStore)
+			}
 		}
 		childEnv := env
 		if o.PProf {
@@ -156,6 +162,10 @@ func (s *System) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = store.DropDatabase(ctx, s.Config.DatabaseURL)
+	if history, visibility, err := store.TemporalDatabaseURLs(s.Config.DatabaseURL); err == nil {
+		_ = store.DropDatabase(ctx, history)
+		_ = store.DropDatabase(ctx, visibility)
+	}
 	if d, err := app.ConnectRedis(s.Config); err == nil {
 		defer func() { _ = d.Close() }()
 		iter := d.Scan(ctx, 0, s.Config.RedisPrefix+":*", 10000).Iterator()

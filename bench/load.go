@@ -44,8 +44,9 @@ type sample struct {
 
 // admission is an order the burst won.
 type admission struct {
-	orderID int64
-	saleID  int64
+	orderID    int64
+	saleID     int64
+	answeredAt time.Time // when the 202 arrived
 }
 
 // loadPlan is one burst: requests at a fixed rate, buyer i%len(tokens) on
@@ -58,6 +59,10 @@ type loadPlan struct {
 	rate     int
 	conns    int
 	progress io.Writer
+	// won, when set, is told every admission as its 202 arrives (the
+	// payers pay from there, as a buyer who pays at once would). It must
+	// not block for long: size its buffer to the stock.
+	won chan<- admission
 }
 
 type loadResult struct {
@@ -155,7 +160,11 @@ func burst(p loadPlan) (*loadResult, error) {
 				statuses[status]++
 				if o == Admitted {
 					if id, ok := orderIDOf(resp.Body()); ok {
-						won = append(won, admission{orderID: id, saleID: p.sales[sale]})
+						a := admission{orderID: id, saleID: p.sales[sale], answeredAt: time.Now()}
+						won = append(won, a)
+						if p.won != nil {
+							p.won <- a
+						}
 					}
 				}
 				counts[o].Add(1)

@@ -24,6 +24,7 @@ type Report struct {
 	Finished  time.Time          `json:"finished"`
 	SaleIDs   []int64            `json:"sale_ids"`
 	Claims    Claims             `json:"claims"`
+	Payable   Payable            `json:"payable"`
 	Sagas     Sagas              `json:"sagas"`
 	Settle    Settle             `json:"settle"`
 	Processes map[string]*Memory `json:"processes"`
@@ -55,6 +56,14 @@ type Latencies struct {
 	P99       float64 `json:"p99_ms"`
 	P999      float64 `json:"p999_ms"`
 	Max       float64 `json:"max_ms"`
+}
+
+// Payable: winners who pay at once, from their 202.
+type Payable struct {
+	// Accepted: from the 202 to the payment webhook's 200.
+	Accepted Latencies `json:"accepted"`
+	// WhileQueued: payments accepted before the saga had written the order.
+	WhileQueued int `json:"while_queued"`
 }
 
 // Sagas: admission to AWAITING_PAYMENT, from the database's own times.
@@ -181,13 +190,13 @@ func (r *Report) addClaims(lr *loadResult) {
 	}
 }
 
-func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64, timeout time.Duration) error {
+func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64) error {
 	var rows []struct {
 		ID          int64
-		PayBy       *time.Time
+		AwaitingAt  *time.Time
 		CloseReason *string
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT id, pay_by, close_reason FROM orders WHERE sale_id IN ?`, sales).
+	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at, close_reason FROM orders WHERE sale_id IN ?`, sales).
 		Scan(&rows).Error; err != nil {
 		return err
 	}
@@ -195,13 +204,13 @@ func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64, timeo
 	var firstAdmit, lastLock time.Time
 	locked := 0
 	for _, row := range rows {
-		if row.PayBy == nil {
+		if row.AwaitingAt == nil {
 			if row.CloseReason != nil && *row.CloseReason == "SOLD_OUT" {
 				r.Sagas.SoldOutAtDB++
 			}
 			continue
 		}
-		admittedAt, lockedAt := idgen.Time(row.ID), row.PayBy.Add(-timeout)
+		admittedAt, lockedAt := idgen.Time(row.ID), *row.AwaitingAt
 		_ = h.RecordValue(max(lockedAt.Sub(admittedAt).Microseconds(), 1))
 		locked++
 		if firstAdmit.IsZero() || admittedAt.Before(firstAdmit) {
@@ -292,8 +301,11 @@ func (r *Report) String() string {
 		row(k, r.Claims.ByOutcome[k])
 	}
 	row("all", r.Claims.All)
+	row("payment: 202->webhook 200", r.Payable.Accepted)
 	row("saga: admitted->AWAITING_PAYMENT", r.Sagas.ToAwaitPayment)
 	_ = w.Flush()
+	fmt.Fprintf(&b, "payable at admission: %d of %d payments sent from the 202 were accepted while the order was still QUEUED\n",
+		r.Payable.WhileQueued, r.Payable.Accepted.Count)
 	fmt.Fprintf(&b, "sagas: %d orders (%d closed SOLD_OUT at the DB), %.0f/s over %.1fs\n",
 		r.Sagas.Orders, r.Sagas.SoldOutAtDB, r.Sagas.PerSecond, r.Sagas.SpanSeconds)
 	fmt.Fprintf(&b, "settle: %d paid, %d failed, %d abandoned; all settled %.1fs after the burst, %.1fs after the last deadline\n",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,8 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
 	slim := fs.String("slim-binary", "", "run the launched API and worker from this slim build (make build writes bin/seckill-slim)")
 	profile := fs.Bool("pprof", false, "serve Go's profiler from every launched process (addresses are printed)")
+	store := fs.String("temporal-store", "postgres", "where the launched Temporal dev server keeps its state: postgres or memory")
+	eager := fs.Bool("eager-start", true, "the launched worker's relay asks for eager workflow start")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +63,8 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		}
 		defer func() { _ = logf.Close() }()
 		fmt.Fprintf(stderr, "launching Temporal dev server, worker and API (log: %s) ...\n", logPath)
-		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile, SlimBinary: *slim})
+		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile, SlimBinary: *slim,
+			TemporalStore: *store, Env: []string{"SECKILL_EAGER_START=" + strconv.FormatBool(*eager)}})
 		if err != nil {
 			return err
 		}
