@@ -5,6 +5,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -184,6 +185,54 @@ func TestCancel_RacingPaymentHasOneOutcome(t *testing.T) {
 		}
 		t.Logf("%s: %s", user, final.Status)
 	}
+	require.Eventually(t, func() bool {
+		st := s.dbStock(sale)
+		return st.Locked == 0 && st.Remaining == st.Available
+	}, 30*time.Second, 100*time.Millisecond)
+	s.requireAudit(sale)
+}
+
+// TestCancel_OperatorCancellationRacingPaymentsNeverStrandsAnOrder is the
+// operator's version of the race above, 40 orders at once: each order is
+// sent a payment and, at the same instant, the Temporal UI's "Request
+// Cancellation" of its workflow. Every order ends PAID, or CLOSED with the
+// payment refunded; none is left awaiting payment with its workflow gone.
+func TestCancel_OperatorCancellationRacingPaymentsNeverStrandsAnOrder(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	const n = 40
+	sale := s.createSale(n, 600*time.Second)
+	orders := make([]seckill.OrderJSON, n)
+	for i := range orders {
+		orders[i] = s.awaiting(sale, "racer"+strconv.Itoa(i))
+	}
+	var wg sync.WaitGroup
+	for i, o := range orders {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			s.webhook("evt_operator_race_"+strconv.Itoa(i), seckill.PaymentSucceeded, o.OrderID, 990)
+		}()
+		go func() {
+			defer wg.Done()
+			_ = s.temporal.CancelWorkflow(context.Background(), seckill.OrderWorkflowID(mustInt(t, o.OrderID)), "")
+		}()
+	}
+	wg.Wait()
+	outcomes := map[string]int{}
+	for i, o := range orders {
+		user := "racer" + strconv.Itoa(i)
+		var final seckill.OrderJSON
+		require.Eventually(t, func() bool {
+			final = s.order(o.OrderID, user)
+			return final.Status == seckill.StatusPaid ||
+				(final.Status == seckill.StatusClosed && final.Refund != nil && final.Refund.Status == "SUCCEEDED")
+		}, 60*time.Second, 50*time.Millisecond, "order of %s: %+v", user, final)
+		if final.Status == seckill.StatusPaid {
+			require.Nil(t, final.Refund, "a paid order keeps its payment")
+		}
+		outcomes[string(final.Status)]++
+	}
+	t.Logf("40 orders, each paid and cancelled by an operator at once: %v", outcomes)
 	require.Eventually(t, func() bool {
 		st := s.dbStock(sale)
 		return st.Locked == 0 && st.Remaining == st.Available
