@@ -153,6 +153,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
 		Parallel:  cfg.RelayParallel,
+		Rate:      cfg.RelayRate,
 	}, cfg.Log.With("component", "relay"))
 	if err := r.Register(d.Metrics); err != nil {
 		return err
@@ -167,26 +168,26 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 // Migrate creates the database if it is missing and applies the
 // migrations, telling progress when it is not nil.
 func Migrate(ctx context.Context, cfg Config, progress io.Writer) error {
-	step := newProgress(progress)
+	return migrate(ctx, cfg, newProgress(progress), "database migrated")
+}
+
+// migrate creates the database if it is missing and applies the
+// migrations over a connection of its own, as one progress step.
+func migrate(ctx context.Context, cfg Config, step func(string) func(string), doneMsg string) error {
 	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
 	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return postgresError(cfg.DatabaseURL, err)
 	}
-	if err := migrateOnce(ctx, cfg); err != nil {
-		return err
-	}
-	done("database migrated")
-	return nil
-}
-
-// migrateOnce applies the migrations over a connection of its own.
-func migrateOnce(ctx context.Context, cfg Config) error {
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
 	if err != nil {
 		return postgresError(cfg.DatabaseURL, err)
 	}
 	defer func() { _ = st.Close() }()
-	return st.Migrate(ctx)
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	done(doneMsg)
+	return nil
 }
 
 // Listen opens a listener on addr; setting names the environment variable

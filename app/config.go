@@ -42,6 +42,7 @@ type Config struct {
 	StockTx          int
 	RelayParallel    int
 	RelayClaimIdle   time.Duration
+	RelayRate        float64
 	// EagerStart: the relay asks for eager workflow start (the worker in
 	// its process runs each saga's first task without a round trip
 	// through matching).
@@ -137,6 +138,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.DevTools = flag("SECKILL_DEV_TOOLS", false)
+	c.RelayRate = float64(num("SECKILL_RELAY_RATE", 0, 0, 100000))
 	c.EagerStart = flag("SECKILL_EAGER_START", true)
 	var err error
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {

@@ -23,7 +23,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/devserver"
-	"github.com/seckill/seckill/store"
 )
 
 // DevInfo is what `seckill dev` prints once everything runs.
@@ -149,14 +148,9 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	}
 	// PostgreSQL first: seckill's database and, by default, Temporal's
 	// state live there, and a wrong DATABASE_URL is best said at once.
-	done := step("creating (if missing) and migrating the database " + redact(cfg.DatabaseURL))
-	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return postgresError(cfg.DatabaseURL, err)
-	}
-	if err := migrateOnce(ctx, cfg); err != nil {
+	if err := migrate(ctx, cfg, step, "database ready"); err != nil {
 		return err
 	}
-	done("database ready")
 	if cfg.TemporalAddress == "" {
 		done := step("starting the embedded Temporal server and its Web UI (" + temporalStoreName(cfg, opts) + ")")
 		ts, err := StartDevServer(cfg, opts)
@@ -177,7 +171,7 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	if err != nil {
 		return err
 	}
-	done = step("starting the worker, the outbox relay and the API")
+	done := step("starting the worker, the outbox relay and the API")
 	token, err := api.SignToken(cfg.JWTSecret, "admin", true, 30*24*time.Hour)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,33 +52,9 @@ func runDevChild() {
 // returns it with its API URL and Temporal address.
 func startDevChild(t *testing.T, env []string) (*exec.Cmd, string, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), devChildEnv+"=1"), env...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "READY ") || strings.HasPrefix(sc.Text(), "ERROR ") {
-				lines <- sc.Text()
-				return
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case line := <-lines:
-		f := strings.Fields(line)
-		require.True(t, len(f) == 3 && f[0] == "READY", "seckill dev child: %q", line)
-		return cmd, f[1], f[2]
-	case <-time.After(120 * time.Second):
-		t.Fatal("seckill dev child not ready after 120s")
-	}
-	return nil, "", ""
+	cmd, fields := startChild(t, append([]string{devChildEnv + "=1"}, env...), 120*time.Second)
+	require.Len(t, fields, 2)
+	return cmd, fields[0], fields[1]
 }
 
 // TestDev_PostgresStoreSurvivesSIGKILL kills `seckill dev` with SIGKILL

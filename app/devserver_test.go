@@ -22,12 +22,14 @@ import (
 	"github.com/seckill/seckill/devserver"
 )
 
-// startDevServerChild runs `devserver --db-file` in a child process (this
-// test binary, see runDevServerChild) and returns its address.
-func startDevServerChild(t *testing.T, dbFile string, port int) (*exec.Cmd, string) {
+// startChild runs this test binary as a child process with env added
+// (TestMain turns it into the process env asks for), waits up to within
+// for its line "READY <fields...>" and returns the child and the fields.
+func startChild(t *testing.T, env []string, within time.Duration) (*exec.Cmd, []string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dbFile, "SECKILL_DEV_TEMPORAL_PORT="+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -45,12 +47,20 @@ func startDevServerChild(t *testing.T, dbFile string, port int) (*exec.Cmd, stri
 	}()
 	select {
 	case line := <-lines:
-		require.True(t, strings.HasPrefix(line, "READY "), "dev server child: %q", line)
-		return cmd, strings.TrimPrefix(line, "READY ")
-	case <-time.After(60 * time.Second):
-		t.Fatal("dev server child not ready after 60s")
+		require.True(t, strings.HasPrefix(line, "READY "), "child process: %q", line)
+		return cmd, strings.Fields(line)[1:]
+	case <-time.After(within):
+		t.Fatalf("child process not ready after %s", within)
 	}
-	return nil, ""
+	return nil, nil
+}
+
+// startDevServerChild runs `devserver --db-file` in a child process (see
+// runDevServerChild) and returns it with its address.
+func startDevServerChild(t *testing.T, dbFile string, port int) (*exec.Cmd, string) {
+	t.Helper()
+	cmd, fields := startChild(t, []string{helperEnv + "=" + dbFile, "SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(port)}, 60*time.Second)
+	return cmd, fields[0]
 }
 
 // TestDevServer_DBFileSurvivesSIGKILL: `seckill devserver --db-file` keeps

@@ -12,6 +12,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,13 +213,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	settled := time.Now()
 	rep.Settle.AfterBurstSeconds = settled.Sub(burstEnd).Seconds()
-	var lastPayBy *time.Time
+	// No order timed out when everyone paid: max() is then NULL.
+	var lastPayBy sql.NullTime
 	if err := db.WithContext(ctx).Raw(`SELECT max(pay_by) FROM orders WHERE sale_id IN ? AND close_reason = 'PAYMENT_TIMEOUT'`, sales).
-		Scan(&lastPayBy).Error; err != nil {
+		Row().Scan(&lastPayBy); err != nil {
 		return nil, err
 	}
-	if lastPayBy != nil {
-		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(*lastPayBy).Seconds()
+	if lastPayBy.Valid {
+		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(lastPayBy.Time).Seconds()
 	}
 	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
 
@@ -315,14 +317,15 @@ type payResult struct {
 }
 
 // pay sends a signed webhook for every won order that pays or fails, as
-// soon as its 202 arrives, 32 at a time, each retried until it answers 200
-// (bounded).
+// soon as its 202 arrives, as many at a time as the burst has connections
+// (so a payment waits on the shop, not on the payers), each retried until
+// it answers 200 (bounded).
 func pay(ctx context.Context, o Options, won <-chan admission) payResult {
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Conns}}
 	res := payResult{accepted: newHist()}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for range 32 {
+	for range o.Conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

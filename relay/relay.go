@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
@@ -48,6 +49,12 @@ type Config struct {
 	// Parallel is the most workflow starts in flight per sale
 	// [DefaultParallel].
 	Parallel int
+	// Rate paces this relay's saga starts (per second, all sales
+	// together; 0: unpaced). On a machine whose cores the API and the
+	// Temporal server share, every saga started during a sale's first
+	// seconds takes CPU from the claims; buyers lose nothing by a later
+	// start (they can pay from the 202, until the pay_by fixed then).
+	Rate float64
 	// ClaimIdle is how long an entry may sit unacknowledged with a live
 	// consumer before this one takes it over [30s].
 	ClaimIdle time.Duration
@@ -68,6 +75,7 @@ type Relay struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	pace    *rate.Limiter // nil: unpaced
 }
 
 // New returns a relay starting sagas with sagas.
@@ -90,7 +98,11 @@ func New(scripts *lua.Scripts, sagas *saga.Client, cfg Config, log *slog.Logger)
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
 	}
-	return &Relay{scripts: scripts, sagas: sagas, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
+	r := &Relay{scripts: scripts, sagas: sagas, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
+	if cfg.Rate > 0 {
+		r.pace = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/10)))
+	}
+	return r
 }
 
 // Run relays until ctx is done. It watches every sale listed as active.
@@ -384,6 +396,11 @@ func (r *Relay) relay(ctx context.Context, stream string, msgs []redis.XMessage)
 // exists or ctx is done. A workflow that already exists (running or closed)
 // is success: the claim has its saga.
 func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
+	if r.pace != nil {
+		if err := r.pace.Wait(ctx); err != nil {
+			return err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := r.sagas.Start(sctx, in)

@@ -46,6 +46,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	profile := fs.Bool("pprof", false, "serve Go's profiler from every launched process (addresses are printed)")
 	store := fs.String("temporal-store", "postgres", "where the launched Temporal dev server keeps its state: postgres or memory")
 	eager := fs.Bool("eager-start", true, "the launched worker's relay asks for eager workflow start")
+	relayRate := fs.Int("relay-rate", 0, "the launched worker's relay starts at most this many sagas a second (SECKILL_RELAY_RATE; 0: unpaced)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		defer func() { _ = logf.Close() }()
 		fmt.Fprintf(stderr, "launching Temporal dev server, worker and API (log: %s) ...\n", logPath)
 		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile, SlimBinary: *slim,
-			TemporalStore: *store, Env: []string{"SECKILL_EAGER_START=" + strconv.FormatBool(*eager)}})
+			TemporalStore: *store, Env: []string{"SECKILL_EAGER_START=" + strconv.FormatBool(*eager), "SECKILL_RELAY_RATE=" + strconv.Itoa(*relayRate)}})
 		if err != nil {
 			return err
 		}
