@@ -1,0 +1,53 @@
+package relay
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+)
+
+func TestParseEntry_CarriesTheTermsFixedAtAdmission(t *testing.T) {
+	in, err := parseEntry(redis.XMessage{ID: "1-0", Values: map[string]any{
+		"o": "42", "u": "alice", "s": "7", "t": "1763805600000", "p": "1763805630512", "a": "990", "c": "usd",
+	}})
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.SagaInput{
+		OrderID: 42, SaleID: 7, UserID: "alice",
+		AdmittedAt: time.UnixMilli(1763805600000).UTC(), PayBy: time.UnixMilli(1763805630512).UTC(),
+		AmountCents: 990, Currency: "usd",
+	}, in)
+}
+
+func TestParseEntry_EntriesFromBeforePayableAtAdmission(t *testing.T) {
+	in, err := parseEntry(redis.XMessage{ID: "1-0", Values: map[string]any{"o": "42", "u": "alice", "s": "7", "t": "1763805600000"}})
+
+	require.NoError(t, err)
+	require.True(t, in.PayBy.IsZero(), "the saga derives pay_by from the admission time and the sale")
+	require.Zero(t, in.AmountCents)
+}
+
+func TestParseEntry_RefusesWhatClaimLuaCannotHaveWritten(t *testing.T) {
+	for name, values := range map[string]map[string]any{
+		"no order":     {"u": "alice", "s": "7", "t": "1"},
+		"no user":      {"o": "42", "s": "7", "t": "1"},
+		"no sale":      {"o": "42", "u": "alice", "t": "1"},
+		"no time":      {"o": "42", "u": "alice", "s": "7"},
+		"bad pay_by":   {"o": "42", "u": "alice", "s": "7", "t": "1", "p": "soon", "a": "990", "c": "usd"},
+		"bad amount":   {"o": "42", "u": "alice", "s": "7", "t": "1", "p": "2", "a": "9.90", "c": "usd"},
+		"order not id": {"o": "x", "u": "alice", "s": "7", "t": "1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := parseEntry(redis.XMessage{ID: "1-0", Values: values})
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestLivenessKey_IsUnderTheInstallationsPrefix(t *testing.T) {
+	require.Equal(t, "shop-a:relay:alive:host-1-2-ab", LivenessKey("shop-a", "host-1-2-ab"))
+}
