@@ -235,11 +235,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 			return nil, fmt.Errorf("reread order %d: %w", o.ID, err)
 		}
 		if status != string(seckill.StatusPaid) && status != string(seckill.StatusClosed) { // not settled meanwhile
-			state := "none in Temporal"
-			if run.Found {
-				state = strings.ToLower(strings.TrimPrefix(run.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
-			}
-			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, state))
+			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, run.State()))
 		}
 	}
 	for user, idStr := range claims {

@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,7 +162,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		err = r.Sagas.Start(ctx, in)
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
 			Detail: fmt.Sprintf("claim of %s admitted %s ago has no running saga (%s)", user,
-				time.Since(idgen.Time(orderID)).Round(time.Second), sagaState(run))})
+				time.Since(idgen.Time(orderID)).Round(time.Second), run.State())})
 		if err != nil {
 			return drifts, err
 		}
@@ -214,7 +213,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		case run.Found:
 			err := r.Sagas.Start(ctx, in)
 			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
-				Detail: fmt.Sprintf("order is %s but its saga ended %s; a new run resumes it", o.Status, sagaState(run))})
+				Detail: fmt.Sprintf("order is %s but its saga ended %s; a new run resumes it", o.Status, run.State())})
 			if err != nil {
 				return drifts, err
 			}
@@ -263,14 +262,6 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("Redis remaining %d > database available %d", seen, sale.Stock.Available)})
 	}
 	return drifts, nil
-}
-
-// sagaState names what became of a saga run, for drift details.
-func sagaState(run saga.Run) string {
-	if !run.Found {
-		return "none in Temporal"
-	}
-	return strings.ToLower(strings.TrimPrefix(run.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
 
 // Activities exposes the reconciler to the Reconcile workflow.

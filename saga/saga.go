@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -141,6 +142,16 @@ type Run struct {
 	// SaleID and UserID from its search attributes.
 	SaleID int64
 	UserID string
+}
+
+// State names what became of the run, for operators' messages: "running",
+// "completed", "failed", "canceled", "terminated", ..., or "none in
+// Temporal".
+func (r Run) State() string {
+	if !r.Found {
+		return "none in Temporal"
+	}
+	return strings.ToLower(strings.TrimPrefix(r.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
 
 // Describe returns what Temporal knows of the saga of orderID.

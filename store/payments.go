@@ -67,6 +67,14 @@ func (r *paymentEventRow) event() *PaymentEvent {
 	return e
 }
 
+func events(rows []paymentEventRow) []*PaymentEvent {
+	out := make([]*PaymentEvent, len(rows))
+	for i := range rows {
+		out[i] = rows[i].event()
+	}
+	return out
+}
+
 func nonZero[T comparable](v T) *T {
 	var zero T
 	if v == zero {
@@ -150,11 +158,7 @@ func (s *Store) OrderPaymentEvents(ctx context.Context, orderID int64) ([]*Payme
 	if err != nil {
 		return nil, fmt.Errorf("list payment events of order %d: %w", orderID, err)
 	}
-	out := make([]*PaymentEvent, len(rows))
-	for i := range rows {
-		out[i] = rows[i].event()
-	}
-	return out, nil
+	return events(rows), nil
 }
 
 // Pending reports whether no saga has decided what e does yet: it is only
@@ -174,9 +178,5 @@ func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olde
 	if err != nil {
 		return nil, fmt.Errorf("list undelivered payment events of sale %d: %w", saleID, err)
 	}
-	out := make([]*PaymentEvent, len(rows))
-	for i := range rows {
-		out[i] = rows[i].event()
-	}
-	return out, nil
+	return events(rows), nil
 }
