@@ -94,7 +94,8 @@ func temporalStoreName(cfg Config, opts DevOptions) string {
 	if err != nil {
 		return "state in PostgreSQL"
 	}
-	return "state in PostgreSQL: " + pg.Database + ", " + pg.Visibility
+	history, visibility := pg.Names()
+	return "state in PostgreSQL: " + history + ", " + visibility
 }
 
 // StartDevServer starts the embedded Temporal server with seckill's search

@@ -110,8 +110,19 @@ func Start(cfg Config) (*Server, error) {
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json"}))
 	var persistence config.Persistence
 	if cfg.Postgres != nil {
-		if err := cfg.Postgres.setup(logger); err != nil {
+		setupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := cfg.Postgres.setup(setupCtx, logger)
+		cancel()
+		if err != nil {
 			return nil, fmt.Errorf("set up temporal's PostgreSQL databases: %w", err)
+		}
+		history, err := cfg.Postgres.sqlConfig(cfg.Postgres.HistoryURL)
+		if err != nil {
+			return nil, err
+		}
+		visibility, err := cfg.Postgres.sqlConfig(cfg.Postgres.VisibilityURL)
+		if err != nil {
+			return nil, err
 		}
 		if cfg.Shards <= 0 {
 			cfg.Shards = DefaultShards
@@ -121,8 +132,8 @@ func Start(cfg Config) (*Server, error) {
 			VisibilityStore:  "postgres-visibility",
 			NumHistoryShards: int32(cfg.Shards),
 			DataStores: map[string]config.DataStore{
-				"postgres":            {SQL: cfg.Postgres.sqlConfig(cfg.Postgres.Database)},
-				"postgres-visibility": {SQL: cfg.Postgres.sqlConfig(cfg.Postgres.Visibility)},
+				"postgres":            {SQL: history},
+				"postgres-visibility": {SQL: visibility},
 			},
 		}
 	} else {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,14 +33,11 @@ import (
 // process. One embedded server per pair of databases: it takes the
 // cluster's membership over at start.
 type Postgres struct {
-	// Addr is the server's host:port.
-	Addr     string
-	User     string
-	Password string
-	// Database holds the server's state; Visibility its visibility
-	// records (workflow lists and search attributes).
-	Database   string
-	Visibility string
+	// HistoryURL names the database of the server's state; VisibilityURL
+	// that of its visibility records (workflow lists, search attributes).
+	// Both postgres:// URLs, on one server with one user.
+	HistoryURL    string
+	VisibilityURL string
 	// MaxConns bounds each connection pool the server opens [4]. The
 	// server's services (frontend, history, matching, worker) each open
 	// one per database: at most 8 x MaxConns connections in all.
@@ -55,35 +50,55 @@ const (
 	visibilitySchema = "postgresql/v12/visibility"
 )
 
-func (p *Postgres) sqlConfig(database string) *config.SQL {
+// sqlConfig is the server's SQL configuration of the database dsn names.
+func (p *Postgres) sqlConfig(dsn string) (*config.SQL, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("temporal database URL: %w", err)
+	}
 	return &config.SQL{
 		PluginName:      pgplugin.PluginNamePGX,
-		DatabaseName:    database,
-		ConnectAddr:     p.Addr,
+		DatabaseName:    cfg.Database,
+		ConnectAddr:     net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
 		ConnectProtocol: "tcp",
-		User:            p.User,
-		Password:        p.Password,
+		User:            cfg.User,
+		Password:        cfg.Password,
 		MaxConns:        p.MaxConns,
 		MaxIdleConns:    p.MaxConns,
 		MaxConnLifetime: time.Hour,
+	}, nil
+}
+
+// Names are the two databases' names, for messages.
+func (p *Postgres) Names() (history, visibility string) {
+	name := func(dsn string) string {
+		if cfg, err := pgconn.ParseConfig(dsn); err == nil {
+			return cfg.Database
+		}
+		return dsn
 	}
+	return name(p.HistoryURL), name(p.VisibilityURL)
 }
 
 // setup creates both databases when missing and brings their schemas to
 // the versions this server needs (setup-schema -v 0.0, then
 // update-schema, as temporal-sql-tool does; its RunTool exits the process
 // on failure, so the same steps are called directly).
-func (p *Postgres) setup(logger log.Logger) error {
+func (p *Postgres) setup(ctx context.Context, logger log.Logger) error {
 	if p.MaxConns <= 0 {
 		p.MaxConns = 4
 	}
-	for _, db := range []struct{ name, schema string }{{p.Database, historySchema}, {p.Visibility, visibilitySchema}} {
-		if err := sqltool.DoCreateDatabase(p.sqlConfig(db.name), "postgres", logger); err != nil && !isDuplicateDatabase(err) {
-			return fmt.Errorf("create database %s: %w", db.name, err)
+	for _, db := range []struct{ dsn, schema string }{{p.HistoryURL, historySchema}, {p.VisibilityURL, visibilitySchema}} {
+		if err := store.EnsureDatabase(ctx, db.dsn); err != nil {
+			return err
 		}
-		conn, err := sqltool.NewConnection(p.sqlConfig(db.name), logger)
+		sqlCfg, err := p.sqlConfig(db.dsn)
 		if err != nil {
-			return fmt.Errorf("connect to database %s: %w", db.name, err)
+			return err
+		}
+		conn, err := sqltool.NewConnection(sqlCfg, logger)
+		if err != nil {
+			return fmt.Errorf("connect to database %s: %w", sqlCfg.DatabaseName, err)
 		}
 		err = func() error {
 			defer conn.Close()
@@ -93,7 +108,7 @@ func (p *Postgres) setup(logger log.Logger) error {
 					return fmt.Errorf("set up schema versioning: %w", err)
 				}
 			}
-			if err := schema.NewUpdateSchemaTask(conn, &schema.UpdateConfig{DBName: db.name, SchemaName: db.schema}, logger).Run(); err != nil {
+			if err := schema.NewUpdateSchemaTask(conn, &schema.UpdateConfig{DBName: sqlCfg.DatabaseName, SchemaName: db.schema}, logger).Run(); err != nil {
 				return fmt.Errorf("update schema %s: %w", db.schema, err)
 			}
 			if db.schema == historySchema {
@@ -109,15 +124,10 @@ func (p *Postgres) setup(logger log.Logger) error {
 			return nil
 		}()
 		if err != nil {
-			return fmt.Errorf("database %s: %w", db.name, err)
+			return fmt.Errorf("database %s: %w", sqlCfg.DatabaseName, err)
 		}
 	}
 	return nil
-}
-
-func isDuplicateDatabase(err error) bool {
-	var pgErr *pgconn.PgError
-	return (errors.As(err, &pgErr) && pgErr.Code == "42P04") || strings.Contains(err.Error(), "already exists")
 }
 
 // registerNamespaces creates each namespace (unless it exists) through the
@@ -228,20 +238,9 @@ func (quietLogger) Error(string, ...any) {}
 // DATABASE_URL: the same server and credentials, and the databases
 // store.TemporalDatabaseURLs names.
 func PostgresFromURL(databaseURL string) (*Postgres, error) {
-	cfg, err := pgconn.ParseConfig(databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
 	history, visibility, err := store.TemporalDatabaseURLs(databaseURL)
 	if err != nil {
 		return nil, err
 	}
-	name := func(u string) string { p, _ := url.Parse(u); return strings.Trim(p.Path, "/") }
-	return &Postgres{
-		Addr:       net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
-		User:       cfg.User,
-		Password:   cfg.Password,
-		Database:   name(history),
-		Visibility: name(visibility),
-	}, nil
+	return &Postgres{HistoryURL: history, VisibilityURL: visibility}, nil
 }
