@@ -113,11 +113,8 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 		o, err = a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.EventID, in.ClosedAt)
 		return err
 	})
-	if errors.Is(err, store.ErrOrderPaid) {
-		return "", temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err)
-	}
 	if err != nil {
-		return "", err
+		return "", refusal(err)
 	}
 	a.changed(ctx, in.OrderID)
 	// An order closed as SOLD_OUT never held a database unit: Redis gets
@@ -166,13 +163,10 @@ func (a *Activities) CreateOrder(ctx context.Context, in seckill.CreateOrderInpu
 func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) error {
 	return a.withStockSlot(ctx, func() error {
 		_, err := a.store.LockStock(ctx, in.OrderID, in.PayBy)
-		if errors.Is(err, store.ErrSoldOut) {
-			return temporal.NewNonRetryableApplicationError("no available unit in the database", seckill.ErrTypeSoldOut, err)
-		}
 		if err == nil {
 			a.changed(ctx, in.OrderID)
 		}
-		return err
+		return refusal(err)
 	})
 }
 
@@ -185,13 +179,10 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.EventID, in.PaymentIntentID, in.PaidAt)
 		return err
 	})
-	if errors.Is(err, store.ErrOrderClosed) {
-		return temporal.NewNonRetryableApplicationError("the order is closed", seckill.ErrTypeOrderClosed, err)
-	}
 	if err == nil {
 		a.changed(ctx, in.OrderID)
 	}
-	return err
+	return refusal(err)
 }
 
 // CloseOrder closes the order and returns its locked unit to the
@@ -199,13 +190,10 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput) error {
 	return a.withStockSlot(ctx, func() error {
 		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, "", in.ClosedAt)
-		if errors.Is(err, store.ErrOrderPaid) {
-			return temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err)
-		}
 		if err == nil {
 			a.changed(ctx, in.OrderID)
 		}
-		return err
+		return refusal(err)
 	})
 }
 
@@ -248,6 +236,21 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 	}
 	a.changed(ctx, in.OrderID)
 	return nil
+}
+
+// refusal turns the store's refusals of an order transition into the
+// non-retryable, typed errors the saga handles; any other error is
+// returned as it is, to be retried.
+func refusal(err error) error {
+	switch {
+	case errors.Is(err, store.ErrSoldOut):
+		return temporal.NewNonRetryableApplicationError("no available unit in the database", seckill.ErrTypeSoldOut, err)
+	case errors.Is(err, store.ErrOrderClosed):
+		return temporal.NewNonRetryableApplicationError("the order is closed", seckill.ErrTypeOrderClosed, err)
+	case errors.Is(err, store.ErrOrderPaid):
+		return temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err)
+	}
+	return err
 }
 
 // changed tells the API's event streams that the order's row changed. Best

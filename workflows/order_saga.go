@@ -150,9 +150,8 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 	for _, id := range s.order.Handled {
 		s.seen[id] = true
 	}
-	switch s.order.Status {
-	case seckill.StatusPaid, seckill.StatusClosed:
-		// Payments still pending for a decided order are refunded there.
+	if s.order.Status.Terminal() {
+		// Payments still pending for a decided order: finish refunds them.
 		s.backlog = s.order.Payments
 	}
 	switch s.order.Status {

@@ -59,7 +59,7 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 		if err != nil {
 			return "", err
 		}
-		if e.Outcome != seckill.OutcomeReceived && e.Outcome != seckill.OutcomeDelivered {
+		if !e.Pending() {
 			return e.Outcome, d.Store.MarkDelivered(ctx, ev.EventID)
 		}
 	}
