@@ -97,55 +97,15 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 	if n.PayBy.IsZero() {
 		payBy = n.CreatedAt.Add(sale.PaymentTimeout).UTC()
 	}
-	var row orderRow
-	soldOut := false
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		now := time.Now().UTC()
-		ins := orderRow{
-			ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
-			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
-			CreatedAt: n.CreatedAt.UTC(), UpdatedAt: now,
-		}
-		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(&ins).Error
-		if isUniqueViolation(err, "orders_one_active_per_user") {
-			return ErrActiveOrderExists
-		}
-		if err != nil {
-			return fmt.Errorf("insert order %d: %w", n.ID, err)
-		}
-		if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", n.ID).Take(&row).Error; err != nil {
-			return fmt.Errorf("lock order %d: %w", n.ID, err)
-		}
-		if row.Status != string(seckill.StatusQueued) {
-			return nil
-		}
-		res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
-			WHERE id = ? AND available > 0`, row.SaleID)
-		if res.Error != nil {
-			return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			soldOut = true
-			reason := string(seckill.CloseSoldOut)
-			row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
-		} else {
-			row.Status, row.StockLocked, row.AwaitingAt, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &now, now
-			if row.PayBy == nil {
-				row.PayBy = &payBy
-			}
-		}
-		if err := tx.Save(&row).Error; err != nil {
-			return fmt.Errorf("start order %d: %w", row.ID, err)
-		}
-		return nil
+	ins := &orderRow{
+		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
+		AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
+		CreatedAt: n.CreatedAt.UTC(), UpdatedAt: time.Now().UTC(),
+	}
+	o, err := s.lockedOrder(ctx, n.ID, ins, func(tx *gorm.DB, row *orderRow) error {
+		return lockUnit(tx, row, payBy)
 	})
-	if err != nil {
-		return nil, sale, err
-	}
-	if soldOut {
-		return row.order(), sale, ErrSoldOut
-	}
-	return row.order(), sale, nil
+	return o, sale, err
 }
 
 // CreateOrder writes the order QUEUED at the sale's price, or returns the
@@ -198,13 +158,24 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 }
 
 // lockedOrder runs fn in a transaction holding the order's row lock, so
-// the order's transitions are serialized whoever calls them. fn may return
-// ErrSoldOut after writing the refusal: the transaction still commits and
-// ErrSoldOut is returned after the commit.
-func (s *Store) lockedOrder(ctx context.Context, id int64, fn func(tx *gorm.DB, row *orderRow) error) (*seckill.Order, error) {
+// the order's transitions are serialized whoever calls them. With insert,
+// the row is first written in the same transaction unless it exists
+// (ErrActiveOrderExists: the user's other active order refused it). fn may
+// return ErrSoldOut after writing the refusal: the transaction still
+// commits and ErrSoldOut is returned after the commit.
+func (s *Store) lockedOrder(ctx context.Context, id int64, insert *orderRow, fn func(tx *gorm.DB, row *orderRow) error) (*seckill.Order, error) {
 	var row orderRow
 	soldOut := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if insert != nil {
+			err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(insert).Error
+			if isUniqueViolation(err, "orders_one_active_per_user") {
+				return ErrActiveOrderExists
+			}
+			if err != nil {
+				return fmt.Errorf("insert order %d: %w", id, err)
+			}
+		}
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNotFound
@@ -235,34 +206,46 @@ func (s *Store) lockedOrder(ctx context.Context, id int64, fn func(tx *gorm.DB, 
 // returned. Idempotent: an order past QUEUED is returned unchanged (with
 // ErrSoldOut again if it was closed as sold out).
 func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (*seckill.Order, error) {
-	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
-		if row.Status != string(seckill.StatusQueued) {
-			if row.CloseReason != nil && *row.CloseReason == string(seckill.CloseSoldOut) {
-				return ErrSoldOut
-			}
-			return nil
-		}
-		now := time.Now().UTC()
-		res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
-			WHERE id = ? AND available > 0`, row.SaleID)
-		if res.Error != nil {
-			return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			reason := string(seckill.CloseSoldOut)
-			row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
-			if err := tx.Save(row).Error; err != nil {
-				return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
-			}
+	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
+		return lockUnit(tx, row, payBy)
+	})
+}
+
+// lockUnit moves one unit of the QUEUED order's sale from available to
+// locked and makes the order AWAITING_PAYMENT (until its pay_by, or payBy
+// when it has none), or closes it as SOLD_OUT and returns ErrSoldOut when
+// the database has no unit. An order past QUEUED is left as it is
+// (ErrSoldOut again if it was closed as sold out).
+func lockUnit(tx *gorm.DB, row *orderRow, payBy time.Time) error {
+	if row.Status != string(seckill.StatusQueued) {
+		if row.CloseReason != nil && *row.CloseReason == string(seckill.CloseSoldOut) {
 			return ErrSoldOut
 		}
-		payBy = payBy.UTC()
-		row.Status, row.StockLocked, row.PayBy, row.AwaitingAt, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &payBy, &now, now
-		if err := tx.Save(row).Error; err != nil {
-			return fmt.Errorf("mark order %d awaiting payment: %w", row.ID, err)
-		}
 		return nil
-	})
+	}
+	now := time.Now().UTC()
+	res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
+		WHERE id = ? AND available > 0`, row.SaleID)
+	if res.Error != nil {
+		return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		reason := string(seckill.CloseSoldOut)
+		row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
+		if err := tx.Save(row).Error; err != nil {
+			return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
+		}
+		return ErrSoldOut
+	}
+	if row.PayBy == nil {
+		payBy = payBy.UTC()
+		row.PayBy = &payBy
+	}
+	row.Status, row.StockLocked, row.AwaitingAt, row.UpdatedAt = string(seckill.StatusAwaitingPayment), true, &now, now
+	if err := tx.Save(row).Error; err != nil {
+		return fmt.Errorf("mark order %d awaiting payment: %w", row.ID, err)
+	}
+	return nil
 }
 
 // ConfirmPayment makes an AWAITING_PAYMENT order PAID and moves its unit
@@ -270,7 +253,7 @@ func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (
 // APPLIED, in one transaction. Idempotent: a PAID order is returned
 // unchanged. A CLOSED order returns ErrOrderClosed.
 func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, eventID, paymentIntentID string, paidAt time.Time) (*seckill.Order, error) {
-	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
+	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
 		switch seckill.OrderStatus(row.Status) {
 		case seckill.StatusPaid:
 			return nil
@@ -320,7 +303,7 @@ func setOutcome(tx *gorm.DB, eventID string, outcome seckill.PaymentOutcome) err
 // as APPLIED, in one transaction. Idempotent: a CLOSED order is returned
 // unchanged. A PAID order returns ErrOrderPaid.
 func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
-	return s.lockedOrder(ctx, orderID, func(tx *gorm.DB, row *orderRow) error {
+	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
 		switch seckill.OrderStatus(row.Status) {
 		case seckill.StatusClosed:
 			return nil
