@@ -14,15 +14,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
 // Activities holds the activities' dependencies.
 type Activities struct {
 	store    *store.Store
-	scripts  *lua.Scripts
+	rstore   *redisstore.Store
 	provider payments.Provider
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
@@ -32,8 +32,8 @@ type Activities struct {
 
 // New returns the activities. maxStockTx bounds concurrent stock
 // transactions in this worker (at least 1); provider refunds payments.
-func New(st *store.Store, scripts *lua.Scripts, provider payments.Provider, maxStockTx int) *Activities {
-	return &Activities{store: st, scripts: scripts, provider: provider, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+func New(st *store.Store, rstore *redisstore.Store, provider payments.Provider, maxStockTx int) *Activities {
+	return &Activities{store: st, rstore: rstore, provider: provider, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 }
 
 func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
@@ -119,7 +119,7 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	a.changed(ctx, in.OrderID)
 	// An order closed as SOLD_OUT never held a database unit: Redis gets
 	// none back either.
-	if _, err := a.scripts.Release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
+	if _, err := a.rstore.Release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
 		return "", err
 	}
 	return o.CloseReason, nil
@@ -201,7 +201,7 @@ func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput)
 // the unit to the counter and tells the API nodes. It acts only while the
 // claim still names this order, so it happens at most once per order.
 func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimInput) error {
-	_, err := a.scripts.Release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
+	_, err := a.rstore.Release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
 	return err
 }
 
@@ -257,7 +257,7 @@ func refusal(err error) error {
 // effort: a lost message delays a stream by one poll, and is no reason to
 // run the activity again.
 func (a *Activities) changed(ctx context.Context, orderID int64) {
-	if err := a.scripts.PublishOrderChange(ctx, orderID); err != nil {
+	if err := a.rstore.PublishOrderChange(ctx, orderID); err != nil {
 		activity.GetLogger(ctx).Warn("publish order change", "orderID", orderID, "error", err)
 	}
 }

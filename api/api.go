@@ -23,8 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
@@ -34,9 +34,9 @@ const MaxBody = 64 << 10
 
 // Config is what the API needs.
 type Config struct {
-	Store   *store.Store
-	Scripts *lua.Scripts
-	IDs     *idgen.Generator
+	Store *store.Store
+	Redis *redisstore.Store
+	IDs   *idgen.Generator
 	// Sagas starts, signals and cancels order sagas.
 	Sagas         *saga.Client
 	JWTSecret     []byte
@@ -96,7 +96,7 @@ func New(cfg Config) *Server {
 		auth:     newVerifier(cfg.JWTSecret),
 		sales:    newSaleCache(cfg.Store),
 		metrics:  newMetrics(reg),
-		delivery: &delivery.Deliverer{Store: cfg.Store, Scripts: cfg.Scripts, Sagas: cfg.Sagas, Log: cfg.Log},
+		delivery: &delivery.Deliverer{Store: cfg.Store, Redis: cfg.Redis, Sagas: cfg.Sagas, Log: cfg.Log},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 		watchers: newOrderWatchers(),
 		funnel:   newFunnel(),
@@ -184,7 +184,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	defer cancel()
 	checks := map[string]string{"redis": "ok", "postgres": "ok", "temporal": "ok"}
 	ok := true
-	if err := s.cfg.Scripts.Client().Ping(ctx).Err(); err != nil {
+	if err := s.cfg.Redis.Ping(ctx); err != nil {
 		checks["redis"], ok = "unavailable", false
 	}
 	if err := s.cfg.Store.Ping(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/redis/go-redis/v9"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 )
 
 // claimRig is one API on a database and Redis prefix of its own, with two
@@ -28,7 +29,8 @@ import (
 // stays visible in Redis for the oracle.
 type claimRig struct {
 	srv          *api.Server
-	scripts      *lua.Scripts
+	rstore       *redisstore.Store
+	rdb          *redis.Client // to look at (and tamper with) Redis directly
 	secret       []byte
 	big, tiny    int64
 	totals       map[int64]int64
@@ -42,14 +44,14 @@ func newClaimRigWith(t testing.TB, cfg api.Config) *claimRig {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
-	scripts := lua.New(rdb, prefix)
+	rstore := redisstore.New(rdb, prefix)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ids, err := idgen.New(context.Background(), rdb, prefix, log)
+	ids, err := idgen.New(context.Background(), rstore.IDNodes(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &claimRig{scripts: scripts, secret: []byte("fuzz-jwt-secret"), totals: map[int64]int64{}}
-	cfg.Store, cfg.Scripts, cfg.IDs, cfg.JWTSecret, cfg.Log = st, scripts, ids, r.secret, log
+	r := &claimRig{rstore: rstore, rdb: rdb, secret: []byte("fuzz-jwt-secret"), totals: map[int64]int64{}}
+	cfg.Store, cfg.Redis, cfg.IDs, cfg.JWTSecret, cfg.Log = st, rstore, ids, r.secret, log
 	r.srv = api.New(cfg)
 	r.big = r.createSale(t, 1_000_000)
 	r.tiny = r.createSale(t, 1)
@@ -95,15 +97,15 @@ type saleState struct {
 func (r *claimRig) state(t *testing.T, saleID int64) saleState {
 	t.Helper()
 	ctx := context.Background()
-	n, ok, err := r.scripts.Remaining(ctx, saleID)
+	n, ok, err := r.rstore.Remaining(ctx, saleID)
 	if err != nil || !ok {
 		t.Fatalf("remaining of sale %d: %v (warmed: %v)", saleID, err, ok)
 	}
-	claims, err := r.scripts.Claims(ctx, saleID)
+	claims, err := r.rstore.Claims(ctx, saleID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	outbox, err := r.scripts.Client().XLen(ctx, r.scripts.SaleKeys(saleID).Outbox).Result()
+	outbox, err := r.rdb.XLen(ctx, r.rstore.SaleKeys(saleID).Outbox).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

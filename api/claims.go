@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 )
 
 // HeaderIdempotencyKey makes a claim safe to retry: the same user sending
@@ -104,8 +104,8 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 
 	user := principal(c).UserID
-	terms := lua.Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
-	res, err := s.cfg.Scripts.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, terms)
+	terms := redisstore.Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
+	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, terms)
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = "unavailable"
@@ -118,7 +118,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		c.Set("Idempotent-Replayed", "true")
 	}
 	switch res.Outcome {
-	case lua.Admitted:
+	case redisstore.Admitted:
 		s.logFor(c).Info("claim admitted", "orderID", res.OrderID, "saleID", saleID, "replayed", res.Replayed)
 		id := strconv.FormatInt(res.OrderID, 10)
 		c.Location("/api/v1/orders/" + id)
@@ -126,20 +126,20 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
 			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: res.PayBy,
 		})
-	case lua.SoldOut:
+	case redisstore.SoldOut:
 		s.soldOut.set(saleID, start)
 		s.funnel.markSoldOut(saleID, start)
 		return errSoldOut
-	case lua.AlreadyClaimed:
+	case redisstore.AlreadyClaimed:
 		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
-	case lua.NotStarted:
+	case redisstore.NotStarted:
 		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
-	case lua.Ended:
+	case redisstore.Ended:
 		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
-	case lua.RateLimited:
+	case redisstore.RateLimited:
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64(math.Ceil(res.RetryAfter.Seconds())), 10))
 		return seckill.Errorf(seckill.CodeRateLimited, "too many claims; try again in %s", res.RetryAfter.Round(time.Second))
-	default: // lua.NotWarmed: fail closed until the stock is loaded again
+	default: // redisstore.NotWarmed: fail closed until the stock is loaded again
 		s.logFor(c).Warn("claim for a sale that is not warmed", "saleID", saleID)
 		return seckill.Errorf(seckill.CodeUnavailable, "the sale's stock is being loaded; try again shortly")
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 )
 
@@ -57,22 +57,22 @@ func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill
 // kept (an older release) is found by its owner in the sale's claims,
 // without a pay_by. nil when there is none.
 func (s *Server) queuedOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
-	sales, err := s.cfg.Scripts.ActiveSales(ctx)
+	sales, err := s.cfg.Redis.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
 	}
-	adm, ok, err := s.cfg.Scripts.Admission(ctx, id, sales)
+	adm, ok, err := s.cfg.Redis.Admission(ctx, id, sales)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		for _, saleID := range sales {
-			held, err := s.cfg.Scripts.ClaimOf(ctx, saleID, p.UserID)
+			held, err := s.cfg.Redis.ClaimOf(ctx, saleID, p.UserID)
 			if err != nil {
 				return nil, err
 			}
 			if held == id {
-				adm, ok = lua.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
+				adm, ok = redisstore.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
 				break
 			}
 		}

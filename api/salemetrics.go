@@ -44,12 +44,12 @@ func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	ok := 1.0
 	defer func() { ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, ok) }()
-	sales, err := c.s.cfg.Scripts.ActiveSales(ctx)
+	sales, err := c.s.cfg.Redis.ActiveSales(ctx)
 	if err != nil {
 		ok = 0
 		return
 	}
-	remaining, err := c.s.cfg.Scripts.RemainingMany(ctx, sales)
+	remaining, err := c.s.cfg.Redis.RemainingMany(ctx, sales)
 	if err != nil {
 		ok = 0
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
@@ -126,7 +126,7 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	defer cancel()
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
-		_, warmErr = s.cfg.Scripts.Warm(ctx, lua.WarmSpec{
+		_, warmErr = s.cfg.Redis.Warm(ctx, redisstore.WarmSpec{
 			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt,
 		})
 		return warmErr
@@ -209,7 +209,7 @@ func (s *Server) fillRemaining(ctx context.Context, sales []*seckill.Sale) {
 	for i, sale := range sales {
 		ids[i] = sale.ID
 	}
-	remaining, err := s.cfg.Scripts.RemainingMany(ctx, ids)
+	remaining, err := s.cfg.Redis.RemainingMany(ctx, ids)
 	if err != nil {
 		s.cfg.Log.Warn("read remaining stock", "error", err)
 	}

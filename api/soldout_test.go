@@ -30,9 +30,9 @@ func (r *claimRig) serve(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	channel := r.scripts.RestockChannel()
+	channel := r.rstore.RestockChannel()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		n, err := r.scripts.Client().PubSubNumSub(context.Background(), channel).Result()
+		n, err := r.rdb.PubSubNumSub(context.Background(), channel).Result()
 		if err == nil && n[channel] > 0 {
 			return
 		}
@@ -56,7 +56,7 @@ func (r *claimRig) claimAs(t *testing.T, user string, sale int64) claimAnswer {
 // anyone, so only a Redis call could see it.
 func (r *claimRig) sneakUnit(t *testing.T, sale int64) {
 	t.Helper()
-	if err := r.scripts.Client().Incr(context.Background(), r.scripts.SaleKeys(sale).Stock).Err(); err != nil {
+	if err := r.rdb.Incr(context.Background(), r.rstore.SaleKeys(sale).Stock).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -75,7 +75,7 @@ func TestSoldOutFlag_AnswersWithoutRedisUntilARestock(t *testing.T) {
 	if a := r.claimAs(t, "carol", r.tiny); a.decoded.Code != seckill.CodeSoldOut {
 		t.Fatalf("carol: %d %s, want SOLD_OUT from the flag", a.status, a.body)
 	}
-	if n, _, _ := r.scripts.Remaining(context.Background(), r.tiny); n != 1 {
+	if n, _, _ := r.rstore.Remaining(context.Background(), r.tiny); n != 1 {
 		t.Fatalf("the flagged claim reached Redis: remaining %d, want 1", n)
 	}
 	// Other sales are not flagged.
@@ -84,7 +84,7 @@ func TestSoldOutFlag_AnswersWithoutRedisUntilARestock(t *testing.T) {
 	}
 
 	// A returned unit is announced: the flag clears at once.
-	if err := r.scripts.Client().Publish(context.Background(), r.scripts.RestockChannel(), strconv.FormatInt(r.tiny, 10)).Err(); err != nil {
+	if err := r.rdb.Publish(context.Background(), r.rstore.RestockChannel(), strconv.FormatInt(r.tiny, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -113,7 +113,7 @@ func TestSoldOutFlag_ReleaseClearsIt(t *testing.T) {
 	// Compensation returns alice's unit with the release script, which
 	// announces it.
 	order, _ := strconv.ParseInt(a.decoded.OrderID, 10, 64)
-	if ok, err := r.scripts.Release(context.Background(), r.tiny, "alice", order, true); err != nil || !ok {
+	if ok, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, true); err != nil || !ok {
 		t.Fatalf("release: %v %v", ok, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

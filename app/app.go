@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	sdkclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
@@ -20,10 +19,10 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/reconcile"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
@@ -33,8 +32,7 @@ import (
 
 // Deps are the connections every process holds, and its metrics.
 type Deps struct {
-	Redis    *redis.Client
-	Scripts  *lua.Scripts
+	Redis    *redisstore.Store
 	Store    *store.Store
 	Temporal sdkclient.Client
 	Metrics  *prometheus.Registry
@@ -42,13 +40,12 @@ type Deps struct {
 
 // Connect opens Redis, Postgres and the Temporal client.
 func Connect(ctx context.Context, cfg Config) (*Deps, error) {
-	rdb, err := ConnectRedis(cfg)
+	rdb, err := OpenRedis(cfg)
 	if err != nil {
 		return nil, err
 	}
 	d := &Deps{Redis: rdb, Metrics: api.NewRegistry()}
-	d.Scripts = lua.New(d.Redis, cfg.RedisPrefix)
-	if err := d.Redis.Ping(ctx).Err(); err != nil {
+	if err := d.Redis.Ping(ctx); err != nil {
 		d.Close()
 		return nil, redisError(cfg.RedisURL, err)
 	}
@@ -74,15 +71,13 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 	return d, nil
 }
 
-// ConnectRedis returns a client for cfg's Redis with cfg's pool size; it
-// connects on first use.
-func ConnectRedis(cfg Config) (*redis.Client, error) {
-	ropts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL must be a URL like redis://127.0.0.1:6379/0: %w", err)
-	}
-	ropts.PoolSize = cfg.RedisPoolSize
-	return redis.NewClient(ropts), nil
+// OpenRedis returns cfg's Redis (any of the three REDIS_URL forms) under
+// cfg's prefix, with cfg's pool size and replica wait; it connects on
+// first use.
+func OpenRedis(cfg Config) (*redisstore.Store, error) {
+	return redisstore.Open(cfg.RedisURL, cfg.RedisPrefix, redisstore.Options{
+		PoolSize: cfg.RedisPoolSize, MinReplicas: cfg.RedisMinReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
+	})
 }
 
 // Close closes every connection that was opened.
@@ -100,15 +95,15 @@ func (d *Deps) Close() {
 
 // RunAPI serves the HTTP API on ln until ctx is done.
 func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
-	if err := d.Scripts.Preload(ctx); err != nil {
+	if err := d.Redis.Preload(ctx); err != nil {
 		return err
 	}
-	ids, err := idgen.New(ctx, d.Redis, cfg.RedisPrefix, cfg.Log)
+	ids, err := idgen.New(ctx, d.Redis.IDNodes(), cfg.Log)
 	if err != nil {
 		return err
 	}
 	srv := api.New(api.Config{
-		Store: d.Store, Scripts: d.Scripts.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
+		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools},
 	})
@@ -125,13 +120,13 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Scripts, payments.DevProvider{Store: d.Store}, cfg.StockTx)
+	acts := activities.New(d.Store, d.Redis, payments.DevProvider{Store: d.Store}, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	rec := &reconcile.Reconciler{
-		Store: d.Store, Scripts: d.Scripts, Sagas: sagas,
+		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
-		Delivery: &delivery.Deliverer{Store: d.Store, Scripts: d.Scripts, Sagas: sagas, Log: cfg.Log},
+		Delivery: &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log},
 	}
 	if err := rec.Register(d.Metrics); err != nil {
 		return err
@@ -149,7 +144,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	// start, the server hands each new saga's first workflow task straight
 	// back to this worker with the start answer.
 	starter := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, EagerStart: cfg.EagerStart})
-	r := relay.New(d.Scripts, starter, relay.Config{
+	r := relay.New(d.Redis, starter, relay.Config{
 		Consumer:  host + "-" + strconv.Itoa(os.Getpid()) + "-" + randomSuffix(),
 		ClaimIdle: cfg.RelayClaimIdle,
 		Parallel:  cfg.RelayParallel,
@@ -158,7 +153,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := r.Register(d.Metrics); err != nil {
 		return err
 	}
-	warmer := warmup.New(d.Store, d.Scripts, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
+	warmer := warmup.New(d.Store, d.Redis, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return warmer.Run(gctx) })

@@ -15,21 +15,25 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 )
 
 // Config is the whole configuration, read once from the environment.
 type Config struct {
-	HTTPAddr        string
-	RedisURL        string
-	RedisPrefix     string
-	DatabaseURL     string
-	TemporalAddress string
-	Namespace       string
-	TaskQueue       string
-	JWTSecret       []byte
-	WebhookSecret   []byte
+	HTTPAddr    string
+	RedisURL    string
+	RedisPrefix string
+	// RedisMinReplicas: replicas an admission must reach before its 202
+	// (-1: 1 with Sentinel or Cluster, 0 with one server).
+	RedisMinReplicas    int
+	RedisReplicaTimeout time.Duration
+	DatabaseURL         string
+	TemporalAddress     string
+	Namespace           string
+	TaskQueue           string
+	JWTSecret           []byte
+	WebhookSecret       []byte
 
 	DevTemporalPort int
 	DevUIPort       int
@@ -52,7 +56,7 @@ type Config struct {
 	ReconcileGrace time.Duration
 
 	// Rate limits.
-	ClaimRate lua.RateLimit
+	ClaimRate redisstore.RateLimit
 	IPRate    api.IPLimit
 
 	// DevTools serves the demo sign-in and the dev checkout page
@@ -102,27 +106,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return d
 	}
 	c := Config{
-		HTTPAddr:         str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
-		RedisURL:         str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		RedisPrefix:      str("SECKILL_REDIS_PREFIX", "seckill"),
-		DatabaseURL:      str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
-		TemporalAddress:  str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		Namespace:        str("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:        str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
-		JWTSecret:        []byte(getenv("SECKILL_JWT_SECRET")),
-		WebhookSecret:    []byte(getenv("SECKILL_WEBHOOK_SECRET")),
-		DevTemporalPort:  num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
-		DevUIPort:        num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
-		DevPProfPort:     num("SECKILL_DEV_PPROF_PORT", 0, 0, 65535),
-		DBMaxConns:       num("SECKILL_DB_MAX_CONNS", 32, 1, 1000),
-		RedisPoolSize:    num("SECKILL_REDIS_POOL_SIZE", 256, 1, 10000),
-		WorkerActivities: num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
-		StockTx:          num("SECKILL_STOCK_TX", 8, 1, 1000),
-		RelayParallel:    num("SECKILL_RELAY_PARALLEL", relay.DefaultParallel, 1, 1024),
-		RelayClaimIdle:   dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
-		RewarmEvery:      dur("SECKILL_REWARM_EVERY", 5*time.Second),
-		ReconcileEvery:   dur("SECKILL_RECONCILE_EVERY", time.Minute),
-		ReconcileGrace:   dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
+		HTTPAddr:            str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
+		RedisURL:            str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix:         str("SECKILL_REDIS_PREFIX", "seckill"),
+		DatabaseURL:         str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
+		TemporalAddress:     str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		Namespace:           str("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:           str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
+		JWTSecret:           []byte(getenv("SECKILL_JWT_SECRET")),
+		WebhookSecret:       []byte(getenv("SECKILL_WEBHOOK_SECRET")),
+		DevTemporalPort:     num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
+		DevUIPort:           num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
+		DevPProfPort:        num("SECKILL_DEV_PPROF_PORT", 0, 0, 65535),
+		DBMaxConns:          num("SECKILL_DB_MAX_CONNS", 32, 1, 1000),
+		RedisPoolSize:       num("SECKILL_REDIS_POOL_SIZE", 256, 1, 10000),
+		RedisMinReplicas:    num("SECKILL_REDIS_MIN_REPLICAS", -1, 0, 16),
+		RedisReplicaTimeout: dur("SECKILL_REDIS_REPLICA_TIMEOUT", redisstore.DefaultReplicaTimeout),
+		WorkerActivities:    num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
+		StockTx:             num("SECKILL_STOCK_TX", 8, 1, 1000),
+		RelayParallel:       num("SECKILL_RELAY_PARALLEL", relay.DefaultParallel, 1, 1024),
+		RelayClaimIdle:      dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
+		RewarmEvery:         dur("SECKILL_REWARM_EVERY", 5*time.Second),
+		ReconcileEvery:      dur("SECKILL_RECONCILE_EVERY", time.Minute),
+		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
 	}
 	flag := func(key string, def bool) bool {
 		switch v := strings.ToLower(getenv(key)); v {

@@ -22,7 +22,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/devserver"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
@@ -87,7 +87,7 @@ func TestDev_PostgresStoreSurvivesSIGKILL(t *testing.T) {
 	require.NoError(t, err)
 	rdb := redis.NewClient(ropts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	s := &system{t: t, cfg: cfg, store: st, redis: rdb, scripts: lua.New(rdb, cfg.RedisPrefix),
+	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: redisstore.New(rdb, cfg.RedisPrefix),
 		info: app.DevInfo{APIURL: apiURL}, http: &http.Client{Timeout: 10 * time.Second}}
 
 	// Long enough to pay after the restart (the restart takes seconds).

@@ -29,7 +29,7 @@ import (
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
@@ -42,7 +42,7 @@ type system struct {
 	cfg      app.Config
 	store    *store.Store
 	redis    *redis.Client
-	scripts  *lua.Scripts
+	rstore   *redisstore.Store
 	temporal sdkclient.Client
 	http     *http.Client
 }
@@ -80,7 +80,7 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	go func() {
 		done <- app.Dev(ctx, cfg, devOpts, func(info app.DevInfo) { ready <- info })
 	}()
-	s := &system{t: t, cfg: cfg, store: st, redis: rdb, scripts: lua.New(rdb, prefix),
+	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: redisstore.New(rdb, prefix),
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
 	select {
 	case s.info = <-ready:
@@ -227,7 +227,7 @@ func (s *system) dbStock(saleID string) seckill.Stock {
 	require.NoError(s.t, err)
 	sale, err := s.store.Sale(context.Background(), id)
 	require.NoError(s.t, err)
-	n, ok, err := s.scripts.Remaining(context.Background(), id)
+	n, ok, err := s.rstore.Remaining(context.Background(), id)
 	require.NoError(s.t, err)
 	require.True(s.t, ok, "sale %s not warmed", saleID)
 	sale.Stock.Remaining = n
@@ -271,7 +271,7 @@ func assertEventually(t *testing.T, cond func() bool, within time.Duration) bool
 // diagnose logs where a sale's claims stand: stock, outbox and workflows.
 func (s *system) diagnose(saleID string) {
 	ctx := context.Background()
-	keys := s.scripts.SaleKeys(mustInt(s.t, saleID))
+	keys := s.rstore.SaleKeys(mustInt(s.t, saleID))
 	s.t.Logf("db+redis stock: %+v", s.dbStock(saleID))
 	xlen, _ := s.redis.XLen(ctx, keys.Outbox).Result()
 	pending, _ := s.redis.XPending(ctx, keys.Outbox, "relay").Result()
@@ -334,7 +334,7 @@ func rawPost(t *testing.T, baseURL, path, token string, size int) (int, string) 
 // checks the six invariants of DESIGN.md.
 func (s *system) requireAudit(saleID string) {
 	s.t.Helper()
-	a := &audit.Auditor{DB: s.store.Gorm(), Scripts: s.scripts, Sagas: saga.New(s.temporal, saga.Options{TaskQueue: s.cfg.TaskQueue})}
+	a := &audit.Auditor{DB: s.store.Gorm(), Redis: s.rstore, Sagas: saga.New(s.temporal, saga.Options{TaskQueue: s.cfg.TaskQueue})}
 	rep, err := a.Wait(context.Background(), mustInt(s.t, saleID), audit.Options{}, time.Minute)
 	require.NoError(s.t, err)
 	require.True(s.t, rep.AtRest && rep.OK(), "audit:\n%s", rep)

@@ -33,7 +33,7 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	ctx := context.Background()
 	sale := s.createSale(10, 600*time.Second)
 	saleID := mustInt(t, sale)
-	keys := s.scripts.SaleKeys(saleID)
+	keys := s.rstore.SaleKeys(saleID)
 
 	// The schedule is there for operators to see (the worker creates it as
 	// it starts, beside the API that answered ready).
@@ -83,7 +83,7 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	missing := s.awaiting(sale, "missing")
 	require.NoError(t, s.redis.HDel(ctx, keys.Claims, "missing").Err())
 	require.Eventually(t, func() bool {
-		claims, err := s.scripts.Claims(ctx, saleID)
+		claims, err := s.rstore.Claims(ctx, saleID)
 		st := s.dbStock(sale)
 		_, stale := claims["lost"]
 		return err == nil && !stale && claims["missing"] == mustInt(t, missing.OrderID) && st.Remaining == st.Available

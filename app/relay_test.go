@@ -11,15 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/relay"
 )
 
 // TestRelay_TakesOverEntriesOfACrashedRelay admits claims while no relay
@@ -116,15 +113,12 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, "QUEUED", cancelled["status"])
 
 	// A relay reads every entry and dies before acknowledging any.
-	keys := lua.New(d.Redis, cfg.RedisPrefix).SaleKeys(mustInt(t, saleID))
-	res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: lua.RelayGroup, Consumer: "crashed-relay", Streams: []string{keys.Outbox, ">"}, Count: 100,
-	}).Result()
+	read, err := d.Redis.ReadOutbox(ctx, mustInt(t, saleID), "crashed-relay", 100, 10*time.Millisecond)
 	require.NoError(t, err)
-	require.Len(t, res[0].Messages, 3)
+	require.Len(t, read, 3)
 	// It was alive until the crash: its liveness key outlives it by up to
 	// three heartbeats, as a SIGKILLed relay's does.
-	require.NoError(t, d.Redis.Set(ctx, relay.LivenessKey(cfg.RedisPrefix, "crashed-relay"), 1, 3*time.Second).Err())
+	require.NoError(t, d.Redis.MarkRelayAlive(ctx, "crashed-relay", 3*time.Second))
 
 	// Two relays (with their workers) take over; every order gets one saga.
 	takeover := time.Now()
@@ -151,12 +145,12 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.CloseCancelled, cidOrder.CloseReason)
 	require.Eventually(t, func() bool {
-		n, ok, err := d.Scripts.Remaining(ctx, mustInt(t, saleID))
+		n, ok, err := d.Redis.Remaining(ctx, mustInt(t, saleID))
 		sale, serr := d.Store.Sale(ctx, mustInt(t, saleID))
 		return err == nil && serr == nil && ok && n == 3 && sale.Stock.Available == 3 && sale.Stock.Locked == 1 && sale.Stock.Sold == 1
 	}, 10*time.Second, 100*time.Millisecond, "cid's unit is back, ann's is sold")
 	require.Eventually(t, func() bool {
-		n, err := d.Redis.XLen(ctx, keys.Outbox).Result()
+		n, err := d.Redis.OutboxBacklog(ctx, []int64{mustInt(t, saleID)})
 		return err == nil && n == 0
 	}, 10*time.Second, 100*time.Millisecond, "outbox drained")
 	list, err := d.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{

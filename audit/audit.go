@@ -5,18 +5,15 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
@@ -59,9 +56,9 @@ type Options struct {
 // Auditor reads the three stores. Sagas may be nil: sagas are then not
 // checked (claims without an order row, unsettled orders).
 type Auditor struct {
-	DB      *gorm.DB
-	Scripts *lua.Scripts
-	Sagas   *saga.Client
+	DB    *gorm.DB
+	Redis *redisstore.Store
+	Sagas *saga.Client
 }
 
 type orderRow struct {
@@ -118,19 +115,17 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 
 	// Redis.
-	rdb := a.Scripts.Client()
-	keys := a.Scripts.SaleKeys(saleID)
-	remaining, warmed, err := a.Scripts.Remaining(ctx, saleID)
+	remaining, warmed, err := a.Redis.Remaining(ctx, saleID)
 	if err != nil {
 		return nil, err
 	}
-	claims, err := rdb.HGetAll(ctx, keys.Claims).Result()
+	claims, err := a.Redis.Claims(ctx, saleID)
 	if err != nil {
-		return nil, fmt.Errorf("read claims: %w", err)
+		return nil, err
 	}
-	outboxLen, err := rdb.XLen(ctx, keys.Outbox).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read outbox: %w", err)
+	outboxLen, err := a.Redis.OutboxBacklog(ctx, []int64{saleID})
+	if err != nil {
+		return nil, err
 	}
 
 	rep.Stock = seckill.Stock{Total: sale.Total, Remaining: remaining, Available: sale.Available, Locked: sale.Locked, Sold: sale.Sold}
@@ -158,7 +153,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	// for its unit, and Redis' claims are exactly the active orders.
 	claimsMatch := len(claims) == len(active)
 	for user, ids := range active {
-		if claims[user] != strconv.FormatInt(ids[0], 10) {
+		if claims[user] != ids[0] {
 			claimsMatch = false
 		}
 	}
@@ -238,10 +233,9 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, run.State()))
 		}
 	}
-	for user, idStr := range claims {
-		id, err := strconv.ParseInt(idStr, 10, 64)
-		if err != nil {
-			c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s names no order: %q", user, idStr))
+	for user, id := range claims {
+		if id == 0 {
+			c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s names no order", user))
 			continue
 		}
 		if _, ok := byID[id]; ok {

@@ -5,18 +5,19 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/worker"
 )
@@ -50,36 +51,37 @@ func scriptAnchor(ctx context.Context, o Options, runID string) (*ScriptAnchor, 
 	if err != nil {
 		return nil, fmt.Errorf("redis-benchmark not found (Debian: apt-get install redis-tools): %w", err)
 	}
-	ropts, err := redis.ParseURL(o.Config.RedisURL)
+	u, err := url.Parse(o.Config.RedisURL)
+	if err != nil || u.Scheme != "redis" {
+		return nil, fmt.Errorf("the script anchor runs redis-benchmark against one server: REDIS_URL must be redis://host:port/db, got %q", o.Config.RedisURL)
+	}
+	cfg := o.Config
+	cfg.RedisPrefix += "-anchor-" + runID
+	rs, err := app.OpenRedis(cfg)
 	if err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(ropts)
-	defer func() { _ = rdb.Close() }()
-	scripts := lua.New(rdb, o.Config.RedisPrefix+"-anchor-"+runID).WithRateLimit(o.Config.ClaimRate)
+	defer func() { _ = rs.Close() }()
+	rs = rs.WithRateLimit(o.Config.ClaimRate)
 	const sale = 1
 	now := time.Now()
-	if _, err := scripts.Warm(ctx, lua.WarmSpec{SaleID: sale, Units: int64(o.Units), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+	if _, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale, Units: int64(o.Units), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		return nil, err
 	}
-	defer func() {
-		k := scripts.SaleKeys(sale)
-		_ = rdb.Del(context.Background(), k.Stock, k.Claims, k.Meta, k.Outbox, k.Admitted).Err()
-		_ = rdb.ZRem(context.Background(), scripts.ActiveSalesKey(), sale).Err()
-	}()
-	if err := scripts.Preload(ctx); err != nil {
+	defer func() { _ = rs.DropAll(context.Background()) }()
+	if err := rs.Preload(ctx); err != nil {
 		return nil, err
 	}
 	// Every __rand_int__ is a fresh random number from 0..buyers-1: the
 	// buyer, their rate-limit log and the order id.
-	cmd := scripts.ClaimCommand(sale, "u__rand_int__", "__rand_int__", lua.Terms{PaymentTimeout: o.PaymentTimeout, AmountCents: 990, Currency: "usd"})
-	args := []string{"-h", ropts.Addr[:strings.LastIndex(ropts.Addr, ":")], "-p", ropts.Addr[strings.LastIndex(ropts.Addr, ":")+1:],
+	cmd := rs.ClaimCommand(sale, "u__rand_int__", "__rand_int__", redisstore.Terms{PaymentTimeout: o.PaymentTimeout, AmountCents: 990, Currency: "usd"})
+	args := []string{"-h", u.Hostname(), "-p", u.Port(),
 		"-n", strconv.Itoa(o.AnchorScriptCalls), "-c", strconv.Itoa(o.Conns), "-r", strconv.Itoa(o.Buyers), "--csv"}
-	if ropts.DB != 0 {
-		args = append(args, "--dbnum", strconv.Itoa(ropts.DB))
+	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+		args = append(args, "--dbnum", db)
 	}
-	if ropts.Password != "" {
-		args = append(args, "-a", ropts.Password)
+	if pw, ok := u.User.Password(); ok {
+		args = append(args, "-a", pw)
 	}
 	run := exec.CommandContext(ctx, bin, append(args, cmd...)...)
 	var out, errOut bytes.Buffer

@@ -224,7 +224,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
 
-	auditor := &audit.Auditor{DB: db, Scripts: deps.Scripts, Sagas: saga.New(deps.Temporal, saga.Options{})}
+	auditor := &audit.Auditor{DB: db, Redis: deps.Redis, Sagas: saga.New(deps.Temporal, saga.Options{})}
 	for _, s := range sales {
 		ar, err := auditor.Wait(ctx, s, audit.Options{Grace: time.Minute}, 2*time.Minute)
 		if err != nil {

@@ -166,19 +166,9 @@ func (s *System) Stop() {
 		_ = store.DropDatabase(ctx, history)
 		_ = store.DropDatabase(ctx, visibility)
 	}
-	if d, err := app.ConnectRedis(s.Config); err == nil {
-		defer func() { _ = d.Close() }()
-		iter := d.Scan(ctx, 0, s.Config.RedisPrefix+":*", 10000).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				_ = d.Unlink(ctx, batch...).Err()
-				batch = batch[:0]
-			}
-		}
-		if len(batch) > 0 {
-			_ = d.Unlink(ctx, batch...).Err()
-		}
+	if r, err := app.OpenRedis(s.Config); err == nil {
+		defer func() { _ = r.Close() }()
+		_ = r.DropAll(ctx)
 	}
 }
 

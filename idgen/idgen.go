@@ -3,7 +3,7 @@
 //
 // The ids are snowflakes (github.com/bwmarrin/snowflake: 41 bits of
 // milliseconds, 10 bits of node, 12 bits of sequence). Each process leases a
-// node number in Redis once at start (SET NX with an expiry it keeps
+// node number (in Redis, through Leases) once at start (SET NX with an expiry it keeps
 // renewing), so two live processes never share a node and an id is never
 // minted twice.
 package idgen
@@ -13,15 +13,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/big"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/snowflake"
-	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -30,30 +27,32 @@ const (
 	renewEach = 15 * time.Second
 )
 
-// renew extends the lease only while it is still ours.
-var renew = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0`)
+// Leases hold node numbers for processes (redisstore.IDNodes).
+type Leases interface {
+	// Take leases node n to token for ttl unless someone holds it.
+	Take(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error)
+	// Renew extends token's lease of n; false when token no longer holds it.
+	Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error)
+	// Free gives n back if token holds it.
+	Free(ctx context.Context, n int64, token string) error
+}
 
 // Generator mints ids. Safe for concurrent use.
 type Generator struct {
 	node   atomic.Pointer[snowflake.Node]
 	nodeID atomic.Int64
-	rdb    redis.UniversalClient
-	prefix string
+	leases Leases
 	token  string
 	log    *slog.Logger
 }
 
-// New leases a node number under prefix and returns a generator.
-func New(ctx context.Context, rdb redis.UniversalClient, prefix string, log *slog.Logger) (*Generator, error) {
+// New leases a node number and returns a generator.
+func New(ctx context.Context, leases Leases, log *slog.Logger) (*Generator, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	g := &Generator{rdb: rdb, prefix: prefix, token: hex.EncodeToString(b), log: log}
+	g := &Generator{leases: leases, token: hex.EncodeToString(b), log: log}
 	if err := g.lease(ctx); err != nil {
 		return nil, err
 	}
@@ -69,8 +68,6 @@ func (g *Generator) NodeID() int64 { return g.nodeID.Load() }
 // Time is when id was minted.
 func Time(id int64) time.Time { return time.UnixMilli(snowflake.ID(id).Time()).UTC() }
 
-func (g *Generator) key(n int64) string { return g.prefix + ":idnode:" + strconv.FormatInt(n, 10) }
-
 // lease takes the first free node number from a random start.
 func (g *Generator) lease(ctx context.Context) error {
 	start, err := rand.Int(rand.Reader, big.NewInt(nodes))
@@ -79,9 +76,9 @@ func (g *Generator) lease(ctx context.Context) error {
 	}
 	for i := int64(0); i < nodes; i++ {
 		n := (start.Int64() + i) % nodes
-		ok, err := g.rdb.SetNX(ctx, g.key(n), g.token, leaseTTL).Result()
+		ok, err := g.leases.Take(ctx, n, g.token, leaseTTL)
 		if err != nil {
-			return fmt.Errorf("lease id node: %w", err)
+			return err
 		}
 		if !ok {
 			continue
@@ -108,17 +105,16 @@ func (g *Generator) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_ = g.rdb.Eval(rctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`,
-				[]string{g.key(g.NodeID())}, g.token).Err()
+			_ = g.leases.Free(rctx, g.NodeID(), g.token)
 			return nil
 		case <-t.C:
 		}
-		n, err := renew.Run(ctx, g.rdb, []string{g.key(g.NodeID())}, g.token, leaseTTL.Milliseconds()).Int()
+		held, err := g.leases.Renew(ctx, g.NodeID(), g.token, leaseTTL)
 		if err != nil {
 			g.log.Warn("renew id node lease", "node", g.NodeID(), "error", err)
 			continue
 		}
-		if n == 0 {
+		if !held {
 			g.log.Warn("id node lease lost; leasing again", "node", g.NodeID())
 			if err := g.lease(ctx); err != nil {
 				g.log.Error("lease id node", "error", err)

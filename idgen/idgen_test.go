@@ -13,15 +13,17 @@ import (
 
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
 )
 
 func TestGenerator_ProcessesLeaseDistinctNodes(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
+	nodes := redisstore.New(rdb, prefix).IDNodes()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	a, err := idgen.New(ctx, rdb, prefix, log)
+	a, err := idgen.New(ctx, nodes, log)
 	require.NoError(t, err)
-	b, err := idgen.New(ctx, rdb, prefix, log)
+	b, err := idgen.New(ctx, nodes, log)
 	require.NoError(t, err)
 	require.NotEqual(t, a.NodeID(), b.NodeID())
 
@@ -50,7 +52,8 @@ func TestGenerator_ProcessesLeaseDistinctNodes(t *testing.T) {
 
 func TestGenerator_IDsAreTimeOrdered(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
-	g, err := idgen.New(context.Background(), rdb, prefix, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	nodes := redisstore.New(rdb, prefix).IDNodes()
+	g, err := idgen.New(context.Background(), nodes, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	before := time.Now().Add(-time.Millisecond)
 	first := g.Next()
@@ -62,8 +65,9 @@ func TestGenerator_IDsAreTimeOrdered(t *testing.T) {
 
 func TestGenerator_RunReleasesTheLease(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
+	nodes := redisstore.New(rdb, prefix).IDNodes()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := idgen.New(context.Background(), rdb, prefix, log)
+	g, err := idgen.New(context.Background(), nodes, log)
 	require.NoError(t, err)
 	key := prefix + ":idnode:" + strconv.FormatInt(g.NodeID(), 10)
 	require.Equal(t, int64(1), rdb.Exists(context.Background(), key).Val())

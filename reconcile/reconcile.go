@@ -48,18 +48,18 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
 
 // Reconciler holds the three stores.
 type Reconciler struct {
-	Store   *store.Store
-	Scripts *lua.Scripts
-	Sagas   *saga.Client
-	Log     *slog.Logger
+	Store *store.Store
+	Redis *redisstore.Store
+	Sagas *saga.Client
+	Log   *slog.Logger
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.
 	Grace time.Duration
@@ -119,11 +119,14 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 
 	// Claims admitted in Redis whose saga never started, and claims that
 	// outlived their order.
-	claims, err := r.Scripts.Claims(ctx, saleID)
+	claims, err := r.Redis.Claims(ctx, saleID)
 	if err != nil {
 		return drifts, err
 	}
 	for user, orderID := range claims {
+		if orderID == 0 {
+			continue // names no order: the audit reports it
+		}
 		o, err := r.Store.Order(ctx, orderID)
 		switch {
 		case err == nil && o.Status == seckill.StatusClosed:
@@ -131,7 +134,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// Redis being re-warmed from an older snapshot): release it
 			// now, returning the unit the database has back, exactly as
 			// the saga would have.
-			released, err := r.Scripts.Release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
+			released, err := r.Redis.Release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
 			if err != nil {
 				return drifts, err
 			}
@@ -156,7 +159,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			continue // running: it will write its row; completed: it decided
 		}
 		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
-		if adm, ok, err := r.Scripts.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
+		if adm, ok, err := r.Redis.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
 			in.PayBy = adm.PayBy
 		}
 		err = r.Sagas.Start(ctx, in)
@@ -178,7 +181,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		if _, ok := claims[o.UserID]; !ok && time.Since(o.CreatedAt) > grace {
 			// An active order whose claim Redis lost: one buyer, one active
 			// order, so write it back (never over another claim).
-			restored, err := r.Scripts.RestoreClaim(ctx, saleID, o.UserID, o.ID)
+			restored, err := r.Redis.RestoreClaim(ctx, saleID, o.UserID, o.ID)
 			if err != nil {
 				return drifts, err
 			}
@@ -245,7 +248,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	}
 
 	// Redis above the database: lower it, never raise it.
-	seen, warmed, err := r.Scripts.Remaining(ctx, saleID)
+	seen, warmed, err := r.Redis.Remaining(ctx, saleID)
 	if err != nil || !warmed {
 		return drifts, err // not warmed: the re-warmer's job
 	}
@@ -254,7 +257,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		return drifts, err
 	}
 	if seen > sale.Stock.Available {
-		lowered, err := r.Scripts.LowerRemaining(ctx, saleID, seen, sale.Stock.Available)
+		lowered, err := r.Redis.LowerRemaining(ctx, saleID, seen, sale.Stock.Available)
 		if err != nil {
 			return drifts, err
 		}

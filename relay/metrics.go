@@ -50,19 +50,13 @@ func (r *Relay) backlog() float64 {
 	if err != nil {
 		return -1
 	}
-	pipe := r.scripts.Client().Pipeline()
+	ids := make([]int64, 0, len(sales))
 	for id := range sales {
-		pipe.XLen(ctx, r.scripts.SaleKeys(id).Outbox)
+		ids = append(ids, id)
 	}
-	cmds, err := pipe.Exec(ctx)
-	if err != nil && len(sales) > 0 {
+	n, err := r.rstore.OutboxBacklog(ctx, ids)
+	if err != nil {
 		return -1
-	}
-	var n int64
-	for _, c := range cmds {
-		if l, ok := c.(interface{ Val() int64 }); ok {
-			n += l.Val()
-		}
 	}
 	return float64(n)
 }

@@ -19,20 +19,15 @@ package relay
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 )
 
@@ -70,7 +65,7 @@ type Config struct {
 
 // Relay is the outbox relay.
 type Relay struct {
-	scripts *lua.Scripts
+	rstore  *redisstore.Store
 	sagas   *saga.Client
 	cfg     Config
 	log     *slog.Logger
@@ -79,7 +74,7 @@ type Relay struct {
 }
 
 // New returns a relay starting sagas with sagas.
-func New(scripts *lua.Scripts, sagas *saga.Client, cfg Config, log *slog.Logger) *Relay {
+func New(rstore *redisstore.Store, sagas *saga.Client, cfg Config, log *slog.Logger) *Relay {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
 	}
@@ -98,7 +93,7 @@ func New(scripts *lua.Scripts, sagas *saga.Client, cfg Config, log *slog.Logger)
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
 	}
-	r := &Relay{scripts: scripts, sagas: sagas, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
+	r := &Relay{rstore: rstore, sagas: sagas, cfg: cfg, log: log.With("consumer", cfg.Consumer)}
 	if cfg.Rate > 0 {
 		r.pace = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, int(cfg.Rate/10)))
 	}
@@ -159,7 +154,7 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 func (r *Relay) activeSales(ctx context.Context) (map[int64]bool, error) {
-	ids, err := r.scripts.ActiveSales(ctx)
+	ids, err := r.rstore.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -170,20 +165,12 @@ func (r *Relay) activeSales(ctx context.Context) (map[int64]bool, error) {
 	return sales, nil
 }
 
-// LivenessKey is the Redis key that says relay consumer, of the
-// installation with key prefix, is alive.
-func LivenessKey(prefix, consumer string) string {
-	return prefix + ":relay:alive:" + consumer
-}
-
-func (r *Relay) aliveKey(consumer string) string { return LivenessKey(r.scripts.Prefix(), consumer) }
-
-// beat refreshes this relay's liveness key.
+// beat refreshes this relay's liveness mark.
 func (r *Relay) beat(ctx context.Context) error {
-	return r.scripts.Client().Set(ctx, r.aliveKey(r.cfg.Consumer), time.Now().UnixMilli(), 3*r.cfg.Heartbeat).Err()
+	return r.rstore.MarkRelayAlive(ctx, r.cfg.Consumer, 3*r.cfg.Heartbeat)
 }
 
-// heartbeat keeps this relay's liveness key until ctx is done, then
+// heartbeat keeps this relay's liveness mark until ctx is done, then
 // removes it so the others take over at once whatever this relay left.
 func (r *Relay) heartbeat(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Heartbeat)
@@ -193,7 +180,7 @@ func (r *Relay) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
-			_ = r.scripts.Client().Del(dctx, r.aliveKey(r.cfg.Consumer)).Err()
+			_ = r.rstore.MarkRelayGone(dctx, r.cfg.Consumer)
 			return
 		case <-t.C:
 			if err := r.beat(ctx); err != nil && ctx.Err() == nil {
@@ -206,40 +193,27 @@ func (r *Relay) heartbeat(ctx context.Context) {
 // watch relays one sale's outbox until ctx is done.
 func (r *Relay) watch(ctx context.Context, saleID int64) {
 	log := r.log.With("saleID", saleID)
-	stream := r.scripts.SaleKeys(saleID).Outbox
-	rdb := r.scripts.Client()
 	var lastTakeover, lastIdleTakeover time.Time
 	failures := 0
 	for ctx.Err() == nil {
 		err := func() error {
 			if time.Since(lastTakeover) >= r.cfg.Heartbeat {
-				if err := r.takeOverDead(ctx, stream); err != nil {
+				if err := r.takeOverDead(ctx, saleID); err != nil {
 					return err
 				}
 				lastTakeover = time.Now()
 			}
 			if time.Since(lastIdleTakeover) >= r.cfg.ClaimIdle/2 {
-				if err := r.takeOver(ctx, stream); err != nil {
+				if err := r.takeOver(ctx, saleID); err != nil {
 					return err
 				}
 				lastIdleTakeover = time.Now()
 			}
-			res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: lua.RelayGroup, Consumer: r.cfg.Consumer,
-				Streams: []string{stream, ">"}, Count: int64(r.cfg.BatchSize), Block: r.cfg.Block,
-			}).Result()
-			if errors.Is(err, redis.Nil) {
-				return nil
-			}
+			entries, err := r.rstore.ReadOutbox(ctx, saleID, r.cfg.Consumer, r.cfg.BatchSize, r.cfg.Block)
 			if err != nil {
-				return fmt.Errorf("read outbox: %w", err)
+				return err
 			}
-			for _, s := range res {
-				if err := r.relay(ctx, stream, s.Messages); err != nil {
-					return err
-				}
-			}
-			return nil
+			return r.relay(ctx, saleID, entries)
 		}()
 		if err == nil {
 			failures = 0
@@ -248,92 +222,68 @@ func (r *Relay) watch(ctx context.Context, saleID int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if isNoGroup(err) {
-			// The stream or group was lost (Redis restarted empty): recreate
-			// the group from id 0 so nothing written from now on is skipped.
-			if err := rdb.XGroupCreateMkStream(ctx, stream, lua.RelayGroup, "0").Err(); err != nil && !isBusyGroup(err) {
-				log.Warn("recreate relay group", "error", err)
-			}
-		}
 		failures++
 		log.Warn("relay outbox", "error", err)
 		sleep(ctx, backoff(failures))
 	}
 }
 
-// takeOverDead claims and relays the pending entries of consumers whose
-// liveness key is gone, and forgets those consumers once they hold none.
-func (r *Relay) takeOverDead(ctx context.Context, stream string) error {
-	rdb := r.scripts.Client()
-	consumers, err := rdb.XInfoConsumers(ctx, stream, lua.RelayGroup).Result()
+// takeOverDead takes over and relays the pending entries of consumers
+// whose liveness mark is gone, and forgets those consumers once they hold
+// none.
+func (r *Relay) takeOverDead(ctx context.Context, saleID int64) error {
+	consumers, err := r.rstore.OutboxConsumers(ctx, saleID)
 	if err != nil {
-		return fmt.Errorf("list relay consumers: %w", err)
+		return err
 	}
 	for _, c := range consumers {
 		if c.Name == r.cfg.Consumer {
 			continue
 		}
-		alive, err := rdb.Exists(ctx, r.aliveKey(c.Name)).Result()
+		alive, err := r.rstore.RelayAlive(ctx, c.Name)
 		if err != nil {
-			return fmt.Errorf("check relay liveness: %w", err)
+			return err
 		}
-		if alive == 1 {
+		if alive {
 			continue
 		}
 		if c.Pending == 0 {
 			// Dead and holding nothing: forget it, so the list stays short.
 			// A consumer that is only slow re-creates itself on its next read.
 			if c.Idle > 3*r.cfg.Heartbeat {
-				_ = rdb.XGroupDelConsumer(ctx, stream, lua.RelayGroup, c.Name).Err()
+				_ = r.rstore.ForgetOutboxConsumer(ctx, saleID, c.Name)
 			}
 			continue
 		}
 		for {
-			pending, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-				Stream: stream, Group: lua.RelayGroup, Consumer: c.Name, Start: "-", End: "+", Count: int64(r.cfg.BatchSize),
-			}).Result()
+			taken, err := r.rstore.TakeOverPending(ctx, saleID, c.Name, r.cfg.Consumer, r.cfg.BatchSize)
 			if err != nil {
-				return fmt.Errorf("list pending entries of %s: %w", c.Name, err)
-			}
-			if len(pending) == 0 {
-				break
-			}
-			ids := make([]string, len(pending))
-			for i, p := range pending {
-				ids[i] = p.ID
-			}
-			msgs, err := rdb.XClaim(ctx, &redis.XClaimArgs{
-				Stream: stream, Group: lua.RelayGroup, Consumer: r.cfg.Consumer, Messages: ids,
-			}).Result()
-			if err != nil {
-				return fmt.Errorf("take over entries of %s: %w", c.Name, err)
-			}
-			r.log.Info("took over the pending outbox entries of a dead relay", "stream", stream, "dead", c.Name, "count", len(msgs))
-			if err := r.relay(ctx, stream, msgs); err != nil {
 				return err
 			}
-			if len(msgs) == 0 {
-				break // another relay took them first
+			if len(taken) == 0 {
+				break // none left, or another relay took them first
+			}
+			r.log.Info("took over the pending outbox entries of a dead relay", "saleID", saleID, "dead", c.Name, "count", len(taken))
+			if err := r.relay(ctx, saleID, taken); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-// takeOver claims and relays entries other consumers left pending too long.
-func (r *Relay) takeOver(ctx context.Context, stream string) error {
+// takeOver takes over and relays entries other consumers left pending too
+// long.
+func (r *Relay) takeOver(ctx context.Context, saleID int64) error {
 	start := "0-0"
 	for {
-		msgs, next, err := r.scripts.Client().XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream: stream, Group: lua.RelayGroup, Consumer: r.cfg.Consumer,
-			MinIdle: r.cfg.ClaimIdle, Start: start, Count: int64(r.cfg.BatchSize),
-		}).Result()
+		taken, next, err := r.rstore.TakeOverIdle(ctx, saleID, r.cfg.Consumer, r.cfg.ClaimIdle, start, r.cfg.BatchSize)
 		if err != nil {
-			return fmt.Errorf("take over pending entries: %w", err)
+			return err
 		}
-		if len(msgs) > 0 {
-			r.log.Info("took over pending outbox entries", "stream", stream, "count", len(msgs))
-			if err := r.relay(ctx, stream, msgs); err != nil {
+		if len(taken) > 0 {
+			r.log.Info("took over pending outbox entries", "saleID", saleID, "count", len(taken))
+			if err := r.relay(ctx, saleID, taken); err != nil {
 				return err
 			}
 		}
@@ -344,30 +294,29 @@ func (r *Relay) takeOver(ctx context.Context, stream string) error {
 	}
 }
 
-// relay starts a workflow for each message, then acknowledges and deletes
-// the messages whose start succeeded.
-func (r *Relay) relay(ctx context.Context, stream string, msgs []redis.XMessage) error {
-	done := make([]string, 0, len(msgs))
+// relay starts a workflow for each entry, then acknowledges and deletes
+// the entries whose start succeeded.
+func (r *Relay) relay(ctx context.Context, saleID int64, entries []redisstore.OutboxEntry) error {
+	done := make([]string, 0, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.cfg.Parallel)
-	for _, m := range msgs {
-		in, err := parseEntry(m)
-		if err != nil {
+	for _, e := range entries {
+		if e.Err != nil {
 			// Only claim.lua writes the outbox; an entry it cannot have
 			// written is acknowledged so it does not block the stream.
-			r.log.Error("dropping malformed outbox entry", "stream", stream, "id", m.ID, "error", err)
+			r.log.Error("dropping malformed outbox entry", "saleID", saleID, "id", e.ID, "error", e.Err)
 			mu.Lock()
-			done = append(done, m.ID)
+			done = append(done, e.ID)
 			mu.Unlock()
 			continue
 		}
 		g.Go(func() error {
-			if err := r.start(gctx, in); err != nil {
+			if err := r.start(gctx, e.Saga); err != nil {
 				return err
 			}
 			mu.Lock()
-			done = append(done, m.ID)
+			done = append(done, e.ID)
 			mu.Unlock()
 			return nil
 		})
@@ -376,17 +325,12 @@ func (r *Relay) relay(ctx context.Context, stream string, msgs []redis.XMessage)
 	if len(done) > 0 {
 		// Acknowledge with a context of its own: entries whose workflow has
 		// started should be acknowledged even when we are shutting down.
+		// Unacknowledged entries are relayed again later; the starts are
+		// idempotent, so that only costs time.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, err := r.scripts.Client().TxPipelined(actx, func(p redis.Pipeliner) error {
-			p.XAck(actx, stream, lua.RelayGroup, done...)
-			p.XDel(actx, stream, done...)
-			return nil
-		})
-		if err != nil {
-			// Unacknowledged entries are relayed again later; the starts are
-			// idempotent, so that only costs time.
-			return fmt.Errorf("acknowledge outbox entries: %w", err)
+		if err := r.rstore.AckOutbox(actx, saleID, done); err != nil {
+			return err
 		}
 	}
 	return startErr
@@ -417,41 +361,6 @@ func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
 	}
 }
 
-func parseEntry(m redis.XMessage) (seckill.SagaInput, error) {
-	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	orderID, err := strconv.ParseInt(str("o"), 10, 64)
-	if err != nil {
-		return seckill.SagaInput{}, fmt.Errorf("order id: %w", err)
-	}
-	saleID, err := strconv.ParseInt(str("s"), 10, 64)
-	if err != nil {
-		return seckill.SagaInput{}, fmt.Errorf("sale id: %w", err)
-	}
-	user := str("u")
-	if user == "" {
-		return seckill.SagaInput{}, errors.New("no user id")
-	}
-	ms, err := strconv.ParseInt(str("t"), 10, 64)
-	if err != nil {
-		return seckill.SagaInput{}, fmt.Errorf("admission time: %w", err)
-	}
-	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC()}
-	// Entries written before payable-at-admission have no terms: the saga
-	// derives pay_by from the admission time and the sale.
-	if p := str("p"); p != "" {
-		payBy, err := strconv.ParseInt(p, 10, 64)
-		if err != nil {
-			return seckill.SagaInput{}, fmt.Errorf("pay_by: %w", err)
-		}
-		amount, err := strconv.ParseInt(str("a"), 10, 64)
-		if err != nil {
-			return seckill.SagaInput{}, fmt.Errorf("amount: %w", err)
-		}
-		in.PayBy, in.AmountCents, in.Currency = time.UnixMilli(payBy).UTC(), amount, str("c")
-	}
-	return in, nil
-}
-
 func backoff(attempt int) time.Duration {
 	d := 100 * time.Millisecond << min(attempt, 6)
 	return min(d, 5*time.Second)
@@ -464,14 +373,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-func isNoGroup(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP")
-}
-
-func isBusyGroup(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "BUSYGROUP")
 }

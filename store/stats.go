@@ -64,7 +64,7 @@ func (s *Store) MarkSoldOut(ctx context.Context, saleID int64, at time.Time) err
 // SaleStats is a sale's funnel, from claims to paid orders.
 type SaleStats struct {
 	Sale *seckill.Sale
-	// Claims counts the claims answered, by outcome (lua.ClaimOutcome's
+	// Claims counts the claims answered, by outcome (redisstore.ClaimOutcome's
 	// names, plus "unavailable").
 	Claims map[string]int64
 	// Orders counts the orders by status; Closed by close reason.

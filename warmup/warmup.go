@@ -13,21 +13,21 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
 // Warmer re-warms open sales whose Redis keys are gone.
 type Warmer struct {
-	store   *store.Store
-	scripts *lua.Scripts
-	every   time.Duration
-	log     *slog.Logger
+	store  *store.Store
+	rstore *redisstore.Store
+	every  time.Duration
+	log    *slog.Logger
 }
 
 // New returns a warmer that checks every interval.
-func New(st *store.Store, scripts *lua.Scripts, every time.Duration, log *slog.Logger) *Warmer {
-	return &Warmer{store: st, scripts: scripts, every: every, log: log}
+func New(st *store.Store, rstore *redisstore.Store, every time.Duration, log *slog.Logger) *Warmer {
+	return &Warmer{store: st, rstore: rstore, every: every, log: log}
 }
 
 // Run checks until ctx is done.
@@ -56,7 +56,7 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	for i, s := range sales {
 		ids[i] = s.ID
 	}
-	live, err := w.scripts.RemainingMany(ctx, ids)
+	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +69,11 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 		if err != nil {
 			return rewarmed, err
 		}
-		claims := make([]lua.ActiveClaim, len(snap.Claims))
+		claims := make([]redisstore.ActiveClaim, len(snap.Claims))
 		for i, c := range snap.Claims {
-			claims[i] = lua.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
+			claims[i] = redisstore.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
 		}
-		loaded, err := w.scripts.Rewarm(ctx, lua.WarmSpec{
+		loaded, err := w.rstore.Rewarm(ctx, redisstore.WarmSpec{
 			SaleID: id, Units: snap.Units, StartsAt: snap.Sale.StartsAt, EndsAt: snap.Sale.EndsAt,
 		}, claims)
 		if err != nil {

@@ -35,7 +35,7 @@ func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writ
 		return errors.New("audit: --sale must be a sale id")
 	}
 	return withDeps(ctx, cfg, func(d *app.Deps) error {
-		a := &audit.Auditor{DB: d.Store.Gorm(), Scripts: d.Scripts, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})}
+		a := &audit.Auditor{DB: d.Store.Gorm(), Redis: d.Redis, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})}
 		rep, err := a.Wait(ctx, saleID, audit.Options{Grace: *grace}, *wait)
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
@@ -132,10 +132,10 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	return rdb, prefix
 }
 
-// Scripts returns Scripts on the test's own prefix.
-func Scripts(t testing.TB) *lua.Scripts {
+// RedisStore returns a Store on the test's own prefix.
+func RedisStore(t testing.TB) *redisstore.Store {
 	rdb, prefix := Redis(t)
-	return lua.New(rdb, prefix)
+	return redisstore.New(rdb, prefix)
 }
 
 // Name returns a name for t usable in ids (lower case, no spaces).

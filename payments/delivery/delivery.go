@@ -12,7 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
@@ -31,10 +31,10 @@ var ErrNotYet = errors.New("the order's saga is not running yet")
 
 // Deliverer delivers payment events.
 type Deliverer struct {
-	Store   *store.Store
-	Scripts *lua.Scripts
-	Sagas   *saga.Client
-	Log     *slog.Logger
+	Store *store.Store
+	Redis *redisstore.Store
+	Sagas *saga.Client
+	Log   *slog.Logger
 }
 
 // Deliver signals ev to the saga of orderID and records the outcome. A saga
@@ -113,10 +113,10 @@ func (d *Deliverer) admitted(ctx context.Context, orderID int64) (bool, error) {
 	if time.Since(at) < PendingWindow && at.Before(time.Now().Add(time.Minute)) {
 		return true, nil
 	}
-	sales, err := d.Scripts.ActiveSales(ctx)
+	sales, err := d.Redis.ActiveSales(ctx)
 	if err != nil {
 		return false, err
 	}
-	_, ok, err := d.Scripts.Admission(ctx, orderID, sales)
+	_, ok, err := d.Redis.Admission(ctx, orderID, sales)
 	return ok, err
 }

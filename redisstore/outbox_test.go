@@ -1,19 +1,18 @@
-package relay
+package redisstore
 
 import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
 )
 
 func TestParseEntry_CarriesTheTermsFixedAtAdmission(t *testing.T) {
-	in, err := parseEntry(redis.XMessage{ID: "1-0", Values: map[string]any{
+	in, err := parseEntry(map[string]any{
 		"o": "42", "u": "alice", "s": "7", "t": "1763805600000", "p": "1763805630512", "a": "990", "c": "usd",
-	}})
+	})
 
 	require.NoError(t, err)
 	require.Equal(t, seckill.SagaInput{
@@ -24,7 +23,7 @@ func TestParseEntry_CarriesTheTermsFixedAtAdmission(t *testing.T) {
 }
 
 func TestParseEntry_EntriesFromBeforePayableAtAdmission(t *testing.T) {
-	in, err := parseEntry(redis.XMessage{ID: "1-0", Values: map[string]any{"o": "42", "u": "alice", "s": "7", "t": "1763805600000"}})
+	in, err := parseEntry(map[string]any{"o": "42", "u": "alice", "s": "7", "t": "1763805600000"})
 
 	require.NoError(t, err)
 	require.True(t, in.PayBy.IsZero(), "the saga derives pay_by from the admission time and the sale")
@@ -42,12 +41,12 @@ func TestParseEntry_RefusesWhatClaimLuaCannotHaveWritten(t *testing.T) {
 		"order not id": {"o": "x", "u": "alice", "s": "7", "t": "1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := parseEntry(redis.XMessage{ID: "1-0", Values: values})
+			_, err := parseEntry(values)
 			require.Error(t, err)
 		})
 	}
 }
 
-func TestLivenessKey_IsUnderTheInstallationsPrefix(t *testing.T) {
-	require.Equal(t, "shop-a:relay:alive:host-1-2-ab", LivenessKey("shop-a", "host-1-2-ab"))
+func TestRelayAliveKey_IsUnderTheInstallationsPrefix(t *testing.T) {
+	require.Equal(t, "shop-a:relay:alive:host-1-2-ab", New(nil, "shop-a").relayAliveKey("host-1-2-ab"))
 }

@@ -1,4 +1,4 @@
-package lua_test
+package redisstore_test
 
 import (
 	"context"
@@ -11,35 +11,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/redisstore"
 )
 
 const saleID = 42
 
 // terms are what every admitted buyer of the tests' sale owes.
-var terms = lua.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+var terms = redisstore.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
 
 // openSale is a window that is open now and for the rest of the test.
-func openSale(units int64) lua.WarmSpec {
+func openSale(units int64) redisstore.WarmSpec {
 	now := time.Now()
-	return lua.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	return redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
 }
 
-func warm(t *testing.T, sc *lua.Scripts, spec lua.WarmSpec) {
+func warm(t *testing.T, sc *redisstore.Store, spec redisstore.WarmSpec) {
 	t.Helper()
 	loaded, err := sc.Warm(t.Context(), spec)
 	require.NoError(t, err)
 	require.True(t, loaded)
 }
 
-func claim(t *testing.T, sc *lua.Scripts, user string, orderID int64) lua.ClaimResult {
+func claim(t *testing.T, sc *redisstore.Store, user string, orderID int64) redisstore.ClaimResult {
 	t.Helper()
 	res, err := sc.Claim(t.Context(), saleID, user, orderID, "", terms)
 	require.NoError(t, err)
 	return res
 }
 
-func remaining(t *testing.T, sc *lua.Scripts) int64 {
+func remaining(t *testing.T, sc *redisstore.Store) int64 {
 	t.Helper()
 	n, ok, err := sc.Remaining(t.Context(), saleID)
 	require.NoError(t, err)
@@ -47,21 +47,21 @@ func remaining(t *testing.T, sc *lua.Scripts) int64 {
 	return n
 }
 
-func claimOf(t *testing.T, sc *lua.Scripts, user string) int64 {
+func claimOf(t *testing.T, sc *redisstore.Store, user string) int64 {
 	t.Helper()
 	id, err := sc.ClaimOf(t.Context(), saleID, user)
 	require.NoError(t, err)
 	return id
 }
 
-func outbox(t *testing.T, sc *lua.Scripts) []redis.XMessage {
+func outbox(t *testing.T, sc *redisstore.Store) []redis.XMessage {
 	t.Helper()
 	msgs, err := sc.Client().XRange(t.Context(), sc.SaleKeys(saleID).Outbox, "-", "+").Result()
 	require.NoError(t, err)
 	return msgs
 }
 
-func exists(t *testing.T, sc *lua.Scripts, key string) bool {
+func exists(t *testing.T, sc *redisstore.Store, key string) bool {
 	t.Helper()
 	n, err := sc.Client().Exists(t.Context(), key).Result()
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func exists(t *testing.T, sc *lua.Scripts, key string) bool {
 
 func TestWarm_LoadsStockAndWindow(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	spec := openSale(10)
 
@@ -83,11 +83,11 @@ func TestWarm_LoadsStockAndWindow(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"starts_ms": strconv.FormatInt(spec.StartsAt.UnixMilli(), 10),
 		"ends_ms":   strconv.FormatInt(spec.EndsAt.UnixMilli(), 10),
-		"expire_ms": strconv.FormatInt(spec.EndsAt.Add(lua.KeyRetention).UnixMilli(), 10),
+		"expire_ms": strconv.FormatInt(spec.EndsAt.Add(redisstore.KeyRetention).UnixMilli(), 10),
 	}, meta)
 
 	// Every key of the sale goes KeyRetention after the sale ends.
-	wantExpiry := spec.EndsAt.Add(lua.KeyRetention).UnixMilli()
+	wantExpiry := spec.EndsAt.Add(redisstore.KeyRetention).UnixMilli()
 	for _, key := range []string{k.Stock, k.Meta, k.Outbox} {
 		got, err := sc.Client().PExpireTime(ctx, key).Result()
 		require.NoError(t, err, key)
@@ -99,17 +99,17 @@ func TestWarm_LoadsStockAndWindow(t *testing.T) {
 	groups, err := sc.Client().XInfoGroups(ctx, k.Outbox).Result()
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
-	require.Equal(t, lua.RelayGroup, groups[0].Name)
+	require.Equal(t, redisstore.RelayGroup, groups[0].Name)
 	_, err = sc.Client().ZScore(ctx, sc.ActiveSalesKey(), strconv.Itoa(saleID)).Result()
 	require.NoError(t, err)
 }
 
 func TestWarm_DoesNotOverwriteLiveCounter(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(10))
 	for i := range 3 {
-		require.Equal(t, lua.Admitted, claim(t, sc, "u"+strconv.Itoa(i), int64(i+1)).Outcome)
+		require.Equal(t, redisstore.Admitted, claim(t, sc, "u"+strconv.Itoa(i), int64(i+1)).Outcome)
 	}
 
 	loaded, err := sc.Warm(t.Context(), openSale(100))
@@ -123,7 +123,7 @@ func TestWarm_DoesNotOverwriteLiveCounter(t *testing.T) {
 
 func TestWarm_RejectsNegativeUnits(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	spec := openSale(-1)
 
 	_, err := sc.Warm(t.Context(), spec)
@@ -136,13 +136,13 @@ func TestWarm_RejectsNegativeUnits(t *testing.T) {
 
 func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(3))
 	before := time.Now()
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	msgs := outbox(t, sc)
@@ -161,13 +161,13 @@ func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 
 func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(3))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 1001}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 1001}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	require.Len(t, outbox(t, sc), 1)
@@ -175,13 +175,13 @@ func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
 
 func TestClaim_SoldOutAfterLastUnit(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	res := claim(t, sc, "bob", 1002)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "bob"))
 	require.Len(t, outbox(t, sc), 1)
@@ -194,20 +194,20 @@ func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
 		name     string
 		starts   time.Time
 		ends     time.Time
-		expected lua.ClaimOutcome
+		expected redisstore.ClaimOutcome
 	}{
-		{"not started", now.Add(time.Hour), now.Add(2 * time.Hour), lua.NotStarted},
-		{"ended", now.Add(-2 * time.Hour), now.Add(-time.Second), lua.Ended},
+		{"not started", now.Add(time.Hour), now.Add(2 * time.Hour), redisstore.NotStarted},
+		{"ended", now.Add(-2 * time.Hour), now.Add(-time.Second), redisstore.Ended},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sc := testenv.Scripts(t)
-			warm(t, sc, lua.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
+			sc := testenv.RedisStore(t)
+			warm(t, sc, redisstore.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
 
 			res := claim(t, sc, "alice", 1001)
 
-			require.Equal(t, lua.ClaimResult{Outcome: tt.expected}, res)
+			require.Equal(t, redisstore.ClaimResult{Outcome: tt.expected}, res)
 			require.Equal(t, int64(5), remaining(t, sc))
 			require.Zero(t, claimOf(t, sc, "alice"))
 			require.Empty(t, outbox(t, sc))
@@ -217,12 +217,12 @@ func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
 
 func TestClaim_NotWarmedFailsClosed(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	k := sc.SaleKeys(saleID)
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.NotWarmed}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.NotWarmed}, res)
 	for _, key := range []string{k.Stock, k.Claims, k.Meta, k.Outbox} {
 		require.False(t, exists(t, sc, key), "claim wrote %s", key)
 	}
@@ -230,14 +230,14 @@ func TestClaim_NotWarmedFailsClosed(t *testing.T) {
 
 func TestClaim_NotWarmedWithoutWindow(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(5))
 	k := sc.SaleKeys(saleID)
 	require.NoError(t, sc.Client().Del(t.Context(), k.Meta).Err())
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.NotWarmed}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.NotWarmed}, res)
 	require.Equal(t, int64(5), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 	require.Empty(t, outbox(t, sc))
@@ -249,14 +249,14 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 		buyers = 500
 		units  = 50
 	)
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(units))
 	ctx := t.Context()
 
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
-		outcomes = make([]lua.ClaimResult, buyers)
+		outcomes = make([]redisstore.ClaimResult, buyers)
 		errs     = make([]error, buyers)
 	)
 	for i := range buyers {
@@ -272,10 +272,10 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	for i, res := range outcomes {
 		require.NoError(t, errs[i])
 		switch res.Outcome {
-		case lua.Admitted:
+		case redisstore.Admitted:
 			require.Equal(t, int64(i+1), res.OrderID)
 			admitted[res.OrderID] = true
-		case lua.SoldOut:
+		case redisstore.SoldOut:
 		default:
 			t.Fatalf("buyer %d: unexpected outcome %v", i, res.Outcome)
 		}
@@ -297,9 +297,9 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 
 func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 
 	released, err := sc.Release(ctx, saleID, "alice", 1001, true)
@@ -316,9 +316,9 @@ func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
 
 func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(2))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, false)
 
@@ -330,24 +330,24 @@ func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
 
 func TestRelease_UserMayClaimAgain(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
 	require.NoError(t, err)
 	require.True(t, released)
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 }
 
 func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(2))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 999, true)
 
@@ -359,9 +359,9 @@ func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
 
 func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 	k := sc.SaleKeys(saleID)
 	require.NoError(t, sc.Client().Del(ctx, k.Stock).Err()) // Redis lost the counter
@@ -381,9 +381,9 @@ func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
 
 func TestRelease_AnnouncesRestock(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	sub := subscribe(t, sc)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
@@ -397,7 +397,7 @@ func TestRelease_AnnouncesRestock(t *testing.T) {
 
 // subscribe listens on the restock channel, returning once the
 // subscription is active so no later message is missed.
-func subscribe(t *testing.T, sc *lua.Scripts) *redis.PubSub {
+func subscribe(t *testing.T, sc *redisstore.Store) *redis.PubSub {
 	t.Helper()
 	sub := sc.Client().Subscribe(t.Context(), sc.RestockChannel())
 	t.Cleanup(func() { _ = sub.Close() })
@@ -417,9 +417,9 @@ func receive(t *testing.T, sub *redis.PubSub) *redis.Message {
 
 func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(10))
-	require.Equal(t, lua.Admitted, claim(t, sc, "alice", 1).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1).Outcome)
 
 	got, err := sc.RemainingMany(t.Context(), []int64{saleID, saleID + 1})
 
@@ -429,13 +429,13 @@ func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
 
 func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	warm(t, sc, openSale(2))
 
 	before := time.Now().Add(-time.Second) // Redis' clock, give or take
 	res := claim(t, sc, "alice", 7)
-	require.Equal(t, lua.Admitted, res.Outcome)
+	require.Equal(t, redisstore.Admitted, res.Outcome)
 	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 2*time.Second)
 	require.True(t, res.PayBy.After(before.Add(terms.PaymentTimeout)))
 
@@ -450,44 +450,44 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	adm, ok, err := sc.Admission(ctx, 7, []int64{saleID + 1, saleID})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, lua.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
+	require.Equal(t, redisstore.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
 	_, ok, err = sc.Admission(ctx, 8, []int64{saleID})
 	require.NoError(t, err)
 	require.False(t, ok)
 
 	// A refusal carries no pay_by.
 	again := claim(t, sc, "alice", 9)
-	require.Equal(t, lua.AlreadyClaimed, again.Outcome)
+	require.Equal(t, redisstore.AlreadyClaimed, again.Outcome)
 	require.True(t, again.PayBy.IsZero())
 }
 
 func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
 
 	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
 	require.False(t, first.PayBy.IsZero())
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
 
 	// The same key again, even with another fresh order id: the first
 	// answer, with the same pay_by.
 	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
 	// Another key is a new request: the user already holds an order.
 	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 1}, other)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 1}, other)
 	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
 	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut}, bob)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut}, bob)
 	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.SoldOut, Replayed: true}, bobAgain)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut, Replayed: true}, bobAgain)
 
 	// Only one unit was taken and one outbox entry written.
 	require.Equal(t, int64(0), remaining(t, sc))
@@ -501,39 +501,39 @@ func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	require.Len(t, keys, 3)
 	for _, k := range keys {
 		ttl := sc.Client().TTL(ctx, k).Val()
-		require.InDelta(t, lua.IdempotencyTTL.Seconds(), ttl.Seconds(), 5)
+		require.InDelta(t, redisstore.IdempotencyTTL.Seconds(), ttl.Seconds(), 5)
 	}
 }
 
 func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 
 	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.NotWarmed, res.Outcome)
+	require.Equal(t, redisstore.NotWarmed, res.Outcome)
 
 	warm(t, sc, openSale(1))
 	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
 }
 
 func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t)
+	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	spec := openSale(7)
-	claims := []lua.ActiveClaim{{UserID: "alice", OrderID: 11}, {UserID: "bob", OrderID: 12}}
+	claims := []redisstore.ActiveClaim{{UserID: "alice", OrderID: 11}, {UserID: "bob", OrderID: 12}}
 
 	loaded, err := sc.Rewarm(ctx, spec, claims)
 	require.NoError(t, err)
 	require.True(t, loaded)
 	require.Equal(t, int64(7), remaining(t, sc))
 	res := claim(t, sc, "alice", 99)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
-	require.Equal(t, lua.Admitted, claim(t, sc, "carol", 13).Outcome)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "carol", 13).Outcome)
 
 	// A live counter is never overwritten.
 	loaded, err = sc.Rewarm(ctx, openSale(100), nil)
@@ -541,31 +541,31 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	require.False(t, loaded)
 	require.Equal(t, int64(6), remaining(t, sc))
 	res = claim(t, sc, "bob", 98)
-	require.Equal(t, lua.ClaimResult{Outcome: lua.AlreadyClaimed, OrderID: 12}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 12}, res)
 }
 
 func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	t.Parallel()
-	sc := testenv.Scripts(t).WithRateLimit(lua.RateLimit{Max: 3, Window: 500 * time.Millisecond})
+	sc := testenv.RedisStore(t).WithRateLimit(redisstore.RateLimit{Max: 3, Window: 500 * time.Millisecond})
 	ctx := t.Context()
 	warm(t, sc, openSale(10))
 
 	for i := range 3 {
 		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "", terms)
 		require.NoError(t, err)
-		require.NotEqual(t, lua.RateLimited, res.Outcome)
+		require.NotEqual(t, redisstore.RateLimited, res.Outcome)
 	}
 	res, err := sc.Claim(ctx, saleID, "eager", 4, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.RateLimited, res.Outcome)
+	require.Equal(t, redisstore.RateLimited, res.Outcome)
 	require.Positive(t, res.RetryAfter)
 	require.LessOrEqual(t, res.RetryAfter, 500*time.Millisecond)
 	// Other users are not affected, and a limited attempt changes nothing.
-	require.Equal(t, lua.Admitted, claim(t, sc, "calm", 5).Outcome)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "calm", 5).Outcome)
 	require.Equal(t, int64(8), remaining(t, sc))
 
 	time.Sleep(res.RetryAfter + 20*time.Millisecond)
 	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, lua.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
+	require.Equal(t, redisstore.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
 }
