@@ -75,6 +75,9 @@ func Connect(ctx context.Context, cfg Config) (*Deps, error) {
 // cfg's prefix, with cfg's pool size and replica wait; it connects on
 // first use.
 func OpenRedis(cfg Config) (*redisstore.Store, error) {
+	if cfg.Log != nil {
+		redisstore.LogTo(cfg.Log)
+	}
 	return redisstore.Open(cfg.RedisURL, cfg.RedisPrefix, redisstore.Options{
 		PoolSize: cfg.RedisPoolSize, MinReplicas: cfg.RedisMinReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
 	})

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -220,4 +221,16 @@ func (s *Store) DropAll(ctx context.Context) error {
 		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return drop(ctx, n) })
 	}
 	return drop(ctx, s.rdb)
+}
+
+// LogTo sends the Redis client's own messages (a dial that failed, a
+// Sentinel naming a new primary) to log at debug level instead of
+// standard error: during a failover it writes one per failed connection,
+// and the caller reports what they mean (a 503, a retried step).
+func LogTo(log *slog.Logger) { redis.SetLogger(clientLog{log}) }
+
+type clientLog struct{ log *slog.Logger }
+
+func (l clientLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "go-redis")
 }
