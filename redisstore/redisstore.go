@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Topology is the kind of Redis a REDIS_URL names.
@@ -158,6 +159,7 @@ func connect(rawURL string, poolSize int) (redis.UniversalClient, Topology, erro
 		if err != nil {
 			return nil, "", urlError(err)
 		}
+		o.MaintNotificationsConfig = noMaintNotifications()
 		if poolSize > 0 {
 			o.PoolSize = poolSize
 		}
@@ -167,10 +169,19 @@ func connect(rawURL string, poolSize int) (redis.UniversalClient, Topology, erro
 	if err != nil {
 		return nil, "", urlError(err)
 	}
+	o.MaintNotificationsConfig = noMaintNotifications()
 	if poolSize > 0 {
 		o.PoolSize = poolSize
 	}
 	return redis.NewClient(o), topology, nil
+}
+
+// noMaintNotifications turns off go-redis' maintenance notifications
+// (a Redis Enterprise/8 feature): Redis 7 refuses the handshake, and
+// go-redis 9.23 then rewrites its options while other connections read
+// them (a data race the race detector reports).
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 func urlError(err error) error {
