@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	sdkclient "go.temporal.io/sdk/client"
@@ -38,20 +39,17 @@ type Deps struct {
 	Metrics  *prometheus.Registry
 }
 
-// Connect opens Redis, Postgres and the Temporal client.
+// Connect opens Postgres, Redis (under the installation's own key prefix,
+// refusing one another installation owns) and the Temporal client.
 func Connect(ctx context.Context, cfg Config) (*Deps, error) {
-	rdb, err := OpenRedis(cfg)
-	if err != nil {
-		return nil, err
-	}
-	d := &Deps{Redis: rdb, Metrics: api.NewRegistry()}
-	if err := d.Redis.Ping(ctx); err != nil {
-		d.Close()
-		return nil, redisError(cfg.RedisURL, err)
-	}
+	d := &Deps{Metrics: api.NewRegistry()}
+	var err error
 	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns}); err != nil {
-		d.Close()
 		return nil, postgresError(cfg.DatabaseURL, err)
+	}
+	if d.Redis, err = openOwnedRedis(ctx, cfg, d.Store); err != nil {
+		d.Close()
+		return nil, err
 	}
 	mh, err := temporalMetrics(d.Metrics, cfg.Log)
 	if err != nil {
@@ -81,6 +79,46 @@ func OpenRedis(cfg Config) (*redisstore.Store, error) {
 	return redisstore.Open(cfg.RedisURL, cfg.RedisPrefix, redisstore.Options{
 		PoolSize: cfg.RedisPoolSize, MinReplicas: cfg.RedisMinReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
 	})
+}
+
+// DefaultRedisPrefix is the key prefix of the installation with id when
+// SECKILL_REDIS_PREFIX is unset: its own, so two databases never share
+// Redis keys, and the same for every process of one installation.
+func DefaultRedisPrefix(installationID string) string {
+	return "seckill-" + strings.ReplaceAll(installationID, "-", "")[:8]
+}
+
+// openOwnedRedis opens cfg's Redis under the installation's prefix
+// (cfg.RedisPrefix, or DefaultRedisPrefix) and makes sure the prefix is
+// this installation's.
+func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store) (*redisstore.Store, error) {
+	id, err := st.InstallationID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RedisPrefix == "" {
+		cfg.RedisPrefix = DefaultRedisPrefix(id)
+	}
+	r, err := OpenRedis(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Ping(ctx); err != nil {
+		_ = r.Close()
+		return nil, redisError(cfg.RedisURL, err)
+	}
+	knownSale := func(ctx context.Context, saleID int64) (bool, error) {
+		_, err := st.Sale(ctx, saleID)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err := r.ClaimPrefix(ctx, id, "database "+redact(cfg.DatabaseURL), knownSale); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // Close closes every connection that was opened.

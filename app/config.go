@@ -108,7 +108,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		HTTPAddr:            str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
 		RedisURL:            str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		RedisPrefix:         str("SECKILL_REDIS_PREFIX", "seckill"),
+		RedisPrefix:         getenv("SECKILL_REDIS_PREFIX"), // "": DefaultRedisPrefix
 		DatabaseURL:         str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
 		TemporalAddress:     str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		Namespace:           str("TEMPORAL_NAMESPACE", "default"),

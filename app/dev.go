@@ -32,6 +32,7 @@ type DevInfo struct {
 	TemporalAddress string
 	AdminToken      string
 	WebhookSecret   string
+	RedisPrefix     string // the installation's Redis key prefix
 }
 
 // DevOptions adjust dev mode (tests use free ports and no UI).
@@ -194,7 +195,7 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		}
 		ready(DevInfo{
 			APIURL: apiURL, UIURL: uiURL, TemporalAddress: cfg.TemporalAddress,
-			AdminToken: token, WebhookSecret: string(cfg.WebhookSecret),
+			AdminToken: token, WebhookSecret: string(cfg.WebhookSecret), RedisPrefix: d.Redis.Prefix(),
 		})
 		return nil
 	})

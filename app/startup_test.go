@@ -92,3 +92,39 @@ func TestDev_ShowsProgressAndOpensADemoSale(t *testing.T) {
 	r = s.claim(list.Sales[0].ID, "first-visitor")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 }
+
+// Two installations (two databases) never share Redis keys: one that
+// finds its prefix owned by another refuses to start and names the
+// setting, and the default prefix is each database's own.
+func TestConnect_OneInstallationPerRedisPrefix(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	a := testConfig(t)
+	da, err := app.Connect(ctx, a)
+	require.NoError(t, err)
+	defer da.Close()
+
+	b := testConfig(t) // a database of its own
+	b.RedisPrefix = a.RedisPrefix
+	_, err = app.Connect(ctx, b)
+	require.ErrorContains(t, err, "belongs to another seckill installation")
+	require.ErrorContains(t, err, "SECKILL_REDIS_PREFIX")
+
+	a.RedisPrefix, b.RedisPrefix = "", ""
+	da2, err := app.Connect(ctx, a)
+	require.NoError(t, err)
+	defer da2.Close()
+	db, err := app.Connect(ctx, b)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NotEqual(t, da2.Redis.Prefix(), db.Redis.Prefix(), "each database derives a prefix of its own")
+	require.Regexp(t, `^seckill-[0-9a-f]{8}$`, da2.Redis.Prefix())
+	id, err := da2.Store.InstallationID(ctx)
+	require.NoError(t, err)
+	require.Equal(t, app.DefaultRedisPrefix(id), da2.Redis.Prefix())
+	t.Cleanup(func() {
+		_ = da2.Redis.DropAll(context.Background())
+		_ = db.Redis.DropAll(context.Background())
+	})
+}

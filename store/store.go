@@ -182,3 +182,16 @@ func isUniqueViolation(err error, constraint string) bool {
 }
 
 var sqlTxOptionsRepeatableRead = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+
+// InstallationID is the id this database gave its installation when it
+// was first migrated.
+func (s *Store) InstallationID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.db.WithContext(ctx).Raw(`SELECT id::text FROM installation`).Scan(&id).Error; err != nil {
+		return "", fmt.Errorf("read the installation id: %w", err)
+	}
+	if id == "" {
+		return "", errors.New("read the installation id: the database is not migrated (run seckill migrate)")
+	}
+	return id, nil
+}

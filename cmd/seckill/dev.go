@@ -56,6 +56,7 @@ seckill dev is running. Ctrl-C stops everything.
   API          %[1]s/api/v1   (API.md)
   Temporal     %[3]s
   Webhook key  %[4]s
+  Redis keys   %[7]s:*   (SECKILL_REDIS_PREFIX; this database's own)
 
 Operators (seckill: bin/seckill after make build, or go run ./cmd/seckill):
   seckill sale list             seckill sale stats 1 --watch 2s
@@ -66,6 +67,6 @@ Tokens for curl (dev secret):
   export ALICE=%[6]s
   curl -si -X POST %[1]s/api/v1/sales/1/claims -H "Authorization: Bearer $ALICE"
   seckill pay --order ORDER_ID        (a signed payment webhook)
-`, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user)
+`, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user, info.RedisPrefix)
 	})
 }
