@@ -36,11 +36,13 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
-chaos: services ## fault-injection suite: 3 seeds, 300 units, 3000 buyers, faults for 40 s each
+chaos: services ## fault-injection suite: 3 seeds each on one Redis (wiped) and on a Sentinel group (failed over); 300 units, 3000 buyers, 40 s of faults
 	$(GO) run ./chaos --seeds 1,2,3
+	$(GO) run ./chaos --seeds 1,2,3 --redis sentinel
 
-chaos-short: services ## one short chaos run (what CI runs): 60 units, 600 buyers, 20 s of faults
+chaos-short: services ## two short chaos runs (what CI runs), one per Redis kind: 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s
+	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --redis sentinel
 
 BENCH_ARGS ?=
 bench: services build ## the flash-sale benchmark with both anchors (BENCHMARKS.md); BENCH_ARGS adds flags

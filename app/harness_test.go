@@ -65,10 +65,14 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	ropts.PoolSize = 512
 	rdb := redis.NewClient(ropts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	prefix := cfg.RedisPrefix
 	if opts.configure != nil {
 		opts.configure(&cfg)
 	}
+	// The system's Redis as seckill sees it (any topology); rdb above is
+	// the default single server, for tests that look at keys directly.
+	rstore, err := app.OpenRedis(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rstore.Close() })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan app.DevInfo, 1)
@@ -80,7 +84,7 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 	go func() {
 		done <- app.Dev(ctx, cfg, devOpts, func(info app.DevInfo) { ready <- info })
 	}()
-	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: redisstore.New(rdb, prefix),
+	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: rstore,
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
 	select {
 	case s.info = <-ready:

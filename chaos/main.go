@@ -10,6 +10,9 @@
 // worker (relay included) or the Temporal dev server (--db-file) is killed
 // with SIGKILL and restarted, Redis (a server of this run's own, without
 // persistence) is killed and restarted empty, or PostgreSQL is restarted.
+// With --redis sentinel, Redis is a Sentinel group instead: its primary is
+// killed (the Sentinels fail over, the killed node returns as a replica)
+// or a replica is, and no 202 may be lost (admitted-but-lost must be 0).
 // Alongside, toxiproxy (in this process, between the API and worker and
 // their stores) injects latency, stalls that end in a closed connection,
 // and connection resets on the way to Redis and to PostgreSQL.
@@ -41,6 +44,7 @@ type options struct {
 	binary    string
 	keep      bool
 	workDir   string
+	redis     string // "single" or "sentinel"
 }
 
 func main() {
@@ -53,7 +57,12 @@ func main() {
 	flag.BoolVar(&o.pgRestart, "pg-restart", true, "include PostgreSQL restarts (pg_ctlcluster; the machine's server)")
 	flag.StringVar(&o.binary, "binary", "", "seckill binary (default: build one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, Temporal's database)")
+	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed`)
 	flag.Parse()
+	if o.redis != "single" && o.redis != "sentinel" {
+		fmt.Fprintf(os.Stderr, "chaos: --redis must be single or sentinel, got %q\n", o.redis)
+		os.Exit(2)
+	}
 	for _, s := range strings.Split(*seeds, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {

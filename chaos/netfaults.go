@@ -53,10 +53,10 @@ type netFault struct {
 
 // netFaults are the kinds the suite draws from: latency with jitter on
 // every reply, a stall that ends in a closed connection, and connections
-// reset by the peer, for Redis and for PostgreSQL.
-func netFaults() []netFault {
+// reset by the peer, for each of targets ("redis", "postgres").
+func netFaults(targets ...string) []netFault {
 	var out []netFault
-	for _, target := range []string{"redis", "postgres"} {
+	for _, target := range targets {
 		out = append(out,
 			netFault{target + "-latency", target,
 				`{"type":"latency","stream":"downstream","attributes":{"latency":150,"jitter":100}}`},

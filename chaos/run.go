@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/internal/redistopo"
 	"github.com/seckill/seckill/store"
 )
 
@@ -33,6 +34,7 @@ const (
 
 type result struct {
 	seed      uint64
+	redis     string
 	faults    map[string]int
 	admitted  int
 	statuses  map[string]int
@@ -54,14 +56,14 @@ func (r *result) summary() string {
 	if !r.auditOK {
 		verdict = "audit FAILED"
 	}
-	return fmt.Sprintf("seed %d: %s in %s; faults %s; admitted %d, orders %v, refunds %d, unsettled %d, admitted-but-lost %d",
-		r.seed, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.lost)
+	return fmt.Sprintf("seed %d (redis %s): %s in %s; faults %s; admitted %d, orders %v, refunds %d, unsettled %d, admitted-but-lost %d",
+		r.seed, r.redis, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.lost)
 }
 
 func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	start := time.Now()
 	rng := newRand(seed)
-	res := &result{seed: seed, faults: map[string]int{}, statuses: map[string]int{}}
+	res := &result{seed: seed, redis: o.redis, faults: map[string]int{}, statuses: map[string]int{}}
 	dir := filepath.Join(o.workDir, "seed-"+strconv.FormatUint(seed, 10))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -75,24 +77,38 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 
 	redisPort, apiPort, temporalPort, uiPort := proc.FreePort(), proc.FreePort(), proc.FreePort(), proc.FreePort()
 	dbName := fmt.Sprintf("seckill_chaos_%d_%d", seed, time.Now().UnixNano()%1e6)
-	// The API and the worker reach Redis and PostgreSQL through toxiproxy;
-	// migrate and audit (the referee) go direct.
+	// The API and the worker reach PostgreSQL (and a single Redis server)
+	// through toxiproxy; migrate and audit (the referee) go direct. A
+	// Sentinel group's clients ask the Sentinels where the primary is and
+	// go there, so no proxy can sit in between: its faults are kills.
 	tox := newNetwork()
 	defer tox.close()
-	redisVia, err := tox.proxy("redis", "127.0.0.1:"+strconv.Itoa(redisPort))
-	if err != nil {
-		return nil, err
+	redisURL := "redis://127.0.0.1:" + strconv.Itoa(redisPort) + "/0"
+	apiRedisURL := redisURL
+	var group *redistopo.SentinelGroup
+	if o.redis == "sentinel" {
+		if group, err = redistopo.StartSentinel(logf); err != nil {
+			return nil, err
+		}
+		defer group.Stop()
+		redisURL, apiRedisURL = group.URL(), group.URL()
+	} else {
+		redisVia, err := tox.proxy("redis", "127.0.0.1:"+strconv.Itoa(redisPort))
+		if err != nil {
+			return nil, err
+		}
+		apiRedisURL = "redis://" + redisVia + "/0"
 	}
 	pgVia, err := tox.proxy("postgres", "127.0.0.1:5432")
 	if err != nil {
 		return nil, err
 	}
 	direct := []string{
-		"REDIS_URL=redis://127.0.0.1:" + strconv.Itoa(redisPort) + "/0",
+		"REDIS_URL=" + redisURL,
 		"DATABASE_URL=postgres://postgres@127.0.0.1:5432/" + dbName + "?sslmode=disable",
 	}
 	env := []string{
-		"REDIS_URL=redis://" + redisVia + "/0",
+		"REDIS_URL=" + apiRedisURL,
 		"DATABASE_URL=postgres://postgres@" + pgVia + "/" + dbName + "?sslmode=disable",
 		"TEMPORAL_ADDRESS=127.0.0.1:" + strconv.Itoa(temporalPort),
 		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
@@ -117,12 +133,16 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 	defer dropDatabase(dbName)
 
-	redis := proc.New("redis", logf, nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir)
 	temporal := proc.New("temporal", logf, env, o.binary, "devserver", "--db-file", filepath.Join(dir, "temporal.db"))
 	worker := proc.New("worker", logf, env, o.binary, "worker")
 	apiProc := proc.New("api", logf, env, o.binary, "api")
-	procs := []*proc.Proc{redis, temporal, worker, apiProc}
+	procs := []*proc.Proc{temporal, worker, apiProc}
+	var redis *proc.Proc
+	if group == nil {
+		redis = proc.New("redis", logf, nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir)
+		procs = append([]*proc.Proc{redis}, procs...)
+	}
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Stop()
@@ -153,6 +173,9 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	go func() {
 		defer faultsDone.Done()
 		kinds := []string{"api", "worker", "temporal", "redis"}
+		if group != nil {
+			kinds = []string{"api", "worker", "temporal", "redis-primary", "redis-replica"}
+		}
 		if o.pgRestart {
 			kinds = append(kinds, "postgres")
 		}
@@ -184,6 +207,19 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 				temporal.Kill()
 			case "redis":
 				redis.Kill() // restarts empty: no persistence
+			case "redis-primary":
+				// SIGKILL the primary; the Sentinels promote a replica; the
+				// killed node comes back as a replica of the new primary.
+				if err := killPrimary(group); err != nil {
+					fmt.Printf("  %5.1fs redis-primary: %v\n", time.Since(start).Seconds(), err)
+				}
+			case "redis-replica":
+				if n, err := group.KillReplica(); err == nil {
+					time.Sleep(2 * time.Second)
+					if err := group.Rejoin(n); err != nil {
+						fmt.Printf("  %5.1fs redis-replica rejoin: %v\n", time.Since(start).Seconds(), err)
+					}
+				}
 			case "postgres":
 				pg := exec.Command("bash", "-c", `pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart`)
 				pg.Stdout, pg.Stderr = logf, logf
@@ -198,7 +234,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	go func() {
 		defer faultsDone.Done()
 		netRng := newRand(seed ^ 0x70c1c)
-		kinds := netFaults()
+		targets := []string{"redis", "postgres"}
+		if group != nil {
+			targets = []string{"postgres"}
+		}
+		kinds := netFaults(targets...)
 		order := append([]netFault(nil), kinds...)
 		netRng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		deadline := time.Now().Add(o.faultsFor)
@@ -292,6 +332,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	var out bytes.Buffer
 	audit.Stdout, audit.Stderr = &out, io.MultiWriter(&out, logf)
 	res.auditOK = audit.Run() == nil && res.unsettled == 0
+	if group != nil && res.lost > 0 {
+		// With a replica to fail over to, a 202 is a promise kept.
+		fmt.Printf("%d admitted orders were lost with a Sentinel group: a 202 must survive a primary kill\n", res.lost)
+		res.auditOK = false
+	}
 	res.auditOut = out.String()
 	fmt.Print(res.auditOut)
 	res.refunds = countRefunds(dbName)
@@ -460,4 +505,17 @@ func dropDatabase(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = store.DropDatabase(ctx, "postgres://postgres@127.0.0.1:5432/"+name+"?sslmode=disable")
+}
+
+// killPrimary SIGKILLs the group's primary, waits for the Sentinels to
+// promote a replica, and brings the killed node back as a replica.
+func killPrimary(g *redistopo.SentinelGroup) error {
+	old, err := g.KillPrimary()
+	if err != nil {
+		return err
+	}
+	if _, err := g.WaitFailover(old, 30*time.Second); err != nil {
+		return err
+	}
+	return g.Rejoin(old)
 }
