@@ -168,3 +168,35 @@ func nodeDir(root string, port int) (string, error) {
 }
 
 var errNotYet = errors.New("not yet")
+
+// Single is one redis-server of its own (for measurements that need a
+// server configured unlike the machine's, e.g. with AOF).
+type Single struct {
+	*Node
+	root string
+}
+
+// StartSingle starts one redis-server with extra arguments (e.g.
+// "--appendonly", "yes", "--appendfsync", "always").
+func StartSingle(log io.Writer, extra ...string) (*Single, error) {
+	root, err := tempDir("single")
+	if err != nil {
+		return nil, err
+	}
+	p := freePorts(1)[0]
+	n := &Node{Port: p, dir: root, log: log, args: append(baseArgs(p, root), extra...)}
+	if err := n.start(); err != nil {
+		_ = os.RemoveAll(root)
+		return nil, err
+	}
+	return &Single{Node: n, root: root}, nil
+}
+
+// URL is the server's REDIS_URL.
+func (s *Single) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Stop kills the server and removes its directory.
+func (s *Single) Stop() {
+	s.Kill()
+	_ = os.RemoveAll(s.root)
+}
