@@ -1,0 +1,48 @@
+// Command redistopo-up starts a Redis Sentinel group or Cluster on
+// loopback (redis-server, no persistence), prints its REDIS_URL, and stops
+// it on Ctrl-C: for trying seckill, or benchmarking it, on those
+// topologies without Docker.
+//
+//	go run ./internal/redistopo/redistopo-up cluster
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/seckill/seckill/internal/redistopo"
+)
+
+func main() {
+	if len(os.Args) != 2 || (os.Args[1] != "sentinel" && os.Args[1] != "cluster") {
+		fmt.Fprintln(os.Stderr, "usage: redistopo-up sentinel|cluster")
+		os.Exit(2)
+	}
+	var url string
+	var stop func()
+	switch os.Args[1] {
+	case "sentinel":
+		g, err := redistopo.StartSentinel(os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "redistopo-up:", err)
+			os.Exit(1)
+		}
+		url, stop = g.URL(), g.Stop
+	case "cluster":
+		c, err := redistopo.StartCluster(os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "redistopo-up:", err)
+			os.Exit(1)
+		}
+		url, stop = c.URL(), c.Stop
+	}
+	defer stop()
+	fmt.Printf("REDIS_URL=%s\n", url)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "stopping")
+}
