@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/redistopo"
+	"github.com/seckill/seckill/internal/testenv"
 )
 
 // The whole saga on a Sentinel group and on a Cluster, through a SIGKILL
@@ -32,104 +33,68 @@ func TestTopology_FlashSaleThroughAPrimaryKill(t *testing.T) {
 	}
 	for _, name := range []string{"sentinel", "cluster"} {
 		t.Run(name, func(t *testing.T) {
-			var url string
-			var killPrimary func(key string) (failover func() error, rejoin func() error)
-			switch name {
-			case "sentinel":
-				g, err := redistopo.StartSentinel(logw)
-				require.NoError(t, err)
-				t.Cleanup(g.Stop)
-				url = g.URL()
-				killPrimary = func(string) (func() error, func() error) {
-					old, err := g.KillPrimary()
-					require.NoError(t, err)
-					return func() error { _, err := g.WaitFailover(old, 30*time.Second); return err }, func() error { return g.Rejoin(old) }
-				}
-			case "cluster":
-				c, err := redistopo.StartCluster(logw)
-				require.NoError(t, err)
-				t.Cleanup(c.Stop)
-				url = c.URL()
-				killPrimary = func(key string) (func() error, func() error) {
-					old, err := c.KillPrimaryFor(key)
-					require.NoError(t, err)
-					return func() error { _, err := c.WaitFailover(key, old, 30*time.Second); return err }, func() error { return c.Rejoin(old) }
-				}
-			}
-			s := startSystem(t, systemOptions{configure: func(cfg *app.Config) { cfg.RedisURL = url }})
+			topo, err := redistopo.Start(name, logw)
+			require.NoError(t, err)
+			t.Cleanup(topo.Stop)
+			s := startSystem(t, systemOptions{configure: func(cfg *app.Config) { cfg.RedisURL = topo.URL() }})
 			require.Equal(t, 1, s.rstore.MinReplicas())
 
 			const units, buyers, workers = 40, 240, 12
-			sale := s.createSale(units, 5*time.Second)
+			sale := s.createSale(units, 15*time.Second) // time to claim through the failover, then pay
+			key := s.rstore.SaleKeys(mustInt(t, sale)).Stock
 			var (
 				mu        sync.Mutex
 				won       = map[string]string{} // user -> order, answered 202
 				unavail   atomic.Int64
-				next      atomic.Int64
 				killOnce  sync.Once
-				failover  func() error
-				rejoin    func() error
+				killed    *redistopo.Node
 				killedAt  time.Time
 				answering time.Duration // from the kill to the first decided claim after it
 			)
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1)
-						if i > buyers {
-							return
-						}
-						user := fmt.Sprintf("buyer-%03d", i)
-						tok := s.token(user, false)
-						for {
-							r, err := s.do("POST", "/api/v1/sales/"+sale+"/claims", tok, nil, map[string]string{"Idempotency-Key": "k-" + user})
-							require.NoError(t, err)
-							var body struct {
-								OrderID string `json:"order_id"`
-								Code    string `json:"code"`
-							}
-							_ = json.Unmarshal(r.body, &body)
-							if r.status == http.StatusServiceUnavailable {
-								require.Equal(t, "UNAVAILABLE", body.Code)
-								require.NotEmpty(t, r.header.Get("Retry-After"), "a 503 says when to retry")
-								unavail.Add(1)
-								time.Sleep(200 * time.Millisecond)
-								continue
-							}
-							mu.Lock()
-							if !killedAt.IsZero() && answering == 0 {
-								answering = time.Since(killedAt)
-							}
-							switch r.status {
-							case http.StatusAccepted:
-								won[user] = body.OrderID
-							case http.StatusConflict:
-								require.Contains(t, []string{"SOLD_OUT", "ALREADY_CLAIMED"}, body.Code)
-							default:
-								t.Errorf("claim by %s: %d %s", user, r.status, r.body)
-							}
-							n := len(won)
-							mu.Unlock()
-							if n == units/3 {
-								killOnce.Do(func() {
-									failover, rejoin = killPrimary(s.rstore.SaleKeys(mustInt(t, sale)).Stock)
-									mu.Lock()
-									killedAt = time.Now()
-									mu.Unlock()
-								})
-							}
-							break
-						}
+			testenv.ForEachBuyer(buyers, workers, func(i int64) {
+				user := fmt.Sprintf("buyer-%03d", i)
+				tok := s.token(user, false)
+				for {
+					r, err := s.do("POST", "/api/v1/sales/"+sale+"/claims", tok, nil, map[string]string{"Idempotency-Key": "k-" + user})
+					require.NoError(t, err)
+					var body struct {
+						OrderID string `json:"order_id"`
+						Code    string `json:"code"`
 					}
-				}()
-			}
-			wg.Wait()
-			require.NotNil(t, failover, "the primary was killed during the sale")
-			require.NoError(t, failover())
-			require.NoError(t, rejoin())
+					_ = json.Unmarshal(r.body, &body)
+					if r.status == http.StatusServiceUnavailable {
+						require.Equal(t, "UNAVAILABLE", body.Code)
+						require.NotEmpty(t, r.header.Get("Retry-After"), "a 503 says when to retry")
+						unavail.Add(1)
+						time.Sleep(200 * time.Millisecond)
+						continue
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if !killedAt.IsZero() && answering == 0 {
+						answering = time.Since(killedAt)
+					}
+					switch r.status {
+					case http.StatusAccepted:
+						won[user] = body.OrderID
+					case http.StatusConflict:
+						require.Contains(t, []string{"SOLD_OUT", "ALREADY_CLAIMED"}, body.Code)
+					default:
+						t.Errorf("claim by %s: %d %s", user, r.status, r.body)
+					}
+					if len(won) == units/3 {
+						killOnce.Do(func() {
+							var kerr error
+							killed, kerr = topo.KillPrimaryFor(key)
+							require.NoError(t, kerr)
+							killedAt = time.Now()
+						})
+					}
+					return
+				}
+			})
+			require.NotNil(t, killed, "the primary was killed during the sale")
+			require.NoError(t, redistopo.Recover(topo, key, killed))
 			t.Logf("%s: %d of %d units won; %d claims answered 503 during the failover; claims decided again %s after the kill",
 				name, len(won), units, unavail.Load(), answering.Round(time.Millisecond))
 			require.Len(t, won, units, "the sale sells out once claims are answered again")

@@ -510,12 +510,9 @@ func dropDatabase(name string) {
 // killPrimary SIGKILLs the group's primary, waits for the Sentinels to
 // promote a replica, and brings the killed node back as a replica.
 func killPrimary(g *redistopo.SentinelGroup) error {
-	old, err := g.KillPrimary()
+	old, err := g.KillPrimaryFor("")
 	if err != nil {
 		return err
 	}
-	if _, err := g.WaitFailover(old, 30*time.Second); err != nil {
-		return err
-	}
-	return g.Rejoin(old)
+	return redistopo.Recover(g, "", old)
 }

@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -19,50 +18,19 @@ import (
 	"github.com/seckill/seckill/redisstore"
 )
 
-// topology is a running Sentinel group or Cluster, as the failover tests
-// need it.
-type topology struct {
-	url string
-	// killPrimary SIGKILLs the primary holding key and returns a wait for
-	// the failover and a rejoin of the killed node as a replica.
-	killPrimary func(key string) (failover func() error, rejoin func() error, err error)
-}
-
-func topologies(t *testing.T) map[string]func(t *testing.T) topology {
+// startTopology starts a Sentinel group or Cluster for t; SECKILL_REDIS_LOGS
+// shows the servers' logs and go-redis' own.
+func startTopology(t *testing.T, kind string) redistopo.Topology {
 	logw := io.Discard
 	if os.Getenv("SECKILL_REDIS_LOGS") != "" {
 		logw = os.Stderr
 	} else {
 		redisstore.LogTo(slog.New(slog.DiscardHandler))
 	}
-	return map[string]func(t *testing.T) topology{
-		"sentinel": func(t *testing.T) topology {
-			g, err := redistopo.StartSentinel(logw)
-			require.NoError(t, err)
-			t.Cleanup(g.Stop)
-			return topology{url: g.URL(), killPrimary: func(string) (func() error, func() error, error) {
-				old, err := g.KillPrimary()
-				if err != nil {
-					return nil, nil, err
-				}
-				return func() error { _, err := g.WaitFailover(old, 30*time.Second); return err },
-					func() error { return g.Rejoin(old) }, nil
-			}}
-		},
-		"cluster": func(t *testing.T) topology {
-			c, err := redistopo.StartCluster(logw)
-			require.NoError(t, err)
-			t.Cleanup(c.Stop)
-			return topology{url: c.URL(), killPrimary: func(key string) (func() error, func() error, error) {
-				old, err := c.KillPrimaryFor(key)
-				if err != nil {
-					return nil, nil, err
-				}
-				return func() error { _, err := c.WaitFailover(key, old, 30*time.Second); return err },
-					func() error { return c.Rejoin(old) }, nil
-			}}
-		},
-	}
+	topo, err := redistopo.Start(kind, logw)
+	require.NoError(t, err)
+	t.Cleanup(topo.Stop)
+	return topo
 }
 
 // A flash sale meets a SIGKILL of the primary holding it. Every claim
@@ -72,10 +40,10 @@ func topologies(t *testing.T) map[string]func(t *testing.T) topology {
 // they are decided.
 func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 	t.Parallel()
-	for name, start := range topologies(t) {
+	for _, name := range []string{"sentinel", "cluster"} {
 		t.Run(name, func(t *testing.T) {
-			topo := start(t)
-			st, err := redisstore.Open(topo.url, "seckilltest-"+testenv.Suffix(), redisstore.Options{PoolSize: 64, MinReplicas: -1})
+			topo := startTopology(t, name)
+			st, err := redisstore.Open(topo.URL(), "seckilltest-"+testenv.Suffix(), redisstore.Options{PoolSize: 64, MinReplicas: -1})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
 			require.Equal(t, 1, st.MinReplicas(), "Sentinel and Cluster wait for one replica by default")
@@ -86,71 +54,46 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 			now := time.Now()
 			_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 			require.NoError(t, err)
+			key := st.SaleKeys(saleID).Stock
 
 			var (
 				mu       sync.Mutex
 				admitted = map[string]int64{} // user -> order, answered Admitted
-				next     atomic.Int64
-				failed   atomic.Int64 // answers that were errors (503s)
+				failed   atomic.Int64         // answers that were errors (503s)
 				killOnce sync.Once
-				killed   = make(chan struct{})
-				kill     func() error
+				killed   *redistopo.Node
+				killErr  error
 			)
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1)
-						if i > buyers {
+			testenv.ForEachBuyer(buyers, workers, func(i int64) {
+				user := "u" + strconv.FormatInt(i, 10)
+				for attempt := int64(0); ; attempt++ {
+					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					res, err := st.Claim(cctx, saleID, user, i*10+attempt, "key-"+user, terms)
+					cancel()
+					if err != nil {
+						if n := failed.Add(1); n > 20000 {
+							t.Errorf("claims never recovered: %v", err)
 							return
 						}
-						user := "u" + strconv.FormatInt(i, 10)
-						for attempt := 0; ; attempt++ {
-							cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-							res, err := st.Claim(cctx, saleID, user, i*10+int64(attempt), "key-"+user, terms)
-							cancel()
-							if err != nil {
-								if n := failed.Add(1); n%200 == 0 {
-									t.Logf("claims still fail after %d errors: %v", n, err)
-								}
-								if n := failed.Load(); n > 20000 {
-									t.Errorf("claims never recovered: %v", err)
-									return
-								}
-								time.Sleep(100 * time.Millisecond) // the buyer's Retry-After
-								continue
-							}
-							if res.Outcome == redisstore.Admitted {
-								mu.Lock()
-								admitted[user] = res.OrderID
-								n := len(admitted)
-								mu.Unlock()
-								if n == units/3 {
-									killOnce.Do(func() {
-										failover, rejoin, err := topo.killPrimary(st.SaleKeys(saleID).Stock)
-										kill = func() error {
-											if err != nil {
-												return err
-											}
-											if err := failover(); err != nil {
-												return fmt.Errorf("failover: %w", err)
-											}
-											return rejoin()
-										}
-										close(killed)
-									})
-								}
-							}
-							break
-						}
+						time.Sleep(100 * time.Millisecond) // the buyer's Retry-After
+						continue
 					}
-				}()
-			}
-			wg.Wait()
-			<-killed
-			require.NoError(t, kill())
+					if res.Outcome != redisstore.Admitted {
+						return
+					}
+					mu.Lock()
+					admitted[user] = res.OrderID
+					n := len(admitted)
+					mu.Unlock()
+					if n == units/3 {
+						killOnce.Do(func() { killed, killErr = topo.KillPrimaryFor(key) })
+					}
+					return
+				}
+			})
+			require.NoError(t, killErr)
+			require.NotNil(t, killed, "the primary was killed during the sale")
+			require.NoError(t, redistopo.Recover(topo, key, killed))
 
 			claims, err := st.Claims(ctx, saleID)
 			require.NoError(t, err)

@@ -29,6 +29,44 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Topology is a Sentinel group or a Cluster, as failover tests use it.
+type Topology interface {
+	// URL is its REDIS_URL.
+	URL() string
+	// KillPrimaryFor SIGKILLs the primary serving key and returns it.
+	KillPrimaryFor(key string) (*Node, error)
+	// WaitFailover waits until a running node other than old serves key
+	// as primary, and returns it.
+	WaitFailover(key string, old *Node, within time.Duration) (*Node, error)
+	// Rejoin starts a killed node again, as a replica.
+	Rejoin(*Node) error
+	// Stop kills every process and removes its files.
+	Stop()
+}
+
+// Start starts a topology of kind "sentinel" or "cluster".
+func Start(kind string, log io.Writer) (Topology, error) {
+	switch kind {
+	case "sentinel":
+		return StartSentinel(log)
+	case "cluster":
+		return StartCluster(log)
+	}
+	return nil, fmt.Errorf("redistopo: unknown topology %q (sentinel or cluster)", kind)
+}
+
+// Recover waits for the failover of key's primary old (killed) and brings
+// old back as a replica, as an operator would.
+func Recover(t Topology, key string, old *Node) error {
+	if _, err := t.WaitFailover(key, old, 30*time.Second); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	if err := t.Rejoin(old); err != nil {
+		return fmt.Errorf("rejoin %s: %w", old.Addr(), err)
+	}
+	return nil
+}
+
 // Node is one redis-server (or Sentinel) process.
 type Node struct {
 	Port int

@@ -128,8 +128,9 @@ func (g *SentinelGroup) Primary() (*Node, error) {
 	return nil, fmt.Errorf("no sentinel answers: %w", last)
 }
 
-// KillPrimary SIGKILLs the primary and returns it.
-func (g *SentinelGroup) KillPrimary() (*Node, error) {
+// KillPrimaryFor SIGKILLs the primary (which serves every key) and
+// returns it.
+func (g *SentinelGroup) KillPrimaryFor(string) (*Node, error) {
 	p, err := g.Primary()
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func (g *SentinelGroup) KillPrimary() (*Node, error) {
 
 // WaitFailover waits until the Sentinels name a running primary other
 // than old, and it answers as one.
-func (g *SentinelGroup) WaitFailover(old *Node, within time.Duration) (*Node, error) {
+func (g *SentinelGroup) WaitFailover(_ string, old *Node, within time.Duration) (*Node, error) {
 	var p *Node
 	err := eventually(within, func() error {
 		var err error

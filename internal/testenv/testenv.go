@@ -17,6 +17,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +188,21 @@ func TemporalDatabaseURL() (string, error) {
 func processAlive(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return err == nil
+}
+
+// ForEachBuyer calls buy(i) for buyers 1..n, workers at a time, and
+// returns when every call has.
+func ForEachBuyer(n, workers int, buy func(i int64)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				buy(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

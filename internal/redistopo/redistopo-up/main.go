@@ -21,26 +21,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: redistopo-up sentinel|cluster")
 		os.Exit(2)
 	}
-	var url string
-	var stop func()
-	switch os.Args[1] {
-	case "sentinel":
-		g, err := redistopo.StartSentinel(os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "redistopo-up:", err)
-			os.Exit(1)
-		}
-		url, stop = g.URL(), g.Stop
-	case "cluster":
-		c, err := redistopo.StartCluster(os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "redistopo-up:", err)
-			os.Exit(1)
-		}
-		url, stop = c.URL(), c.Stop
+	topo, err := redistopo.Start(os.Args[1], os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redistopo-up:", err)
+		os.Exit(1)
 	}
-	defer stop()
-	fmt.Printf("REDIS_URL=%s\n", url)
+	defer topo.Stop()
+	fmt.Printf("REDIS_URL=%s\n", topo.URL())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	<-ctx.Done()
