@@ -118,6 +118,12 @@ func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store) (*redissto
 		_ = r.Close()
 		return nil, err
 	}
+	if want := r.MinReplicas(); want > 0 && cfg.Log != nil {
+		if n, err := r.Replicas(ctx); err == nil && n < want {
+			cfg.Log.Warn("Redis has fewer replicas than an admission must reach: claims are answered 503 until they connect (or lower SECKILL_REDIS_MIN_REPLICAS)",
+				"replicas", n, "SECKILL_REDIS_MIN_REPLICAS", want)
+		}
+	}
 	return r, nil
 }
 

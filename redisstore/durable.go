@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -71,4 +74,40 @@ func (s *Store) primaryFor(ctx context.Context, key string) (*redis.Client, erro
 		return c, nil
 	}
 	return nil, fmt.Errorf("redisstore: unsupported client %T", s.rdb)
+}
+
+// Replicas is the fewest replicas any primary has connected now (on a
+// Cluster, over every primary): fewer than MinReplicas and every
+// admission is answered 503.
+func (s *Store) Replicas(ctx context.Context) (int, error) {
+	count := func(ctx context.Context, c *redis.Client) (int, error) {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return 0, fmt.Errorf("read replication info: %w", err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				return strconv.Atoi(v)
+			}
+		}
+		return 0, nil
+	}
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		fewest := -1
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			k, err := count(ctx, n)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil && (fewest < 0 || k < fewest) {
+				fewest = k
+			}
+			return err
+		})
+		return max(fewest, 0), err
+	case *redis.Client:
+		return count(ctx, c)
+	}
+	return 0, fmt.Errorf("redisstore: unsupported client %T", s.rdb)
 }

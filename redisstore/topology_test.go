@@ -125,3 +125,19 @@ func eventuallyNoErr(within time.Duration, f func() error) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+func TestTopology_CountsReplicas(t *testing.T) {
+	t.Parallel()
+	topo := startTopology(t, "sentinel")
+	st, err := redisstore.Open(topo.URL(), "seckilltest-"+testenv.Suffix(), redisstore.Options{MinReplicas: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	n, err := st.Replicas(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
+	single := testenv.RedisStore(t)
+	n, err = single.Replicas(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "the machine's Redis has no replica")
+}
