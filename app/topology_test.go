@@ -43,13 +43,13 @@ func TestTopology_FlashSaleThroughAPrimaryKill(t *testing.T) {
 			sale := s.createSale(units, 15*time.Second) // time to claim through the failover, then pay
 			key := s.rstore.SaleKeys(mustInt(t, sale)).Stock
 			var (
-				mu        sync.Mutex
-				won       = map[string]string{} // user -> order, answered 202
-				unavail   atomic.Int64
-				killOnce  sync.Once
-				killed    *redistopo.Node
-				killedAt  time.Time
-				lastNo    time.Time // the last 503
+				mu       sync.Mutex
+				won      = map[string]string{} // user -> order, answered 202
+				unavail  atomic.Int64
+				killOnce sync.Once
+				killed   *redistopo.Node
+				killedAt time.Time
+				lastNo   time.Time // the last 503
 			)
 			testenv.ForEachBuyer(buyers, workers, func(i int64) {
 				user := fmt.Sprintf("buyer-%03d", i)

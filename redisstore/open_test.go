@@ -13,7 +13,7 @@ func TestOpen_TheThreeURLForms(t *testing.T) {
 		topology redisstore.Topology
 		replicas int
 	}{
-		"redis://127.0.0.1:6379/0":                                                 {redisstore.Single, 0},
+		"redis://127.0.0.1:6379/0": {redisstore.Single, 0},
 		"redis-sentinel://127.0.0.1:26379?master_name=seckill&addr=127.0.0.1:26380": {redisstore.Sentinel, 1},
 		"redis-cluster://127.0.0.1:7000?addr=127.0.0.1:7001&dial_timeout=2s":        {redisstore.Cluster, 1},
 	} {
