@@ -53,7 +53,7 @@ type Config struct {
 	// pub/sub) [SoldOutTTL].
 	SoldOutTTL time.Duration
 	// IPLimit limits the requests of one client address to /api/v1 (the
-	// payment webhook excepted). Per-user claim limits live in Scripts.
+	// payment webhook excepted). Per-user claim limits live in Redis (redisstore.RateLimit).
 	IPLimit IPLimit
 	// Dev turns on the demo sign-in and the dev checkout (off by default).
 	Dev DevTools
