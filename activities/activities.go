@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
@@ -23,7 +22,7 @@ import (
 type Activities struct {
 	store    *store.Store
 	rstore   *redisstore.Store
-	provider payments.Provider
+	provider seckill.PaymentProvider
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
@@ -32,7 +31,7 @@ type Activities struct {
 
 // New returns the activities. maxStockTx bounds concurrent stock
 // transactions in this worker (at least 1); provider refunds payments.
-func New(st *store.Store, rstore *redisstore.Store, provider payments.Provider, maxStockTx int) *Activities {
+func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, maxStockTx int) *Activities {
 	return &Activities{store: st, rstore: rstore, provider: provider, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 }
 
@@ -225,7 +224,7 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 	if err != nil || status == store.RefundSucceeded {
 		return err
 	}
-	id, err := a.provider.Refund(ctx, payments.RefundRequest{
+	id, err := a.provider.Refund(ctx, seckill.RefundRequest{
 		IdempotencyKey: in.EventID, PaymentIntentID: in.PaymentIntentID, AmountCents: in.AmountCents, Currency: in.Currency,
 	})
 	if err != nil {

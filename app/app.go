@@ -20,8 +20,8 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/payments"
 	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/payments/devpay"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
@@ -167,7 +167,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Redis, payments.DevProvider{Store: d.Store}, cfg.StockTx)
+	acts := activities.New(d.Store, d.Redis, devpay.Provider{Ledger: d.Store}, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	rec := &reconcile.Reconciler{
