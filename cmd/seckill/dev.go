@@ -58,7 +58,7 @@ seckill dev is running. Ctrl-C stops everything.
   Webhook key  %[4]s
   Redis keys   %[7]s:*   (SECKILL_REDIS_PREFIX; this database's own)
 
-Operators (seckill: bin/seckill after make build, or go run ./cmd/seckill):
+Operators (make build && export PATH="$PWD/bin:$PATH" puts seckill on the PATH):
   seckill sale list             seckill sale stats 1 --watch 2s
   seckill sale create --name "Flash coupon" --price 9.90 --stock 100 --timeout 60s
 
