@@ -41,13 +41,19 @@ type Deps struct {
 
 // Connect opens Postgres, Redis (under the installation's own key prefix,
 // refusing one another installation owns) and the Temporal client.
-func Connect(ctx context.Context, cfg Config) (*Deps, error) {
+func Connect(ctx context.Context, cfg Config) (*Deps, error) { return connect(ctx, cfg, true) }
+
+// ConnectTool is Connect for a tool that only reads (the audit): it checks
+// that the prefix is this installation's and never takes one.
+func ConnectTool(ctx context.Context, cfg Config) (*Deps, error) { return connect(ctx, cfg, false) }
+
+func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 	d := &Deps{Metrics: api.NewRegistry()}
 	var err error
 	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns}); err != nil {
 		return nil, postgresError(cfg.DatabaseURL, err)
 	}
-	if d.Redis, err = openOwnedRedis(ctx, cfg, d.Store); err != nil {
+	if d.Redis, err = openOwnedRedis(ctx, cfg, d.Store, own); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -90,8 +96,8 @@ func DefaultRedisPrefix(installationID string) string {
 
 // openOwnedRedis opens cfg's Redis under the installation's prefix
 // (cfg.RedisPrefix, or DefaultRedisPrefix) and makes sure the prefix is
-// this installation's.
-func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store) (*redisstore.Store, error) {
+// this installation's, taking it when own is set and nobody has.
+func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store, own bool) (*redisstore.Store, error) {
 	id, err := st.InstallationID(ctx)
 	if err != nil {
 		return nil, err
@@ -114,7 +120,11 @@ func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store) (*redissto
 		}
 		return err == nil, err
 	}
-	if err := r.ClaimPrefix(ctx, id, "database "+redact(cfg.DatabaseURL), knownSale); err != nil {
+	check := func() error { return r.ClaimPrefix(ctx, id, "database "+redact(cfg.DatabaseURL), knownSale) }
+	if !own {
+		check = func() error { return r.CheckPrefix(ctx, id) }
+	}
+	if err := check(); err != nil {
 		_ = r.Close()
 		return nil, err
 	}

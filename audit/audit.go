@@ -6,6 +6,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -179,7 +180,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
 	switch {
 	case !warmed:
-		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis")
+		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
 	case rep.AtRest && remaining != sale.Available:
 		c2.Violations = append(c2.Violations, fmt.Sprintf("remaining %d != available %d", remaining, sale.Available))
 	case !rep.AtRest:
@@ -310,8 +311,17 @@ func (a *Auditor) Wait(ctx context.Context, saleID int64, opts Options, within t
 // String renders the report for people.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; at rest: %v; orders %v\n",
-		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.AtRest, r.Orders)
+	statuses := make([]string, 0, len(r.Orders))
+	for status, n := range r.Orders {
+		statuses = append(statuses, fmt.Sprintf("%s %d", status, n))
+	}
+	sort.Strings(statuses)
+	orders := strings.Join(statuses, ", ")
+	if orders == "" {
+		orders = "none"
+	}
+	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; at rest: %v; orders: %s\n",
+		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.AtRest, orders)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {

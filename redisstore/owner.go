@@ -97,3 +97,21 @@ func (s *Store) foreignSales(ctx context.Context, knownSale func(context.Context
 	}
 	return nil
 }
+
+// CheckPrefix reports whether installation id owns s's prefix, without
+// taking it: for tools that only read (the audit). A prefix nobody owns
+// yet is an error too: no installation has run on it, so the tool is
+// most likely looking in the wrong place.
+func (s *Store) CheckPrefix(ctx context.Context, id string) error {
+	owner, err := s.prefixOwner(ctx)
+	if err != nil {
+		return err
+	}
+	if owner == "" {
+		return fmt.Errorf("no seckill installation has run on the Redis key prefix %q: check SECKILL_REDIS_PREFIX and REDIS_URL (they must be the ones the API and the worker use)", s.prefix)
+	}
+	if ownerID, ownerAbout, _ := strings.Cut(owner, " "); ownerID != id {
+		return &PrefixTakenError{Prefix: s.prefix, Owner: "installation " + ownerID + ", " + ownerAbout}
+	}
+	return nil
+}

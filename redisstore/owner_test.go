@@ -51,3 +51,16 @@ func TestClaimPrefix_KeysOfAnUnrecordedInstallation(t *testing.T) {
 	require.NoError(t, sc.ClaimPrefix(ctx, "id-a", "database a", knows(saleID)), "an installation from before owners were recorded keeps its keys")
 	require.Error(t, sc.ClaimPrefix(ctx, "id-b", "database b", knows(saleID)))
 }
+
+func TestCheckPrefix_ReadsAndNeverTakes(t *testing.T) {
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	err := sc.CheckPrefix(ctx, "id-a")
+	require.ErrorContains(t, err, "no seckill installation has run on the Redis key prefix")
+	require.ErrorContains(t, err, "SECKILL_REDIS_PREFIX and REDIS_URL")
+	require.NoError(t, sc.ClaimPrefix(ctx, "id-b", "database b", knows()), "checking took nothing")
+
+	require.NoError(t, sc.CheckPrefix(ctx, "id-b"))
+	var taken *redisstore.PrefixTakenError
+	require.True(t, errors.As(sc.CheckPrefix(ctx, "id-a"), &taken))
+}

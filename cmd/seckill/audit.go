@@ -34,7 +34,7 @@ func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writ
 	if err != nil || saleID <= 0 {
 		return errors.New("audit: --sale must be a sale id")
 	}
-	return withDeps(ctx, cfg, func(d *app.Deps) error {
+	return withDeps(ctx, cfg, app.ConnectTool, func(d *app.Deps) error {
 		a := &audit.Auditor{DB: d.Store.Gorm(), Redis: d.Redis, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})}
 		rep, err := a.Wait(ctx, saleID, audit.Options{Grace: *grace}, *wait)
 		if err != nil {

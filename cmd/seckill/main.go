@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := cfg.RequireSecrets(); err != nil {
 			return err
 		}
-		return withDeps(ctx, cfg, func(d *app.Deps) error {
+		return withDeps(ctx, cfg, app.Connect, func(d *app.Deps) error {
 			ln, err := app.Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
 			if err != nil {
 				return err
@@ -113,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := cfg.RequireSecrets(); err != nil {
 			return err
 		}
-		return withDeps(ctx, cfg, func(d *app.Deps) error {
+		return withDeps(ctx, cfg, app.Connect, func(d *app.Deps) error {
 			if addr := os.Getenv("SECKILL_METRICS_ADDR"); addr != "" {
 				stopMetrics, err := serveMetrics(addr, d)
 				if err != nil {
@@ -165,8 +165,8 @@ func newLogger(w io.Writer, dev bool) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-func withDeps(ctx context.Context, cfg app.Config, fn func(*app.Deps) error) error {
-	d, err := app.Connect(ctx, cfg)
+func withDeps(ctx context.Context, cfg app.Config, connect func(context.Context, app.Config) (*app.Deps, error), fn func(*app.Deps) error) error {
+	d, err := connect(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -50,8 +50,11 @@ func pay(cfg app.Config, args []string, stdout io.Writer) error {
 	var order seckill.OrderJSON
 	err = json.NewDecoder(resp.Body).Decode(&order)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil {
-		return fmt.Errorf("pay: order %s: %s", *orderID, resp.Status)
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("pay: the API at %s has no order %s: use the order_id of a claim's 202 (and --api, or SECKILL_HTTP_ADDR, for an API elsewhere)", *apiURL, *orderID)
+	case resp.StatusCode != http.StatusOK || err != nil:
+		return fmt.Errorf("pay: order %s: %s from %s", *orderID, resp.Status, *apiURL)
 	}
 	if *amount < 0 {
 		*amount = order.AmountCents
