@@ -48,6 +48,9 @@ type DevOptions struct {
 	// TemporalLogLevel of the embedded server (debug, info, warn, error,
 	// fatal) [error].
 	TemporalLogLevel string
+	// TemporalLogFile, when set, receives the embedded server's own logs
+	// instead of stderr (they are noisy at start-up failures and at stop).
+	TemporalLogFile string
 	// ExtraNamespaces are created on the embedded server too.
 	ExtraNamespaces []string
 	// TemporalAddress, when set, is a running Temporal server to use
@@ -131,7 +134,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 	return devserver.Start(devserver.Config{
 		Port: cfg.DevTemporalPort, UIPort: uiPort, DBFile: opts.DBFile, Postgres: pg,
 		Namespace: cfg.Namespace, ExtraNamespaces: opts.ExtraNamespaces, SearchAttributes: attrs, LogLevel: opts.TemporalLogLevel,
-		PProfPort: cfg.DevPProfPort,
+		LogFile: opts.TemporalLogFile, PProfPort: cfg.DevPProfPort,
 	})
 }
 
@@ -153,6 +156,16 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	if err := migrate(ctx, cfg, step, "database ready"); err != nil {
 		return err
 	}
+	// Then the other cheap things, before Temporal takes its seconds: the
+	// API's port and Redis.
+	ln, err := Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ln.Close() }()
+	if err := checkRedis(ctx, cfg, step); err != nil {
+		return err
+	}
 	if cfg.TemporalAddress == "" {
 		done := step("starting the embedded Temporal server and its Web UI (" + temporalStoreName(cfg, opts) + ")")
 		ts, err := StartDevServer(cfg, opts)
@@ -169,10 +182,6 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		return err
 	}
 	defer d.Close()
-	ln, err := Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
-	if err != nil {
-		return err
-	}
 	done := step("starting the worker, the outbox relay and the API")
 	token, err := api.SignToken(cfg.JWTSecret, "admin", true, 30*24*time.Hour)
 	if err != nil {
@@ -261,4 +270,21 @@ func waitReady(ctx context.Context, url string) error {
 		}
 	}
 	return fmt.Errorf("%s not ready after 60s", url)
+}
+
+// checkRedis makes sure cfg's Redis answers, as one progress step.
+func checkRedis(ctx context.Context, cfg Config, step func(string) func(string)) error {
+	done := step("checking Redis at " + redact(cfg.RedisURL))
+	r, err := OpenRedis(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Ping(pctx); err != nil {
+		return redisError(cfg.RedisURL, err)
+	}
+	done("Redis answers")
+	return nil
 }

@@ -66,10 +66,13 @@ type Config struct {
 	ExtraNamespaces []string
 	// SearchAttributes are registered on every namespace at start.
 	SearchAttributes map[string]enumspb.IndexedValueType
-	// LogLevel of the server's own logs, written as JSON to stderr (debug,
-	// info, warn, error, fatal). Default error: a dev server that works
-	// has nothing to say.
+	// LogLevel of the server's own logs, written as JSON to stderr or
+	// LogFile (debug, info, warn, error, fatal). Default error: a dev
+	// server that works has nothing to say.
 	LogLevel string
+	// LogFile, when set, receives the server's logs (appended) instead of
+	// stderr.
+	LogFile string
 	// PProfPort serves Go's pprof on this loopback port (0: off), to
 	// profile the server under load.
 	PProfPort int
@@ -107,7 +110,7 @@ func Start(cfg Config) (*Server, error) {
 		cfg.UIPort = ports[1]
 	}
 
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json"}))
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json", OutputFile: cfg.LogFile}))
 	var persistence config.Persistence
 	if cfg.Postgres != nil {
 		setupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)

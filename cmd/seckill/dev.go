@@ -11,6 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill/api"
@@ -43,7 +46,16 @@ func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer
 	}
 	cfg.WithDevSecrets()
 	opts := app.DevOptions{TemporalStore: *store, DBFile: *dbFile, Progress: stdout, DemoSale: !*noDemo}
-	return app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
+	// The embedded server's own logs (JSON, with stack traces, dozens of
+	// lines at a failed start and at every stop) go to a file unless asked
+	// for with SECKILL_LOG_LEVEL=debug.
+	if strings.ToLower(os.Getenv("SECKILL_LOG_LEVEL")) == "debug" {
+		opts.TemporalLogLevel = "debug"
+	} else {
+		opts.TemporalLogFile = filepath.Join(os.TempDir(), "seckill-dev-temporal.log")
+		fmt.Fprintf(stdout, "(the embedded Temporal server logs to %s; SECKILL_LOG_LEVEL=debug shows it here)\n", opts.TemporalLogFile)
+	}
+	err := app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
 		user, _ := api.SignToken(cfg.JWTSecret, "alice", false, 24*time.Hour)
 		fmt.Fprintf(stdout, `
 seckill dev is running. Ctrl-C stops everything.
@@ -69,4 +81,8 @@ Tokens for curl (dev secret):
   seckill pay --order ORDER_ID        (a signed payment webhook)
 `, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user, info.RedisPrefix)
 	})
+	if err == nil && ctx.Err() != nil {
+		fmt.Fprintln(stdout, "seckill dev stopped cleanly: orders in flight continue at the next start")
+	}
+	return err
 }
