@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,8 +26,8 @@ type createSaleRequest struct {
 	PriceCents            *int64     `json:"price_cents"`
 	Currency              *string    `json:"currency"`
 	Stock                 *int64     `json:"stock"`
-	StartsAt              *time.Time `json:"starts_at"`
-	EndsAt                *time.Time `json:"ends_at"`
+	StartsAt              *string    `json:"starts_at"` // RFC 3339, parsed in validate to name the field
+	EndsAt                *string    `json:"ends_at"`
 	PaymentTimeoutSeconds *int64     `json:"payment_timeout_seconds"`
 }
 
@@ -42,12 +43,9 @@ func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
-		var timeErr *time.ParseError
 		switch {
 		case errors.As(err, &typeErr):
-			return invalid(typeErr.Field, "must be a %s", typeErr.Type)
-		case errors.As(err, &timeErr):
-			return seckill.Errorf(seckill.CodeInvalidRequest, "time fields must be RFC 3339, e.g. 2026-11-22T10:00:00Z")
+			return invalid(typeErr.Field, "must be %s", jsonKind(typeErr.Type.Kind()))
 		default:
 			return seckill.Errorf(seckill.CodeInvalidRequest, "body: malformed JSON")
 		}
@@ -58,7 +56,32 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
-func (r *createSaleRequest) validate() (store.NewSale, error) {
+// jsonKind names what a Go kind is in JSON, for a shopkeeper's error.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number (e.g. 990 for 9.90 in cents)"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a " + k.String()
+}
+
+// parseTime reads an RFC 3339 time field.
+func parseTime(field, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, invalid(field, "must be an RFC 3339 time such as 2026-11-22T10:00:00Z, got %q", v)
+	}
+	return t, nil
+}
+
+func (r *createSaleRequest) validate(now time.Time) (store.NewSale, error) {
 	var n store.NewSale
 	switch {
 	case r.Name == nil:
@@ -96,16 +119,27 @@ func (r *createSaleRequest) validate() (store.NewSale, error) {
 	if timeout < int64(seckill.MinPaymentTimeout/time.Second) || timeout > int64(seckill.MaxPaymentTimeout/time.Second) {
 		return n, invalid("payment_timeout_seconds", "must be between 5 and 86400")
 	}
-	if !r.EndsAt.After(*r.StartsAt) {
+	startsAt, err := parseTime("starts_at", *r.StartsAt)
+	if err != nil {
+		return n, err
+	}
+	endsAt, err := parseTime("ends_at", *r.EndsAt)
+	if err != nil {
+		return n, err
+	}
+	if !endsAt.After(startsAt) {
 		return n, invalid("ends_at", "must be after starts_at")
+	}
+	if !endsAt.After(now) {
+		return n, invalid("ends_at", "is in the past (%s): a sale must end in the future", endsAt.UTC().Format(time.RFC3339))
 	}
 	return store.NewSale{
 		Name:           name,
 		PriceCents:     *r.PriceCents,
 		Currency:       currency,
 		Stock:          *r.Stock,
-		StartsAt:       r.StartsAt.UTC().Truncate(time.Millisecond),
-		EndsAt:         r.EndsAt.UTC().Truncate(time.Millisecond),
+		StartsAt:       startsAt.UTC().Truncate(time.Millisecond),
+		EndsAt:         endsAt.UTC().Truncate(time.Millisecond),
 		PaymentTimeout: time.Duration(timeout) * time.Second,
 	}, nil
 }
@@ -118,7 +152,7 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	if err := decodeJSON(c.Body(), &req); err != nil {
 		return err
 	}
-	n, err := req.validate()
+	n, err := req.validate(time.Now())
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,11 @@ func TestAPI_ContractAndHostileInput(t *testing.T) {
 			"missing name":       {saleBody(map[string]any{"name": nil}), 400, "INVALID_REQUEST", "name"},
 			"blank name":         {saleBody(map[string]any{"name": "   "}), 400, "INVALID_REQUEST", "name"},
 			"missing starts_at":  {saleBody(map[string]any{"starts_at": nil}), 400, "INVALID_REQUEST", "starts_at"},
-			"not RFC 3339":       {saleBody(map[string]any{"starts_at": "tomorrow"}), 400, "INVALID_REQUEST", ""},
+			"not RFC 3339":       {saleBody(map[string]any{"starts_at": "2026-11-22 10:00"}), 400, "INVALID_REQUEST", "starts_at: must be an RFC 3339 time"},
+			"ends_at not a time": {saleBody(map[string]any{"ends_at": "tomorrow"}), 400, "INVALID_REQUEST", "ends_at: must be an RFC 3339 time"},
+			"price as string":    {saleBody(map[string]any{"price_cents": "9.90"}), 400, "INVALID_REQUEST", "price_cents: must be a whole number"},
+			"price with cents":   {saleBody(map[string]any{"price_cents": 9.90}), 400, "INVALID_REQUEST", "price_cents: must be a whole number"},
+			"entirely past":      {saleBody(map[string]any{"starts_at": now.Add(-2 * time.Hour).Format(time.RFC3339), "ends_at": now.Add(-time.Hour).Format(time.RFC3339)}), 400, "INVALID_REQUEST", "ends_at: is in the past"},
 			"two objects":        {[]byte(`{"name":"x"} {"name":"y"}`), 400, "INVALID_REQUEST", ""},
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -163,8 +167,12 @@ func TestAPI_ContractAndHostileInput(t *testing.T) {
 		require.Equal(t, 409, r.status)
 		require.Equal(t, "SALE_NOT_STARTED", r.json(t)["code"])
 
-		past := mk(now.Add(-2*time.Hour), now.Add(-time.Hour), 5)
-		require.Equal(t, "ENDED", s.mustDo("GET", "/api/v1/sales/"+past, "", nil).json(t)["state"])
+		// A sale entirely in the past is refused (400, above): this one ends
+		// a moment after it is made.
+		past := mk(now.Add(-2*time.Hour), time.Now().Add(2*time.Second), 5)
+		require.Eventually(t, func() bool {
+			return s.mustDo("GET", "/api/v1/sales/"+past, "", nil).json(t)["state"] == "ENDED"
+		}, 10*time.Second, 100*time.Millisecond)
 		r = s.claim(past, "late")
 		require.Equal(t, 409, r.status)
 		require.Equal(t, "SALE_ENDED", r.json(t)["code"])
