@@ -50,10 +50,10 @@ type claimResponse struct {
 // back on a guess.
 func (s *Server) claim(c *fiber.Ctx) (err error) {
 	start := time.Now()
-	outcome := "error"
+	outcome := seckill.ClaimError
 	var saleID int64 // set once the sale is known to exist
 	defer func() {
-		s.metrics.claims.WithLabelValues(outcome).Inc()
+		s.metrics.claims.WithLabelValues(string(outcome)).Inc()
 		s.metrics.claimSeconds.Observe(time.Since(start).Seconds())
 		if saleID != 0 {
 			s.funnel.add(saleID, outcome)
@@ -62,14 +62,14 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 
 	id, ok := parseID(c.Params("id"))
 	if !ok {
-		outcome = "sale_not_found"
+		outcome = seckill.ClaimSaleNotFound
 		return errNoSale
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	sale, err := s.sales.get(ctx, id)
 	if isNotFound(err) {
-		outcome = "sale_not_found"
+		outcome = seckill.ClaimSaleNotFound
 		return errNoSale
 	}
 	if err != nil {
@@ -78,7 +78,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	saleID = id
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
-		outcome = "invalid"
+		outcome = seckill.ClaimInvalid
 		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters", HeaderIdempotencyKey)
 	}
 	// The script checks the window against Redis' clock; this check and the
@@ -90,15 +90,15 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	// while it is up; their order is unaffected (GET /orders/{id}).
 	if idemKey == "" {
 		if s.soldOut.soldOut(saleID, start) {
-			outcome = "sold_out"
+			outcome = seckill.ClaimSoldOut
 			return errSoldOut
 		}
 		if start.Before(sale.StartsAt) {
-			outcome = "not_started"
+			outcome = seckill.ClaimNotStarted
 			return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
 		}
 		if !start.Before(sale.EndsAt) {
-			outcome = "ended"
+			outcome = seckill.ClaimEnded
 			return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
 		}
 	}
@@ -108,13 +108,13 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, terms)
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
-		outcome = "unavailable"
+		outcome = seckill.ClaimUnavailable
 		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
 	}
-	outcome = res.Outcome.String()
+	outcome = res.Outcome.Claim()
 	if res.Replayed {
 		// The first answer was counted; a repeat is not a second decision.
-		outcome = "replayed"
+		outcome = seckill.ClaimReplayed
 		c.Set("Idempotent-Replayed", "true")
 	}
 	switch res.Outcome {

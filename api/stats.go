@@ -10,19 +10,6 @@ import (
 	"github.com/seckill/seckill/store"
 )
 
-// rejectedCode maps a claim outcome counted by the funnel to the error
-// code the buyer was answered with.
-var rejectedCode = map[string]seckill.Code{
-	"sold_out":        seckill.CodeSoldOut,
-	"already_claimed": seckill.CodeAlreadyClaimed,
-	"not_started":     seckill.CodeSaleNotStarted,
-	"ended":           seckill.CodeSaleEnded,
-	"rate_limited":    seckill.CodeRateLimited,
-	"unavailable":     seckill.CodeUnavailable,
-	"not_warmed":      seckill.CodeUnavailable,
-	"invalid":         seckill.CodeInvalidRequest,
-}
-
 // saleStats answers a sale's funnel (admin).
 func (s *Server) saleStats(c *fiber.Ctx) error {
 	id, ok := parseID(c.Params("id"))
@@ -62,15 +49,12 @@ func statsJSON(st *store.SaleStats, now time.Time) seckill.SaleStatsJSON {
 	for outcome, n := range st.Claims {
 		out.Claims.Total += n
 		switch outcome {
-		case "admitted":
+		case seckill.ClaimAdmitted:
 			out.Claims.Admitted += n
-		case "replayed":
+		case seckill.ClaimReplayed:
 			out.Claims.Replayed += n
 		default:
-			code, ok := rejectedCode[outcome]
-			if !ok {
-				code = seckill.CodeUnavailable
-			}
+			code, _ := outcome.Code()
 			out.Claims.Rejected[code] += n
 		}
 	}

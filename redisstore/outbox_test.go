@@ -50,3 +50,13 @@ func TestParseEntry_RefusesWhatClaimLuaCannotHaveWritten(t *testing.T) {
 func TestRelayAliveKey_IsUnderTheInstallationsPrefix(t *testing.T) {
 	require.Equal(t, "shop-a:relay:alive:host-1-2-ab", New(nil, "shop-a").relayAliveKey("host-1-2-ab"))
 }
+
+func TestClaimOutcome_EveryScriptCodeHasItsOwnName(t *testing.T) {
+	seen := map[seckill.ClaimOutcome]bool{}
+	for o := Admitted; o <= RateLimited; o++ {
+		name := o.Claim()
+		require.NotEqual(t, seckill.ClaimError, name, "code %d", o)
+		require.False(t, seen[name], "code %d: %s twice", o, name)
+		seen[name] = true
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -29,7 +30,7 @@ const RelayGroup = "relay"
 // longest payment timeout, so every order of the sale settles first.
 const KeyRetention = 7 * 24 * time.Hour
 
-// ClaimOutcome is the decision of one admission.
+// ClaimOutcome is the decision of one admission, as claim.lua codes it.
 type ClaimOutcome int
 
 // Outcomes of claim.lua, in its return-code order.
@@ -43,24 +44,25 @@ const (
 	RateLimited
 )
 
-func (o ClaimOutcome) String() string {
+// Claim is the outcome in the domain's vocabulary (metrics, stats).
+func (o ClaimOutcome) Claim() seckill.ClaimOutcome {
 	switch o {
 	case Admitted:
-		return "admitted"
+		return seckill.ClaimAdmitted
 	case SoldOut:
-		return "sold_out"
+		return seckill.ClaimSoldOut
 	case AlreadyClaimed:
-		return "already_claimed"
+		return seckill.ClaimAlreadyClaimed
 	case NotStarted:
-		return "not_started"
+		return seckill.ClaimNotStarted
 	case Ended:
-		return "ended"
+		return seckill.ClaimEnded
 	case NotWarmed:
-		return "not_warmed"
+		return seckill.ClaimNotWarmed
 	case RateLimited:
-		return "rate_limited"
+		return seckill.ClaimRateLimited
 	}
-	return "unknown"
+	return seckill.ClaimError
 }
 
 // Keys are the Redis keys of one sale.
