@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,13 +22,13 @@ import (
 var errNoSale = seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
 
 type createSaleRequest struct {
-	Name                  *string    `json:"name"`
-	PriceCents            *int64     `json:"price_cents"`
-	Currency              *string    `json:"currency"`
-	Stock                 *int64     `json:"stock"`
-	StartsAt              *string    `json:"starts_at"` // RFC 3339, parsed in validate to name the field
-	EndsAt                *string    `json:"ends_at"`
-	PaymentTimeoutSeconds *int64     `json:"payment_timeout_seconds"`
+	Name                  *string `json:"name"`
+	PriceCents            *int64  `json:"price_cents"`
+	Currency              *string `json:"currency"`
+	Stock                 *int64  `json:"stock"`
+	StartsAt              *string `json:"starts_at"` // RFC 3339, parsed in validate to name the field
+	EndsAt                *string `json:"ends_at"`
+	PaymentTimeoutSeconds *int64  `json:"payment_timeout_seconds"`
 }
 
 func invalid(field, format string, args ...any) error {
