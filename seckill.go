@@ -167,6 +167,9 @@ const (
 	DriftPaymentUndelivered = "payment_undelivered"
 	DriftStaleClaim         = "stale_claim"
 	DriftClaimMissing       = "claim_missing"
+	// DriftCheckFailed: checking or fixing one order (or one sale) failed;
+	// the pass went on with the others and the next pass tries again.
+	DriftCheckFailed = "check_failed"
 )
 
 // DriftKinds lists every drift kind.

@@ -93,13 +93,29 @@ func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
 	}
 	var all []seckill.Drift
 	for _, s := range sales {
+		if ctx.Err() != nil {
+			return all, ctx.Err()
+		}
+		// One sale that cannot be read (or one order that cannot be fixed,
+		// inside Sale) stops nothing else: it is a drift of its own, and the
+		// next pass tries again.
 		d, err := r.Sale(ctx, s.ID)
 		all = append(all, d...)
 		if err != nil {
-			return all, fmt.Errorf("reconcile sale %d: %w", s.ID, err)
+			all = append(all, r.checkFailed(s.ID, 0, "reconcile the sale", err))
 		}
 	}
 	return all, nil
+}
+
+// checkFailed reports a check or fix that failed as a drift.
+func (r *Reconciler) checkFailed(saleID, orderID int64, what string, err error) seckill.Drift {
+	d := seckill.Drift{Kind: seckill.DriftCheckFailed, SaleID: saleID, OrderID: orderID, Detail: what + ": " + err.Error()}
+	if r.drifts != nil {
+		r.drifts.WithLabelValues(d.Kind, "false").Inc()
+	}
+	r.Log.Warn("reconcile check failed", "saleID", saleID, "orderID", orderID, "what", what, "error", err)
+	return d
 }
 
 // Sale reconciles one sale.
@@ -109,6 +125,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		grace = 30 * time.Second
 	}
 	var drifts []seckill.Drift
+	failed := func(orderID int64, what string, err error) {
+		drifts = append(drifts, r.checkFailed(saleID, orderID, what, err))
+	}
 	report := func(d seckill.Drift) {
 		drifts = append(drifts, d)
 		if r.drifts != nil {
@@ -136,7 +155,8 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// the saga would have.
 			released, err := r.Redis.Release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
 			if err != nil {
-				return drifts, err
+				failed(orderID, "release the claim of a closed order", err)
+				continue
 			}
 			if released {
 				report(seckill.Drift{Kind: seckill.DriftStaleClaim, SaleID: saleID, OrderID: orderID, Fixed: true,
@@ -146,14 +166,16 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		case err == nil:
 			continue
 		case !errors.Is(err, store.ErrNotFound):
-			return drifts, err
+			failed(orderID, "read the order of a claim", err)
+			continue
 		}
 		if time.Since(idgen.Time(orderID)) < grace {
 			continue
 		}
 		run, err := r.Sagas.Describe(ctx, orderID)
 		if err != nil {
-			return drifts, err
+			failed(orderID, "describe the saga of a claim", err)
+			continue
 		}
 		if run.Running || run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 			continue // running: it will write its row; completed: it decided
@@ -166,9 +188,6 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
 			Detail: fmt.Sprintf("claim of %s admitted %s ago has no running saga (%s)", user,
 				time.Since(idgen.Time(orderID)).Round(time.Second), run.State())})
-		if err != nil {
-			return drifts, err
-		}
 	}
 
 	// Active orders whose claim Redis lost; unsettled ones whose saga
@@ -183,7 +202,8 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// order, so write it back (never over another claim).
 			restored, err := r.Redis.RestoreClaim(ctx, saleID, o.UserID, o.ID)
 			if err != nil {
-				return drifts, err
+				failed(o.ID, "restore the claim of an active order", err)
+				continue
 			}
 			report(seckill.Drift{Kind: seckill.DriftClaimMissing, SaleID: saleID, OrderID: o.ID, Fixed: restored,
 				Detail: fmt.Sprintf("order of %s is %s but Redis has no claim for it", o.UserID, o.Status)})
@@ -193,7 +213,8 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		run, err := r.Sagas.Describe(ctx, o.ID)
 		if err != nil {
-			return drifts, err
+			failed(o.ID, "describe the saga of an order", err)
+			continue
 		}
 		if run.Running {
 			continue
@@ -217,16 +238,10 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			err := r.Sagas.Start(ctx, in)
 			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
 				Detail: fmt.Sprintf("order is %s but its saga ended %s; a new run resumes it", o.Status, run.State())})
-			if err != nil {
-				return drifts, err
-			}
 		default:
 			err := r.Sagas.Start(ctx, in)
 			report(seckill.Drift{Kind: seckill.DriftOrderWithoutSaga, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
 				Detail: fmt.Sprintf("order is %s with no saga; saga restarted to resume it", o.Status)})
-			if err != nil {
-				return drifts, err
-			}
 		}
 	}
 
@@ -242,9 +257,6 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		report(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, SaleID: saleID, OrderID: e.OrderID, Fixed: err == nil,
 			Detail: fmt.Sprintf("payment event %s recorded but not delivered; delivered now: %s", e.ID, outcome)})
-		if err != nil {
-			return drifts, err
-		}
 	}
 
 	// Redis above the database: lower it, never raise it.
