@@ -131,6 +131,7 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	screenshot(t, ctx, "dev-checkout.png")
 	do(t, ctx, "pay", chromedp.Click("#checkout-pay"), chromedp.WaitVisible(`#order-status[data-status="PAID"]`))
 	require.Equal(t, "Paid. It is yours!", text(t, ctx, "#order-status"))
+	require.Equal(t, "You bought this one: it is yours.", text(t, ctx, "#claim-why"), "the disabled button says why")
 	screenshot(t, ctx, "shopper-paid.png")
 	require.Equal(t, seckill.StatusPaid, s.order(orderID, "browser-shopper").Status)
 
@@ -143,14 +144,17 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	)
 	screenshot(t, ctx, "temporal-ui-paid-order.png")
 
-	do(t, ctx, "claim on a sold-out sale",
+	// A sold-out sale: "Buy now" is disabled, and the page says why.
+	do(t, ctx, "open a sold-out sale",
 		chromedp.Navigate(s.info.APIURL+"/sales/"+soldOut),
-		chromedp.WaitEnabled("#claim"),
-		chromedp.Click("#claim"),
-		chromedp.WaitVisible("#message"),
+		chromedp.WaitVisible(`#sale-state.SOLD_OUT`),
+		chromedp.WaitVisible("#claim-why"),
 	)
-	msg := text(t, ctx, "#message")
+	msg := text(t, ctx, "#claim-why")
 	require.True(t, strings.HasPrefix(msg, "Sold out."), msg)
+	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("claim").disabled`))
+	require.NoError(t, err)
+	require.True(t, disabled, "Buy now is disabled on a sold-out sale")
 	screenshot(t, ctx, "shopper-sold-out.png")
 
 	// Changing one's mind: claim, cancel, the unit goes back.

@@ -202,7 +202,9 @@ const Seckill = (() => {
         badge.textContent = s.state.replace("_", " ").toLowerCase();
         const left = document.createElement("span");
         left.className = "muted";
-        left.textContent = s.stock.remaining + " of " + s.stock.total + " left";
+        left.textContent = s.state === "SCHEDULED"
+          ? "starts " + new Date(Date.parse(s.starts_at)).toLocaleString()
+          : s.stock.remaining + " of " + s.stock.total + " left";
         li.append(a, price, badge, left);
         list.append(li);
       }
@@ -261,7 +263,16 @@ const Seckill = (() => {
         $("countdown").textContent = "";
       }
       const active = order && (order.status === "QUEUED" || order.status === "AWAITING_PAYMENT" || order.status === "PAID");
-      $("claim").disabled = !user() || active || now < starts || now >= ends;
+      // Why "Buy now" cannot be pressed, said next to it; "" when it can.
+      let why = "";
+      if (!user()) why = "Sign in to buy.";
+      else if (order && order.status === "PAID") why = "You bought this one: it is yours.";
+      else if (active) why = "You have an order for this sale: see below.";
+      else if (now < starts) why = "The sale starts " + new Date(starts).toLocaleString() + ".";
+      else if (now >= ends) why = "The sale has ended.";
+      else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when someone does not pay in time.";
+      $("claim").disabled = why !== "";
+      $("claim-why").textContent = why;
       renderOrder();
     }
 
