@@ -100,7 +100,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 func fromFiber(e *fiber.Error) *seckill.Error {
 	switch e.Code {
 	case http.StatusRequestEntityTooLarge:
-		return seckill.Errorf(seckill.CodeBodyTooLarge, "request body is larger than 64 KiB")
+		return seckill.Errorf(seckill.CodeBodyTooLarge, "request body is larger than %d KiB", MaxBody>>10)
 	case http.StatusNotFound:
 		return seckill.Errorf(seckill.CodeNotFound, "no such resource")
 	case http.StatusMethodNotAllowed:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 )
@@ -125,10 +126,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		WorkerActivities:    num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
 		StockTx:             num("SECKILL_STOCK_TX", 8, 1, 1000),
 		RelayParallel:       num("SECKILL_RELAY_PARALLEL", relay.DefaultParallel, 1, 1024),
-		RelayClaimIdle:      dur("SECKILL_RELAY_CLAIM_IDLE", 30*time.Second),
+		RelayClaimIdle:      dur("SECKILL_RELAY_CLAIM_IDLE", relay.DefaultClaimIdle),
 		RewarmEvery:         dur("SECKILL_REWARM_EVERY", 5*time.Second),
 		ReconcileEvery:      dur("SECKILL_RECONCILE_EVERY", time.Minute),
-		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", 30*time.Second),
+		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", reconcile.DefaultGrace),
 	}
 	flag := func(key string, def bool) bool {
 		switch v := strings.ToLower(getenv(key)); v {

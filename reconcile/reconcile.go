@@ -85,9 +85,18 @@ func (r *Reconciler) Register(reg prometheus.Registerer) error {
 	return reg.Register(r.drifts)
 }
 
-// All reconciles every sale open now or ended within the last day.
+// DefaultGrace is how old a claim without a saga must be before it is
+// fixed, unless Reconciler.Grace says otherwise (SECKILL_RECONCILE_GRACE).
+const DefaultGrace = 30 * time.Second
+
+// SettleWindow is how long after its end a sale is still reconciled: its
+// last orders may await payment for the longest payment timeout, and an
+// hour more covers their settling.
+const SettleWindow = seckill.MaxPaymentTimeout + time.Hour
+
+// All reconciles every sale open now or ended within SettleWindow.
 func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
-	sales, err := r.Store.SettlingSales(ctx, time.Now().Add(-24*time.Hour))
+	sales, err := r.Store.SettlingSales(ctx, time.Now().Add(-SettleWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +131,7 @@ func (r *Reconciler) checkFailed(saleID, orderID int64, what string, err error) 
 func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, error) {
 	grace := r.Grace
 	if grace <= 0 {
-		grace = 30 * time.Second
+		grace = DefaultGrace
 	}
 	var drifts []seckill.Drift
 	failed := func(orderID int64, what string, err error) {

@@ -35,6 +35,10 @@ import (
 // per sale unless told otherwise.
 const DefaultParallel = 32
 
+// DefaultClaimIdle is how long an entry may sit unacknowledged with a live
+// relay before another takes it over, unless told otherwise.
+const DefaultClaimIdle = 30 * time.Second
+
 // Config tunes a relay. Zero values take the defaults in brackets.
 type Config struct {
 	// Consumer names this relay in the consumer group; unique per process.
@@ -82,7 +86,7 @@ func New(rstore *redisstore.Store, sagas *saga.Client, cfg Config, log *slog.Log
 		cfg.Parallel = DefaultParallel
 	}
 	if cfg.ClaimIdle <= 0 {
-		cfg.ClaimIdle = 30 * time.Second
+		cfg.ClaimIdle = DefaultClaimIdle
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second
