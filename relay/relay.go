@@ -28,7 +28,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/saga"
 )
 
 // DefaultParallel is how many workflow starts one relay keeps in flight
@@ -70,15 +69,21 @@ type Config struct {
 // Relay is the outbox relay.
 type Relay struct {
 	rstore  *redisstore.Store
-	sagas   *saga.Client
+	sagas   Starter
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
 	pace    *rate.Limiter // nil: unpaced
 }
 
+// Starter starts an admitted claim's saga (saga.Client); starting one
+// that exists already succeeds.
+type Starter interface {
+	Start(ctx context.Context, in seckill.SagaInput) error
+}
+
 // New returns a relay starting sagas with sagas.
-func New(rstore *redisstore.Store, sagas *saga.Client, cfg Config, log *slog.Logger) *Relay {
+func New(rstore *redisstore.Store, sagas Starter, cfg Config, log *slog.Logger) *Relay {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
 	}

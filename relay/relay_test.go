@@ -1,0 +1,94 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/relay"
+)
+
+// starter records the sagas it is asked to start; the first start of
+// every failEvery-th order fails, as a Temporal hiccup would.
+type starter struct {
+	mu        sync.Mutex
+	started   map[int64]int
+	failed    map[int64]bool
+	failEvery int64
+}
+
+func (s *starter) Start(_ context.Context, in seckill.SagaInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failEvery > 0 && in.OrderID%s.failEvery == 0 && !s.failed[in.OrderID] {
+		s.failed[in.OrderID] = true
+		return errors.New("temporal: unavailable")
+	}
+	s.started[in.OrderID]++
+	return nil
+}
+
+func (s *starter) count() (orders, starts int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.started {
+		starts += n
+	}
+	return len(s.started), starts
+}
+
+// Two relays share one sale's outbox: every admitted claim gets its saga
+// (each start retried until it succeeds), every entry is acknowledged and
+// deleted, and when they stop no goroutine is left behind.
+func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	const saleID, units = 7, 300
+	now := time.Now()
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	require.NoError(t, err)
+	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	for i := int64(1); i <= units; i++ {
+		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.Admitted, res.Outcome)
+	}
+
+	st := &starter{started: map[int64]int{}, failed: map[int64]bool{}, failEvery: 7}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		r := relay.New(rs, st, relay.Config{Consumer: "relay-" + strconv.Itoa(i), BatchSize: 16, Parallel: 8,
+			Block: 50 * time.Millisecond, Refresh: 50 * time.Millisecond}, log)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.Run(rctx) }()
+	}
+	require.Eventually(t, func() bool {
+		orders, _ := st.count()
+		backlog, err := rs.OutboxBacklog(ctx, []int64{saleID})
+		return err == nil && orders == units && backlog == 0
+	}, 30*time.Second, 20*time.Millisecond, "every claim started and acknowledged")
+	stop()
+	wg.Wait()
+
+	orders, starts := st.count()
+	require.Equal(t, units, orders)
+	require.Less(t, starts, units+units/10, "a start is repeated only when an entry was taken over (idempotent anyway)")
+	for id := int64(7); id <= units; id += 7 {
+		require.True(t, st.failed[id], "order %d's first start failed", id)
+		require.Positive(t, st.started[id], "and was retried")
+	}
+}
