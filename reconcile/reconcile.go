@@ -54,11 +54,17 @@ import (
 	"github.com/seckill/seckill/store"
 )
 
+// Sagas is what reconciliation asks of Temporal (saga.Client).
+type Sagas interface {
+	Describe(ctx context.Context, orderID int64) (saga.Run, error)
+	Start(ctx context.Context, in seckill.SagaInput) error
+}
+
 // Reconciler holds the three stores.
 type Reconciler struct {
 	Store *store.Store
 	Redis *redisstore.Store
-	Sagas *saga.Client
+	Sagas Sagas
 	Log   *slog.Logger
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.

@@ -1,0 +1,78 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/reconcile"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/saga"
+	"github.com/seckill/seckill/store"
+)
+
+// sagas is Temporal as reconciliation sees it: no saga anywhere, and
+// Describe failing for the orders in broken.
+type sagas struct {
+	mu      sync.Mutex
+	broken  map[int64]bool
+	started []int64
+}
+
+func (s *sagas) Describe(_ context.Context, orderID int64) (saga.Run, error) {
+	if s.broken[orderID] {
+		return saga.Run{}, errors.New("temporal: deadline exceeded")
+	}
+	return saga.Run{}, nil // not found
+}
+
+func (s *sagas) Start(_ context.Context, in seckill.SagaInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = append(s.started, in.OrderID)
+	return nil
+}
+
+// One order whose saga cannot be described stops nothing: it is reported
+// as check_failed, and the order after it still gets its saga back.
+func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	var ids []int64
+	for i, user := range []string{"ann", "bob"} {
+		id := int64(1000 + i)
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now.Add(-time.Minute)})
+		require.NoError(t, err)
+		_, err = rs.RestoreClaim(ctx, sale.ID, user, id)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	temporal := &sagas{broken: map[int64]bool{ids[0]: true}}
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: temporal, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	kinds := map[int64]string{}
+	for _, d := range drifts {
+		kinds[d.OrderID] = d.Kind
+	}
+	require.Equal(t, seckill.DriftCheckFailed, kinds[ids[0]], "%+v", drifts)
+	require.Equal(t, seckill.DriftOrderWithoutSaga, kinds[ids[1]], "%+v", drifts)
+	require.Equal(t, []int64{ids[1]}, temporal.started)
+}
