@@ -8,7 +8,7 @@ import (
 // Code is a stable, machine-readable error code of the public contract.
 type Code string
 
-// Error codes of API.md. Internal is never shown with its cause.
+// Error codes of docs/API.md. Internal is never shown with its cause.
 const (
 	CodeInvalidRequest      Code = "INVALID_REQUEST"
 	CodeBodyTooLarge        Code = "BODY_TOO_LARGE"

@@ -8,7 +8,7 @@ import (
 // OrderStatus is the life stage of an order. Only CLOSED is not "active".
 type OrderStatus string
 
-// Order statuses of API.md.
+// Order statuses of docs/API.md.
 const (
 	StatusQueued          OrderStatus = "QUEUED"
 	StatusAwaitingPayment OrderStatus = "AWAITING_PAYMENT"
@@ -22,7 +22,7 @@ func (s OrderStatus) Terminal() bool { return s == StatusPaid || s == StatusClos
 // CloseReason says why an order was closed.
 type CloseReason string
 
-// Close reasons of API.md.
+// Close reasons of docs/API.md.
 const (
 	ClosePaymentTimeout CloseReason = "PAYMENT_TIMEOUT"
 	CloseCancelled      CloseReason = "CANCELLED"
@@ -36,7 +36,7 @@ type Refund struct {
 	AmountCents int64  `json:"amount_cents"`
 }
 
-// Order is the order object of API.md.
+// Order is the order object of docs/API.md.
 type Order struct {
 	ID          int64
 	SaleID      int64

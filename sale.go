@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Limits of a sale, from API.md.
+// Limits of a sale, from docs/API.md.
 const (
 	MaxStock                     = 10_000_000
 	MinPaymentTimeout            = 5 * time.Second
@@ -18,7 +18,7 @@ const (
 // SaleState is derived from the clock and the stock, never stored.
 type SaleState string
 
-// Sale states of API.md.
+// Sale states of docs/API.md.
 const (
 	SaleScheduled SaleState = "SCHEDULED"
 	SaleActive    SaleState = "ACTIVE"

@@ -1,6 +1,6 @@
 // Package seckill is the domain of the flash-sale system: the names shared
 // by the API, the relay, the workflow and the activities, the order and sale
-// types, and the error codes of the public contract (API.md).
+// types, and the error codes of the public contract (docs/API.md).
 //
 // The packages below it do the work: lua/ (Redis admission), store/
 // (Postgres), workflows/ and activities/ (the OrderSaga), relay/ (outbox to

@@ -1,4 +1,4 @@
-// Package api is seckill's HTTP interface (API.md): sales, claims, orders,
+// Package api is seckill's HTTP interface (docs/API.md): sales, claims, orders,
 // the payment webhook and the operational endpoints, on Fiber.
 //
 // The claim path never waits on Temporal or Postgres: a cached sale, one

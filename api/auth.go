@@ -70,7 +70,7 @@ func newVerifier(secret []byte) *verifier {
 }
 
 // ParseToken verifies a raw bearer token against secret with the rules of
-// API.md and returns its principal.
+// docs/API.md and returns its principal.
 func ParseToken(secret []byte, raw string) (Principal, error) {
 	return newVerifier(secret).Verify(raw)
 }

@@ -14,7 +14,7 @@ import (
 
 var jwtSecret = []byte("test-jwt-secret")
 
-// parseToken checks raw the way API.md requires: HS256 only, aud
+// parseToken checks raw the way docs/API.md requires: HS256 only, aud
 // "seckill", exp present and in the future.
 func parseToken(t *testing.T, raw string, secret []byte) (*api.Claims, error) {
 	t.Helper()

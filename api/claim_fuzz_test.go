@@ -158,7 +158,7 @@ var (
 // bearer auth, the sale cache, the admission script on real Redis) with
 // hostile paths, users, Authorization headers, Idempotency-Keys and bodies.
 //
-// The oracle, from API.md: the answer is 202 or a documented problem
+// The oracle, from docs/API.md: the answer is 202 or a documented problem
 // (never 5xx: Redis is up); 202 only for a valid token, a valid or absent
 // key and a real sale, and then the user's claim and one outbox entry exist
 // and stock fell by one; any other answer writes nothing; ALREADY_CLAIMED

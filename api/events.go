@@ -24,7 +24,7 @@ const (
 	streamMaxAge = 30 * time.Minute
 )
 
-// orderEvents streams the order (API.md): a `status` event with the order
+// orderEvents streams the order (docs/API.md): a `status` event with the order
 // at once and at every change, ending after PAID or CLOSED. Who may see it
 // is decided once, at the start, exactly as for GET /orders/{id}.
 func (s *Server) orderEvents(c *fiber.Ctx) error {
@@ -69,7 +69,7 @@ func (s *Server) streamOrder(w *bufio.Writer, o *seckill.Order, id int64, p Prin
 				}
 				last = body
 			}
-			// A refund may still follow a CLOSED order, but API.md ends the
+			// A refund may still follow a CLOSED order, but docs/API.md ends the
 			// stream at the terminal status; GET /orders/{id} shows it.
 			if o.Status.Terminal() {
 				return

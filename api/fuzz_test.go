@@ -2,7 +2,7 @@ package api_test
 
 // Native fuzz targets (go test -fuzz) for the parsers that face untrusted
 // input: the webhook signature and body, bearer tokens and idempotency keys.
-// Each target checks its input against an oracle written here from API.md,
+// Each target checks its input against an oracle written here from docs/API.md,
 // not only that the code does not panic. Without -fuzz, `go test` runs the
 // seed corpora (the f.Add calls and api/testdata/fuzz/<Target>/) as tests.
 //

@@ -18,7 +18,7 @@ import (
 	"github.com/seckill/seckill/api"
 )
 
-// TestAPI_ContractAndHostileInput checks the documented answers of API.md
+// TestAPI_ContractAndHostileInput checks the documented answers of docs/API.md
 // for bad, hostile and edge-case requests, and that none of them writes.
 func TestAPI_ContractAndHostileInput(t *testing.T) {
 	s := startSystem(t, systemOptions{})

@@ -1,4 +1,4 @@
-// Package audit checks the six invariants of DESIGN.md for one sale, from
+// Package audit checks the six invariants of docs/DESIGN.md for one sale, from
 // the outside: it reads Postgres, Redis and Temporal and reports every
 // violation it finds. `seckill audit` and the tests use it.
 package audit

@@ -12,7 +12,7 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// Refund statuses (API.md's refund.status).
+// Refund statuses (docs/API.md's refund.status).
 const (
 	RefundPending   = "PENDING"
 	RefundSucceeded = "SUCCEEDED"

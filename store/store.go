@@ -1,7 +1,7 @@
 // Package store is seckill's Postgres access: sales with their authoritative
 // stock split, orders and payment events. Every stock change is a
 // conditional UPDATE inside one transaction with the order change it belongs
-// to, so the database alone can never oversell (DESIGN.md invariant 1).
+// to, so the database alone can never oversell (docs/DESIGN.md invariant 1).
 package store
 
 import (

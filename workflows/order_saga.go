@@ -371,7 +371,7 @@ func (s *orderSaga) setStatus(ctx workflow.Context, status seckill.OrderStatus) 
 
 // refund gives back a successful payment that was not applied, and
 // records why (outcome), in one activity retried until done: a payment
-// taken must end as a PAID order or a refund (DESIGN.md invariant 5). It
+// taken must end as a PAID order or a refund (docs/DESIGN.md invariant 5). It
 // is a regular activity: it calls the payment provider.
 func (s *orderSaga) refund(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
 	err := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{

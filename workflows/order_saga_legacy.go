@@ -311,7 +311,7 @@ func (s *legacySaga) setStatus(ctx workflow.Context, status seckill.OrderStatus)
 
 // refuse records that a successful payment was not applied and gives it
 // back. The refund is retried until done: a payment taken must end as a
-// PAID order or a refund (DESIGN.md invariant 5).
+// PAID order or a refund (docs/DESIGN.md invariant 5).
 func (s *legacySaga) refuse(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
 	s.recordOutcome(ctx, ev.EventID, outcome)
 	err := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{

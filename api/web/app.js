@@ -1,5 +1,5 @@
 // seckill's shopper pages: plain JavaScript against the public API
-// (API.md), no build step. The token lives in localStorage; the order's
+// (docs/API.md), no build step. The token lives in localStorage; the order's
 // live status comes from GET /api/v1/orders/{id}/events, read with fetch so
 // the Authorization header can be sent (EventSource cannot send it).
 "use strict";

@@ -65,7 +65,7 @@ seckill dev is running. Ctrl-C stops everything.
   Temporal UI  %[2]s
                find the order: SaleId="1" AND OrderStatus="PAID"
   Metrics      %[1]s/metrics
-  API          %[1]s/api/v1   (API.md)
+  API          %[1]s/api/v1   (docs/API.md)
   Temporal     %[3]s
   Webhook key  %[4]s
   Redis keys   %[7]s:*   (SECKILL_REDIS_PREFIX; this database's own)
