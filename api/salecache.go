@@ -33,18 +33,19 @@ func newSaleCache(st *store.Store) *saleCache {
 	return &saleCache{store: st, sales: map[int64]*seckill.Sale{}, miss: map[int64]time.Time{}}
 }
 
-// get returns the sale's immutable fields (its Stock is not current), or
-// store.ErrNotFound.
-func (sc *saleCache) get(ctx context.Context, id int64) (*seckill.Sale, error) {
+// get returns a copy of the sale's immutable fields (its Stock is not
+// current), or store.ErrNotFound. A copy: the caller may change it without
+// touching what other requests read.
+func (sc *saleCache) get(ctx context.Context, id int64) (seckill.Sale, error) {
 	sc.mu.RLock()
 	sale, ok := sc.sales[id]
 	missUntil, missing := sc.miss[id]
 	sc.mu.RUnlock()
 	if ok {
-		return sale, nil
+		return *sale, nil
 	}
 	if missing && time.Now().Before(missUntil) {
-		return nil, store.ErrNotFound
+		return seckill.Sale{}, store.ErrNotFound
 	}
 	v, err, _ := sc.group.Do(strconv.FormatInt(id, 10), func() (any, error) {
 		sale, err := sc.store.Sale(ctx, id)
@@ -70,15 +71,16 @@ func (sc *saleCache) get(ctx context.Context, id int64) (*seckill.Sale, error) {
 		return sale, err
 	})
 	if err != nil {
-		return nil, err
+		return seckill.Sale{}, err
 	}
-	return v.(*seckill.Sale), nil
+	return *v.(*seckill.Sale), nil
 }
 
-// put records a sale just created.
+// put records (a copy of) a sale just created.
 func (sc *saleCache) put(sale *seckill.Sale) {
+	own := *sale
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.sales[sale.ID] = sale
+	sc.sales[sale.ID] = &own
 	delete(sc.miss, sale.ID)
 }
