@@ -1,0 +1,47 @@
+package audit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
+)
+
+// The audit passes a sale whose stores agree, and names the invariant a
+// drift breaks: here a Redis counter above the database's available units
+// (invariant 6).
+func TestRun_NamesTheInvariantADriftBreaks(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 5, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	a := &audit.Auditor{DB: st.Gorm(), Redis: rs}
+
+	rep, err := a.Run(ctx, sale.ID, audit.Options{})
+	require.NoError(t, err)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+
+	require.NoError(t, rdb.IncrBy(ctx, rs.SaleKeys(sale.ID).Stock, 2).Err()) // Redis holds 2 units the DB lacks
+	rep, err = a.Run(ctx, sale.ID, audit.Options{})
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "%s", rep)
+	failed := map[int]bool{}
+	for _, c := range rep.Checks {
+		if !c.OK {
+			failed[c.Invariant] = true
+		}
+	}
+	require.True(t, failed[6], "Redis above the database breaks invariant 6:\n%s", rep)
+	require.Contains(t, rep.String(), "FAIL")
+}
