@@ -29,11 +29,20 @@ const PendingWindow = 15 * time.Minute
 // stays recorded and undelivered, and is delivered again later.
 var ErrNotYet = errors.New("the order's saga is not running yet")
 
+// Sagas is what delivery asks of Temporal (saga.Client).
+type Sagas interface {
+	// Pay signals the payment to the order's saga; saga.ErrNoSaga when
+	// none is running.
+	Pay(ctx context.Context, orderID int64, ev seckill.PaymentEvent) error
+	// StartRefund starts the refund of a payment that cannot be honoured.
+	StartRefund(ctx context.Context, in seckill.RefundInput) error
+}
+
 // Deliverer delivers payment events.
 type Deliverer struct {
 	Store *store.Store
 	Redis *redisstore.Store
-	Sagas *saga.Client
+	Sagas Sagas
 	Log   *slog.Logger
 }
 

@@ -1,0 +1,80 @@
+package delivery_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/payments/delivery"
+	"github.com/seckill/seckill/saga"
+	"github.com/seckill/seckill/store"
+)
+
+// sagas has no running saga at all, and records the refunds it starts.
+type sagas struct {
+	mu       sync.Mutex
+	refunded []seckill.RefundInput
+}
+
+func (*sagas) Pay(context.Context, int64, seckill.PaymentEvent) error { return saga.ErrNoSaga }
+
+func (s *sagas) StartRefund(_ context.Context, in seckill.RefundInput) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refunded = append(s.refunded, in)
+	return nil
+}
+
+// What a payment for an order without a running saga becomes: LATE and
+// refunded for a CLOSED order, IGNORED when it failed, not yet (kept for
+// later) for an order still unsettled, UNKNOWN_ORDER for an order that
+// never was.
+func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	for i, user := range []string{"ann", "bob"} {
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: int64(1001 + i), SaleID: sale.ID, UserID: user, CreatedAt: now})
+		require.NoError(t, err)
+	}
+	_, err = st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
+	require.NoError(t, err)
+	temporal := &sagas{}
+	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	deliver := func(id string, typ seckill.PaymentEventType, orderID int64) (seckill.PaymentOutcome, error) {
+		t.Helper()
+		e, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(typ), OrderID: orderID,
+			PaymentIntentID: "pi_" + id, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived}) // as the webhook records it
+		require.NoError(t, err)
+		return d.Deliver(ctx, e.Signal(), orderID)
+	}
+
+	out, err := deliver("evt_late", seckill.PaymentSucceeded, 1001)
+	require.NoError(t, err)
+	require.Equal(t, seckill.OutcomeLate, out)
+	require.Len(t, temporal.refunded, 1, "the late payment is refunded")
+	require.Equal(t, "evt_late", temporal.refunded[0].EventID)
+
+	out, err = deliver("evt_declined", seckill.PaymentFailed, 1001)
+	require.NoError(t, err)
+	require.Equal(t, seckill.OutcomeIgnored, out)
+	require.Len(t, temporal.refunded, 1, "nothing to refund for a failed payment")
+
+	_, err = deliver("evt_bob", seckill.PaymentSucceeded, 1002)
+	require.ErrorIs(t, err, delivery.ErrNotYet, "bob's order is unsettled: its saga is restarted, the payment kept")
+
+	out, err = deliver("evt_nobody", seckill.PaymentSucceeded, 0)
+	require.NoError(t, err)
+	require.Equal(t, seckill.OutcomeUnknownOrder, out)
+}
