@@ -1,0 +1,65 @@
+package activities_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/payments/devpay"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
+)
+
+// ReleaseOrder is compensation that runs at most once however often it is
+// retried: the order closes, and its unit goes back to the database and
+// to Redis exactly once; the buyer may claim again. No Temporal server:
+// the SDK's activity test environment runs it.
+func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 2,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 2, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	terms := redisstore.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
+	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.Admitted, res.Outcome)
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, 2)
+	env.RegisterActivity(acts)
+	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
+	for range 3 { // the first run and two retries
+		v, err := env.ExecuteActivity(acts.ReleaseOrder, in)
+		require.NoError(t, err)
+		var reason seckill.CloseReason
+		require.NoError(t, v.Get(&reason))
+		require.Equal(t, seckill.ClosePaymentTimeout, reason)
+	}
+
+	o, err := st.Order(ctx, 1001)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	s, err := st.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), s.Stock.Available, "the database got the unit back once")
+	n, ok, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(2), n, "Redis got it back once")
+	again, err := rs.Claim(ctx, sale.ID, "ann", 1002, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.Admitted, again.Outcome, "ann may claim again")
+}
