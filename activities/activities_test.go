@@ -24,10 +24,8 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 2,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
-	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 2, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	sale := testenv.OpenSale(t, st, 2)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 2, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
 	require.NoError(t, err)
 	terms := redisstore.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
 	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)

@@ -2,14 +2,12 @@ package audit_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/store"
 )
 
 // The audit passes a sale whose stores agree, and names the invariant a
@@ -20,11 +18,8 @@ func TestRun_NamesTheInvariantADriftBreaks(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
-	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
-	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 5, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	sale := testenv.OpenSale(t, st, 5)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 5, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
 	require.NoError(t, err)
 	a := &audit.Auditor{DB: st.Gorm(), Redis: rs}
 

@@ -48,10 +48,8 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
-	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	sale := testenv.OpenSale(t, st, 5)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
 	require.NoError(t, err)
 	var ids []int64
 	for i, user := range []string{"ann", "bob"} {

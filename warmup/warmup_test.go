@@ -32,13 +32,7 @@ func TestCheck_RewarmsWhatRedisLostAndNothingElse(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	mk := func() int64 {
-		sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
-			StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
-		require.NoError(t, err)
-		return sale.ID
-	}
-	lost, live := mk(), mk()
+	lost, live := testenv.OpenSale(t, st, 5).ID, testenv.OpenSale(t, st, 5).ID
 	// ann's order holds a unit of the lost sale; Redis knows nothing of it.
 	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: lost, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)

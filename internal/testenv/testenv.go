@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
@@ -205,4 +206,17 @@ func ForEachBuyer(n, workers int, buy func(i int64)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// OpenSale creates a sale of stock units in st, open from an hour ago for
+// the next hour, at 9.90 USD with an hour to pay.
+func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
+	t.Helper()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(context.Background(), store.NewSale{Name: "test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sale
 }

@@ -41,14 +41,12 @@ func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "s", PriceCents: 990, Currency: "usd", Stock: 5,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
-	require.NoError(t, err)
+	sale := testenv.OpenSale(t, st, 5)
 	for i, user := range []string{"ann", "bob"} {
 		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: int64(1001 + i), SaleID: sale.ID, UserID: user, CreatedAt: now})
 		require.NoError(t, err)
 	}
-	_, err = st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
+	_, err := st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
 	require.NoError(t, err)
 	temporal := &sagas{}
 	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
