@@ -130,6 +130,7 @@ func New(cfg Config) *Server {
 	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
 	v1.Get("/sales/:id/stats", s.auth.authenticate, requireAdmin, s.saleStats)
 	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
+	v1.Get("/orders", s.auth.authenticate, s.listOrders)
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
 	v1.Get("/orders/:id/events", s.auth.authenticate, s.orderEvents)
 	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)

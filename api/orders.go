@@ -25,6 +25,54 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 	return c.JSON(o.JSON())
 }
 
+// listOrders answers the caller's orders of one sale, newest first
+// (?sale_id=, required; an admin may add &user_id=), the one Redis has
+// admitted but whose saga has not written it yet included, as QUEUED: a
+// buyer who reloads the page finds their order at once.
+func (s *Server) listOrders(c *fiber.Ctx) error {
+	saleID, ok := parseID(c.Query("sale_id"))
+	if !ok {
+		return invalid("sale_id", "is required: a sale id")
+	}
+	p := principal(c)
+	user := p.UserID
+	if other := c.Query("user_id"); other != "" {
+		if !p.Admin {
+			return invalid("user_id", "only an admin may list another user's orders")
+		}
+		user = other
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	orders, err := s.cfg.Store.OrdersOf(ctx, saleID, user)
+	if err != nil {
+		return err
+	}
+	out := make([]seckill.OrderJSON, 0, len(orders)+1)
+	held, err := s.cfg.Redis.ClaimOf(ctx, saleID, user)
+	if err != nil {
+		return err
+	}
+	listed := held == 0
+	for _, o := range orders {
+		listed = listed || o.ID == held
+	}
+	if !listed {
+		// Admitted, its row not written yet: the newest of all.
+		o, err := s.queuedOrder(ctx, held, Principal{UserID: user})
+		if err != nil {
+			return err
+		}
+		if o != nil && o.SaleID == saleID {
+			out = append(out, o.JSON())
+		}
+	}
+	for _, o := range orders {
+		out = append(out, o.JSON())
+	}
+	return c.JSON(out)
+}
+
 // visibleOrder finds the order of the path for the caller: its owner or an
 // admin. Anyone else gets ORDER_NOT_FOUND, as if it did not exist, so ids
 // cannot be probed.

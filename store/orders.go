@@ -329,3 +329,27 @@ func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.Cl
 		return setOutcome(tx, eventID, seckill.OutcomeApplied)
 	})
 }
+
+// MaxOrdersListed bounds OrdersOf: one user's orders of one sale (each
+// closed before the next could be claimed).
+const MaxOrdersListed = 100
+
+// OrdersOf returns userID's orders of saleID, newest first, with their
+// refunds; at most MaxOrdersListed.
+func (s *Store) OrdersOf(ctx context.Context, saleID int64, userID string) ([]*seckill.Order, error) {
+	var rows []orderRow
+	if err := s.db.WithContext(ctx).Where("sale_id = ? AND user_id = ?", saleID, userID).
+		Order("id DESC").Limit(MaxOrdersListed).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list the orders of %s in sale %d: %w", userID, saleID, err)
+	}
+	out := make([]*seckill.Order, len(rows))
+	for i := range rows {
+		o := rows[i].order()
+		var err error
+		if o.Refund, err = s.orderRefund(ctx, o.ID); err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	return out, nil
+}
