@@ -58,6 +58,12 @@ func (s *Store) ClaimPrefix(ctx context.Context, id, about string, knownSale fun
 			return err
 		}
 	}
+	return s.ownedBy(owner, id)
+}
+
+// ownedBy checks that owner, as <prefix>:installation records it ("<id>
+// <about>"), is installation id.
+func (s *Store) ownedBy(owner, id string) error {
 	ownerID, ownerAbout, _ := strings.Cut(owner, " ")
 	if ownerID != id {
 		return &PrefixTakenError{Prefix: s.prefix, Owner: "installation " + ownerID + ", " + ownerAbout}
@@ -110,8 +116,5 @@ func (s *Store) CheckPrefix(ctx context.Context, id string) error {
 	if owner == "" {
 		return fmt.Errorf("no seckill installation has run on the Redis key prefix %q: check SECKILL_REDIS_PREFIX and REDIS_URL (they must be the ones the API and the worker use)", s.prefix)
 	}
-	if ownerID, ownerAbout, _ := strings.Cut(owner, " "); ownerID != id {
-		return &PrefixTakenError{Prefix: s.prefix, Owner: "installation " + ownerID + ", " + ownerAbout}
-	}
-	return nil
+	return s.ownedBy(owner, id)
 }

@@ -48,7 +48,7 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() })
 			require.Equal(t, 1, st.MinReplicas(), "Sentinel and Cluster wait for one replica by default")
 			ctx := t.Context()
-			require.NoError(t, eventuallyNoErr(10*time.Second, func() error { return st.Ping(ctx) }))
+			require.Eventually(t, func() bool { return st.Ping(ctx) == nil }, 10*time.Second, 100*time.Millisecond)
 
 			const units, buyers, workers = 300, 3000, 16
 			now := time.Now()
@@ -112,17 +112,6 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 			require.Equal(t, int64(units), remaining+int64(len(claims)), "no unit sold twice or lost")
 			require.Equal(t, units, len(admitted), "the sale sells out once claims are answered again")
 		})
-	}
-}
-
-func eventuallyNoErr(within time.Duration, f func() error) error {
-	deadline := time.Now().Add(within)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -122,14 +122,7 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
+		_ = redisstore.New(rdb, prefix).DropAll(ctx)
 		_ = rdb.Close()
 	})
 	return rdb, prefix
