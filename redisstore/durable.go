@@ -92,22 +92,16 @@ func (s *Store) Replicas(ctx context.Context) (int, error) {
 		}
 		return 0, nil
 	}
-	switch c := s.rdb.(type) {
-	case *redis.ClusterClient:
-		var mu sync.Mutex
-		fewest := -1
-		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			k, err := count(ctx, n)
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil && (fewest < 0 || k < fewest) {
-				fewest = k
-			}
-			return err
-		})
-		return max(fewest, 0), err
-	case *redis.Client:
-		return count(ctx, c)
-	}
-	return 0, fmt.Errorf("redisstore: unsupported client %T", s.rdb)
+	var mu sync.Mutex
+	fewest := -1
+	err := s.eachPrimary(ctx, func(ctx context.Context, n *redis.Client) error {
+		k, err := count(ctx, n)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && (fewest < 0 || k < fewest) {
+			fewest = k
+		}
+		return err
+	})
+	return max(fewest, 0), err
 }

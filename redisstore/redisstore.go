@@ -197,12 +197,21 @@ func (s *Store) MinReplicas() int { return s.replicas }
 // Prefix is the key prefix.
 func (s *Store) Prefix() string { return s.prefix }
 
+// eachPrimary runs fn on every primary: each of a Cluster's (at once), or
+// the one a single server or a Sentinel group has.
+func (s *Store) eachPrimary(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	}
+	return fmt.Errorf("redisstore: unsupported client %T", s.rdb)
+}
+
 // Ping checks that Redis answers (on a Cluster: every primary).
 func (s *Store) Ping(ctx context.Context) error {
-	if c, ok := s.rdb.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
-	}
-	return s.rdb.Ping(ctx).Err()
+	return s.eachPrimary(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
 }
 
 // Close closes the connections.
@@ -211,7 +220,7 @@ func (s *Store) Close() error { return s.rdb.Close() }
 // DropAll deletes every key under s's prefix (on a Cluster, on every
 // primary): the end of a benchmark's or a test's installation.
 func (s *Store) DropAll(ctx context.Context) error {
-	drop := func(ctx context.Context, c redis.Cmdable) error {
+	return s.eachPrimary(ctx, func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
 		var batch []string
 		for iter.Next(ctx) {
@@ -227,11 +236,7 @@ func (s *Store) DropAll(ctx context.Context) error {
 			}
 		}
 		return nil
-	}
-	if c, ok := s.rdb.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return drop(ctx, n) })
-	}
-	return drop(ctx, s.rdb)
+	})
 }
 
 // LogTo sends the Redis client's own messages (a dial that failed, a
