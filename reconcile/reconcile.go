@@ -125,11 +125,16 @@ func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
 
 // checkFailed reports a check or fix that failed as a drift.
 func (r *Reconciler) checkFailed(saleID, orderID int64, what string, err error) seckill.Drift {
-	d := seckill.Drift{Kind: seckill.DriftCheckFailed, SaleID: saleID, OrderID: orderID, Detail: what + ": " + err.Error()}
+	return r.noted(seckill.Drift{Kind: seckill.DriftCheckFailed, SaleID: saleID, OrderID: orderID, Detail: what + ": " + err.Error()})
+}
+
+// noted counts d in seckill_reconcile_drift_total and logs it, and
+// returns it.
+func (r *Reconciler) noted(d seckill.Drift) seckill.Drift {
 	if r.drifts != nil {
-		r.drifts.WithLabelValues(d.Kind, "false").Inc()
+		r.drifts.WithLabelValues(d.Kind, strconv.FormatBool(d.Fixed)).Inc()
 	}
-	r.Log.Warn("reconcile check failed", "saleID", saleID, "orderID", orderID, "what", what, "error", err)
+	r.Log.Warn("reconcile drift", "kind", d.Kind, "saleID", d.SaleID, "orderID", d.OrderID, "fixed", d.Fixed, "detail", d.Detail)
 	return d
 }
 
@@ -143,13 +148,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	failed := func(orderID int64, what string, err error) {
 		drifts = append(drifts, r.checkFailed(saleID, orderID, what, err))
 	}
-	report := func(d seckill.Drift) {
-		drifts = append(drifts, d)
-		if r.drifts != nil {
-			r.drifts.WithLabelValues(d.Kind, strconv.FormatBool(d.Fixed)).Inc()
-		}
-		r.Log.Warn("reconcile drift", "kind", d.Kind, "saleID", d.SaleID, "orderID", d.OrderID, "fixed", d.Fixed, "detail", d.Detail)
-	}
+	report := func(d seckill.Drift) { drifts = append(drifts, r.noted(d)) }
 
 	// Claims admitted in Redis whose saga never started, and claims that
 	// outlived their order.
