@@ -8,22 +8,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/seckill/seckill/internal/testenv"
 )
 
 // Serve starts the pub/sub listener, the funnel's flusher and the HTTP
 // server; when its context ends, all of them stop.
 func TestServe_StopsEverythingItStarted(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, before,
-			// Not ours: gorm's statement-cache janitor and fasthttp's clock
-			// live as long as the process; fasthttp's worker-pool cleaner
-			// ends at its next tick after the server stops.
-			goleak.IgnoreAnyFunction("gorm.io/gorm/internal/lru.NewLRU[...].func1"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
-	})
+	testenv.NoLeaks(t)
 	r := newClaimRig(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
@@ -52,7 +51,7 @@ func (s *starter) count() (orders, starts int) {
 // (each start retried until it succeeds), every entry is acknowledged and
 // deleted, and when they stop no goroutine is left behind.
 func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testenv.NoLeaks(t)
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	const saleID, units = 7, 300

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
@@ -21,13 +20,7 @@ import (
 // holding one, and the claim of each active order. A live counter is
 // never touched, and Run leaves no goroutine behind.
 func TestCheck_RewarmsWhatRedisLostAndNothingElse(t *testing.T) {
-	// Checked after every cleanup (registered first, so run last): the
-	// database pool's goroutines end with the store. gorm's statement
-	// cache keeps a janitor goroutine for the life of the process.
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, before, goleak.IgnoreAnyFunction("gorm.io/gorm/internal/lru.NewLRU[...].func1"))
-	})
+	testenv.NoLeaks(t)
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()

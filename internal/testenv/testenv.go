@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
@@ -212,4 +213,21 @@ func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
 		t.Fatal(err)
 	}
 	return sale
+}
+
+// NoLeaks checks, once t and all its cleanups are done, that no goroutine
+// started during t is left. Call it first in the test, so its check runs
+// after the cleanups that close the test's stores. Ignored, not ours:
+// gorm's statement-cache janitor and fasthttp's clock, which live as long
+// as the process, and fasthttp's worker-pool cleaner, which ends at its
+// next tick after its server stops.
+func NoLeaks(t testing.TB) {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, before,
+			goleak.IgnoreAnyFunction("gorm.io/gorm/internal/lru.NewLRU[...].func1"),
+			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	})
 }
