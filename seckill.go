@@ -167,6 +167,9 @@ const (
 	DriftPaymentUndelivered = "payment_undelivered"
 	DriftStaleClaim         = "stale_claim"
 	DriftClaimMissing       = "claim_missing"
+	// DriftStockWhileWaiting: units sat in a sale's stock while buyers
+	// waited on its waitlist; they are handed to the waitlist.
+	DriftStockWhileWaiting = "stock_while_waiting"
 	// DriftCheckFailed: checking or fixing one order (or one sale) failed;
 	// the pass went on with the others and the next pass tries again.
 	DriftCheckFailed = "check_failed"
@@ -175,7 +178,7 @@ const (
 // DriftKinds lists every drift kind.
 var DriftKinds = []string{
 	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedEarly, DriftRedisAboveDB,
-	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing,
+	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting,
 }
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

@@ -23,16 +23,21 @@ type Activities struct {
 	store    *store.Store
 	rstore   *redisstore.Store
 	provider seckill.PaymentProvider
+	ids      IDs
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
 	stockSlots chan struct{}
 }
 
+// IDs hands out fresh order ids (an idgen.Generator): a released unit
+// that goes to a waiting buyer becomes a new order.
+type IDs interface{ Next() int64 }
+
 // New returns the activities. maxStockTx bounds concurrent stock
 // transactions in this worker (at least 1); provider refunds payments.
-func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, maxStockTx int) *Activities {
-	return &Activities{store: st, rstore: rstore, provider: provider, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, ids IDs, maxStockTx int) *Activities {
+	return &Activities{store: st, rstore: rstore, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 }
 
 func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
@@ -101,7 +106,8 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 // order with its reason and gives its locked unit back to the database's
 // available stock (recording the failed payment that closed it, if any, in
 // the same transaction), then forgets the user's claim in Redis and gives
-// the unit back there. Each half is idempotent (the closed row, the claim
+// the unit back there: to the sale's first waiting buyer, as a new order
+// whose saga the relay starts, or with nobody waiting to the stock. Each half is idempotent (the closed row, the claim
 // record naming this order), so a retry after either half does nothing
 // twice. It returns the order's close reason as stored (an order closed
 // before keeps its own). Non-retryable: OrderPaid (the order was paid
@@ -118,7 +124,7 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	a.changed(ctx, in.OrderID)
 	// An order closed as SOLD_OUT never held a database unit: Redis gets
 	// none back either.
-	if _, err := a.rstore.Release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
+	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
 		return "", err
 	}
 	return o.CloseReason, nil
@@ -196,11 +202,31 @@ func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput)
 	})
 }
 
-// ReleaseClaim forgets the user's claim in Redis and, when asked, returns
-// the unit to the counter and tells the API nodes. It acts only while the
-// claim still names this order, so it happens at most once per order.
+// ReleaseClaim forgets the user's claim in Redis and, when asked, gives
+// the unit back (to the waitlist first, as ReleaseOrder). It acts only
+// while the claim still names this order, so it happens at most once per
+// order.
 func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimInput) error {
-	_, err := a.rstore.Release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
+	return a.release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
+}
+
+// release is the Redis half of both: a unit given back becomes a fresh
+// order on the sale's terms when a buyer waits for it. The new order's id
+// is drawn on every attempt, and used only by the attempt that releases.
+func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, unit bool) error {
+	var next *redisstore.NextOrder
+	if unit {
+		sale, err := a.store.Sale(ctx, saleID)
+		if err != nil {
+			return fmt.Errorf("read sale %d: %w", saleID, err)
+		}
+		next = &redisstore.NextOrder{ID: a.ids.Next(), Terms: redisstore.TermsOf(*sale)}
+	}
+	res, err := a.rstore.Release(ctx, saleID, userID, orderID, next)
+	if err == nil && res.HandedTo != nil {
+		activity.GetLogger(ctx).Info("unit handed to the waitlist", "fromOrder", orderID,
+			"orderID", res.HandedTo.OrderID, "userID", res.HandedTo.UserID, "payBy", res.HandedTo.PayBy)
+	}
 	return err
 }
 

@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, 2)
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
 	for range 3 { // the first run and two retries
@@ -61,3 +62,63 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, redisstore.Admitted, again.Outcome, "ann may claim again")
 }
+
+// A unit released while a buyer waits goes to that buyer, as a new order
+// with the sale's terms, and not back to the stock; retries do not give it
+// twice.
+func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 1)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 1, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	terms := redisstore.TermsOf(*sale)
+	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.Admitted, res.Outcome)
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	for _, u := range []string{"bob", "cy"} {
+		j, err := rs.Join(ctx, sale.ID, u, 10, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	}
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	env.RegisterActivity(acts)
+	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
+	for range 3 {
+		_, err := env.ExecuteActivity(acts.ReleaseOrder, in)
+		require.NoError(t, err)
+	}
+
+	bob, err := rs.ClaimOf(ctx, sale.ID, "bob")
+	require.NoError(t, err)
+	require.NotZero(t, bob, "bob, first in line, got the unit")
+	adm, ok, err := rs.Admission(ctx, bob, []int64{sale.ID})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "bob", adm.UserID)
+	require.WithinDuration(t, time.Now().Add(sale.PaymentTimeout), adm.PayBy, 5*time.Second, "pay_by is fixed at the hand-over")
+	state, err := rs.WaitStateOf(ctx, sale.ID, "bob")
+	require.NoError(t, err)
+	require.Equal(t, redisstore.WaitState{OrderID: bob}, state)
+	cy, err := rs.WaitStateOf(ctx, sale.ID, "cy")
+	require.NoError(t, err)
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, cy, "cy is next")
+	n, _, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Zero(t, n, "the unit went to bob, not to open claims")
+	s, err := st.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Stock.Available, "the database holds it for bob's saga to lock")
+}
+
+// ids hands out order ids from 5001 on.
+type ids struct{ n atomic.Int64 }
+
+func (i *ids) Next() int64 { return 5000 + i.n.Add(1) }

@@ -104,8 +104,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 
 	user := principal(c).UserID
-	terms := redisstore.Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
-	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, terms)
+	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = seckill.ClaimUnavailable

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/redisstore"
 )
 
 // serve runs r's server on a loopback listener until the test ends, so the
@@ -113,8 +114,9 @@ func TestSoldOutFlag_ReleaseClearsIt(t *testing.T) {
 	// Compensation returns alice's unit with the release script, which
 	// announces it.
 	order, _ := strconv.ParseInt(a.decoded.OrderID, 10, 64)
-	if ok, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, true); err != nil || !ok {
-		t.Fatalf("release: %v %v", ok, err)
+	next := &redisstore.NextOrder{ID: order + 1, Terms: redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 1, Currency: "usd"}}
+	if res, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, next); err != nil || !res.Now {
+		t.Fatalf("release: %+v %v", res, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -177,13 +177,20 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Redis, devpay.Provider{Ledger: d.Store}, cfg.StockTx)
+	// A unit released to a waiting buyer becomes a new order: the worker
+	// leases an id node of its own, like every API process.
+	ids, err := idgen.New(ctx, d.Redis.IDNodes(), cfg.Log)
+	if err != nil {
+		return err
+	}
+	acts := activities.New(d.Store, d.Redis, devpay.Provider{Ledger: d.Store}, ids, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
 		Delivery: &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log},
+		IDs:      ids,
 	}
 	if err := rec.Register(d.Metrics); err != nil {
 		return err
@@ -212,6 +219,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	warmer := warmup.New(d.Store, d.Redis, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ids.Run(gctx) })
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return warmer.Run(gctx) })
 	return g.Wait()

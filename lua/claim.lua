@@ -1,6 +1,6 @@
 -- claim.lua: the whole admission decision for one claim, atomically.
 -- Every check runs before any write, so a refused claim changes nothing
--- (except the rate limiter's log of the attempt).
+-- (except the rate limiter's log of the attempt). admit.lua comes first.
 --
 -- KEYS[1] stock   seckill:{sN}:stock   string counter of units left
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
@@ -14,6 +14,9 @@
 -- KEYS[7] admitted seckill:{sN}:admitted  hash order id -> "<pay_by_ms>:<user>"
 --         of every admission, so an order can be found and shown (QUEUED,
 --         with its pay_by) before its saga has written it
+-- KEYS[8] wait    seckill:{sN}:wait    the waitlist (a waiting buyer who
+--         is admitted by a claim leaves it as ADMITTED)
+-- KEYS[9] waited  seckill:{sN}:waited  hash user -> order the waitlist gave
 -- ARGV[1] user id
 -- ARGV[2] order id (fresh, from the caller's time-ordered generator)
 -- ARGV[3] sale id
@@ -31,10 +34,9 @@
 -- they are not answers, only "try again".
 --
 -- Returns {code, value, replayed (0 or 1), pay_by_ms ('' unless ADMITTED)}:
---   0 ADMITTED         value = ARGV[2]; stock decremented, claim, admission
---                      and outbox entry (o order, u user, s sale, t
---                      admission ms, p pay_by ms, a amount, c currency)
---                      written; pay_by fixed here, on Redis' clock
+--   0 ADMITTED         value = ARGV[2]; stock decremented, the admission
+--                      written by admit() (claim, admission, outbox
+--                      entry); pay_by fixed here, on Redis' clock
 --   1 SOLD_OUT
 --   2 ALREADY_CLAIMED  value = the user's active order
 --   3 NOT_STARTED
@@ -67,9 +69,7 @@ local function decide(code, id, pay_by)
   return {code, id, 0, pay_by or ''}
 end
 
--- One clock for every API node: the Redis server's.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local limit = tonumber(ARGV[6])
 if limit > 0 then
@@ -87,7 +87,7 @@ local stock = redis.call('GET', KEYS[1])
 if not stock then
   return {5, '', 0, ''}
 end
-local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
+local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms')
 if not window[1] or not window[2] then
   return {5, '', 0, ''}
 end
@@ -106,14 +106,9 @@ if tonumber(stock) <= 0 then
   return decide(1, '')
 end
 
-local pay_by = tostring(now + tonumber(ARGV[8]))
 redis.call('DECR', KEYS[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[7], ARGV[2], pay_by .. ':' .. ARGV[1])
-if window[3] then
-  redis.call('PEXPIREAT', KEYS[2], window[3])
-  redis.call('PEXPIREAT', KEYS[7], window[3])
-end
-redis.call('XADD', KEYS[4], '*', 'o', ARGV[2], 'u', ARGV[1], 's', ARGV[3], 't', tostring(now),
-  'p', pay_by, 'a', ARGV[9], 'c', ARGV[10])
+local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
+  admitted = KEYS[7], wait = KEYS[8], waited = KEYS[9]}
+local pay_by = admit(k, ARGV[1], ARGV[2], now,
+  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10]}, false)
 return decide(0, ARGV[2], pay_by)

@@ -1,18 +1,40 @@
 // Package lua holds seckill's Redis scripts, one file per operation, each
 // with a header giving KEYS, ARGV and return codes. The redisstore package
 // runs them (by EVALSHA) and is the only code that talks to Redis.
+//
+// admit.lua is not a script of its own: it holds the functions that write
+// an admission and hand a unit to the waitlist, and is put in front of
+// every script that gives a buyer a unit, so there is one copy of each.
 package lua
 
 import _ "embed"
 
+//go:embed admit.lua
+var admit string
+
 // The scripts' sources.
 var (
 	//go:embed claim.lua
-	Claim string
+	claim string
 	//go:embed release.lua
-	Release string
+	release string
+	//go:embed join.lua
+	join string
+	//go:embed handover.lua
+	handover string
 	//go:embed warm.lua
 	Warm string
 	//go:embed rewarm.lua
 	Rewarm string
+
+	// Claim admits or refuses one claim.
+	Claim = admit + claim
+	// Release forgets an order's claim and gives its unit back: to the
+	// first waiting buyer, or to the stock.
+	Release = admit + release
+	// Join puts a buyer on a sale's waitlist (or admits them, when a unit
+	// is in stock).
+	Join = admit + join
+	// HandOver gives units left in stock to waiting buyers.
+	HandOver = admit + handover
 )

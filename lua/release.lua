@@ -1,26 +1,47 @@
 -- release.lua: the Redis half of compensation for one order, exactly once.
+-- admit.lua comes first.
+--
 -- The user's claim record is the idempotency key: only while it still names
 -- this order is it removed (so the user may claim again) and, when asked,
--- the unit returned. A retry, a second compensation or a claim record lost
--- with Redis finds nothing to do. Stock is only returned to a warmed
--- counter: a missing key is re-warmed from Postgres, which already counts
--- this unit, so creating it here would give Redis stock the DB lacks.
+-- the unit given back: to the first waiting buyer (hand_over: an order for
+-- them, in this same script, so the unit is never also open to a claim),
+-- or, with nobody waiting, to the counter for open claims. A retry, a
+-- second compensation or a claim record lost with Redis finds nothing to
+-- do. A unit is only given back to a warmed sale: a missing counter is
+-- re-warmed from Postgres, which already counts this unit, so creating it
+-- here would give Redis stock the DB lacks.
 --
--- KEYS[1] stock   seckill:{sN}:stock
--- KEYS[2] claims  seckill:{sN}:claims
+-- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
+-- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
 -- ARGV[1] user id
 -- ARGV[2] order id
--- ARGV[3] "1" to return the unit to the counter, "0" to only forget the claim
+-- ARGV[3] "1" to give the unit back, "0" to only forget the claim (the
+--         order never held one)
 -- ARGV[4] pub/sub channel told that the sale has stock again
 -- ARGV[5] sale id (the message)
+-- ARGV[6] a fresh order id for the waiting buyer who gets the unit
+-- ARGV[7] the sale's payment timeout, milliseconds (their pay_by is now
+--         plus it)
+-- ARGV[8] amount, cents
+-- ARGV[9] currency
 --
--- Returns 1 when the claim was released now, 0 when there was nothing to do.
+-- Returns {released, user, pay_by}: released 1 when the claim was released
+-- now, 0 when there was nothing to do; user and pay_by name the waiting
+-- buyer who got the unit as order ARGV[6] ('' when nobody did).
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
-  return 0
+  return {0, '', ''}
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
-if ARGV[3] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('INCR', KEYS[1])
-  redis.call('PUBLISH', ARGV[4], ARGV[5])
+if ARGV[3] ~= '1' or redis.call('EXISTS', KEYS[1]) == 0 then
+  return {1, '', ''}
 end
-return 1
+local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
+local user, pay_by = hand_over(k, ARGV[6], now_ms(),
+  {sale = ARGV[5], timeout_ms = ARGV[7], amount = ARGV[8], currency = ARGV[9]})
+if user then
+  return {1, user, pay_by}
+end
+redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return {1, '', ''}

@@ -71,6 +71,9 @@ type Reconciler struct {
 	Grace time.Duration
 	// Delivery hands undelivered payment events to their sagas.
 	Delivery *delivery.Deliverer
+	// IDs hands out the ids of the orders a unit becomes when it is
+	// handed to a waiting buyer (an idgen.Generator).
+	IDs interface{ Next() int64 }
 
 	drifts *prometheus.CounterVec
 }
@@ -167,7 +170,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// Redis being re-warmed from an older snapshot): release it
 			// now, returning the unit the database has back, exactly as
 			// the saga would have.
-			released, err := r.Redis.Release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
+			released, err := r.release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
 			if err != nil {
 				failed(orderID, "release the claim of a closed order", err)
 				continue
@@ -290,7 +293,45 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		report(seckill.Drift{Kind: seckill.DriftRedisAboveDB, SaleID: saleID, Fixed: lowered,
 			Detail: fmt.Sprintf("Redis remaining %d > database available %d", seen, sale.Stock.Available)})
 	}
+
+	// Units in stock while buyers wait for one (a counter re-loaded while
+	// the waitlist survived): give them to the waitlist.
+	counts, err := r.Redis.Counts(ctx, []int64{saleID})
+	if err != nil {
+		return drifts, err
+	}
+	if c := counts[saleID]; c.Remaining > 0 && c.Waiting > 0 {
+		ids := make([]int64, min(c.Remaining, c.Waiting, maxHandOver))
+		for i := range ids {
+			ids[i] = r.IDs.Next()
+		}
+		n, err := r.Redis.HandOver(ctx, saleID, redisstore.TermsOf(*sale), ids)
+		if err != nil {
+			return drifts, err
+		}
+		report(seckill.Drift{Kind: seckill.DriftStockWhileWaiting, SaleID: saleID, Fixed: n > 0,
+			Detail: fmt.Sprintf("%d units in stock while %d buyers waited; %d handed to the waitlist", c.Remaining, c.Waiting, n)})
+	}
 	return drifts, nil
+}
+
+// maxHandOver bounds the units one pass hands to a sale's waitlist (the
+// next pass hands the rest), so one script stays short.
+const maxHandOver = 256
+
+// release forgets a closed order's claim and, when unit is set, gives its
+// unit back as the saga would: to the first waiting buyer, or the stock.
+func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, unit bool) (bool, error) {
+	var next *redisstore.NextOrder
+	if unit {
+		sale, err := r.Store.Sale(ctx, saleID)
+		if err != nil {
+			return false, err
+		}
+		next = &redisstore.NextOrder{ID: r.IDs.Next(), Terms: redisstore.TermsOf(*sale)}
+	}
+	res, err := r.Redis.Release(ctx, saleID, user, orderID, next)
+	return res.Now, err
 }
 
 // Activities exposes the reconciler to the Reconcile workflow.

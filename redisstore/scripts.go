@@ -17,10 +17,12 @@ import (
 )
 
 var (
-	claimScript   = redis.NewScript(lua.Claim)
-	releaseScript = redis.NewScript(lua.Release)
-	warmScript    = redis.NewScript(lua.Warm)
-	rewarmScript  = redis.NewScript(lua.Rewarm)
+	claimScript    = redis.NewScript(lua.Claim)
+	releaseScript  = redis.NewScript(lua.Release)
+	joinScript     = redis.NewScript(lua.Join)
+	handOverScript = redis.NewScript(lua.HandOver)
+	warmScript     = redis.NewScript(lua.Warm)
+	rewarmScript   = redis.NewScript(lua.Rewarm)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.
@@ -70,12 +72,27 @@ type Keys struct {
 	Stock, Claims, Meta, Outbox string
 	// Admitted maps each admitted order id to "<pay_by ms>:<user>".
 	Admitted string
+	// Wait is the waitlist: user -> join sequence, first come first.
+	// Waited maps a user the waitlist gave a unit to the order.
+	Wait, Waited string
 }
 
 // SaleKeys returns the keys of sale id.
 func (s *Store) SaleKeys(saleID int64) Keys {
 	tag := s.prefix + ":{s" + strconv.FormatInt(saleID, 10) + "}:"
-	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted"}
+	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted",
+		Wait: tag + "wait", Waited: tag + "waited"}
+}
+
+// unitKeys are the keys of every script that gives a unit to a buyer
+// (release, join, handover), in their KEYS order.
+func (k Keys) unitKeys() []string {
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, k.Admitted, k.Wait, k.Waited}
+}
+
+// args are Terms as the scripts take them: timeout ms, amount, currency.
+func (t Terms) args() []any {
+	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
 }
 
 // ActiveSalesKey is a sorted set of warmed sale ids scored by the time
@@ -140,6 +157,11 @@ type Terms struct {
 	PaymentTimeout time.Duration
 	AmountCents    int64
 	Currency       string
+}
+
+// TermsOf are sale's terms for every buyer it admits.
+func TermsOf(sale seckill.Sale) Terms {
+	return Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
 }
 
 // Claim runs the admission for userID on saleID with the fresh orderID;
@@ -224,7 +246,7 @@ func (s *Store) claimKeys(saleID int64, userID, idem string) []string {
 	if idem == "" {
 		idem = tag + "idem:-"
 	}
-	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, tag + "rl:" + userID, k.Admitted}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, tag + "rl:" + userID, k.Admitted, k.Wait, k.Waited}
 }
 
 // idempotencyKey is the record of one user's key on one sale. The client's
@@ -307,30 +329,70 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	return loaded == 1, nil
 }
 
+// NextOrder is what a released unit becomes when a buyer is waiting for
+// one: a fresh order id and the sale's terms.
+type NextOrder struct {
+	ID    int64
+	Terms Terms
+}
+
+// Released is what a Release did.
+type Released struct {
+	// Now is set when the claim still named the order and was released
+	// by this call.
+	Now bool
+	// HandedTo is the waiting buyer who got the unit, as a new admission;
+	// nil when nobody did (the unit went back to the stock, or stayed out
+	// of it).
+	HandedTo *Admission
+}
+
 // Release forgets userID's claim on saleID if it still names orderID and,
-// when returnUnit is set, gives the unit back to a warmed counter. Safe to
-// repeat: it reports whether this call released the claim.
-func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderID int64, returnUnit bool) (bool, error) {
+// when next is not nil, gives the unit back: to the first waiting buyer,
+// as order next.ID with next.Terms, or with nobody waiting to the warmed
+// counter for open claims. Safe to repeat: a repeat finds the claim gone
+// and does nothing.
+func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderID int64, next *NextOrder) (Released, error) {
 	k := s.SaleKeys(saleID)
-	ret := "0"
-	if returnUnit {
-		ret = "1"
+	args := []any{userID, orderID, "0", s.RestockChannel(), saleID}
+	if next != nil {
+		args[2] = "1"
+		args = append(append(args, next.ID), next.Terms.args()...)
+	} else {
+		args = append(args, 0, 0, 0, "")
 	}
 	// A release waits for the replicas too: lost in a failover, the unit
-	// would be missing from the counter and the user's claim back. On
-	// ErrNotReplicated the caller retries, which finds nothing left to do
-	// or, after a failover that lost it, does it again.
-	var released bool
+	// would be missing from the counter (or from the buyer it went to) and
+	// the user's claim back. On ErrNotReplicated the caller retries, which
+	// finds nothing left to do or, after a failover that lost it, does it
+	// again.
+	var out Released
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
-		n, err := releaseScript.Run(ctx, c, []string{k.Stock, k.Claims},
-			userID, orderID, ret, s.RestockChannel(), saleID).Int()
+		res, err := releaseScript.Run(ctx, c, k.unitKeys(), args...).Slice()
 		if err != nil {
 			return false, fmt.Errorf("release script: %w", err)
 		}
-		released = n == 1
-		return released, nil
+		if out, err = parseReleased(saleID, next, res); err != nil {
+			return false, err
+		}
+		return out.Now, nil
 	})
-	return released, err
+	return out, err
+}
+
+func parseReleased(saleID int64, next *NextOrder, res []any) (Released, error) {
+	if len(res) != 3 {
+		return Released{}, fmt.Errorf("release script: unexpected reply %v", res)
+	}
+	out := Released{Now: res[0] == int64(1)}
+	if user, _ := res[1].(string); user != "" && next != nil {
+		ms, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
+		if err != nil {
+			return Released{}, fmt.Errorf("release script: bad pay_by %v", res[2])
+		}
+		out.HandedTo = &Admission{OrderID: next.ID, SaleID: saleID, UserID: user, PayBy: time.UnixMilli(ms).UTC()}
+	}
+	return out, nil
 }
 
 // Remaining reads a sale's counter; ok is false when the sale is not warmed.
@@ -419,7 +481,7 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 // Preload loads every script into the script cache, so the first claims of
 // a burst do not pay for an EVAL fallback.
 func (s *Store) Preload(ctx context.Context) error {
-	for _, sc := range []*redis.Script{claimScript, releaseScript, warmScript, rewarmScript} {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load script: %w", err)
 		}

@@ -25,6 +25,9 @@ func openSale(units int64) redisstore.WarmSpec {
 	return redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
 }
 
+// next is the order a released unit becomes if a buyer waits for it.
+func next(id int64) *redisstore.NextOrder { return &redisstore.NextOrder{ID: id, Terms: terms} }
+
 func warm(t *testing.T, sc *redisstore.Store, spec redisstore.WarmSpec) {
 	t.Helper()
 	loaded, err := sc.Warm(t.Context(), spec)
@@ -302,15 +305,15 @@ func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
 	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 
-	released, err := sc.Release(ctx, saleID, "alice", 1001, true)
+	released, err := sc.Release(ctx, saleID, "alice", 1001, next(5001))
 	require.NoError(t, err)
-	require.True(t, released)
+	require.True(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 
-	released, err = sc.Release(ctx, saleID, "alice", 1001, true)
+	released, err = sc.Release(ctx, saleID, "alice", 1001, next(5001))
 	require.NoError(t, err)
-	require.False(t, released)
+	require.False(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc), "a repeated release must not return a second unit")
 }
 
@@ -320,10 +323,10 @@ func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
 	warm(t, sc, openSale(2))
 	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, false)
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, nil)
 
 	require.NoError(t, err)
-	require.True(t, released)
+	require.True(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 }
@@ -333,9 +336,9 @@ func TestRelease_UserMayClaimAgain(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
 	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
 	require.NoError(t, err)
-	require.True(t, released)
+	require.True(t, released.Now)
 
 	res := claim(t, sc, "alice", 1002)
 
@@ -349,10 +352,10 @@ func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
 	warm(t, sc, openSale(2))
 	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 999, true)
+	released, err := sc.Release(t.Context(), saleID, "alice", 999, next(5001))
 
 	require.NoError(t, err)
-	require.False(t, released)
+	require.False(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 }
@@ -367,10 +370,10 @@ func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
 	require.NoError(t, sc.Client().Del(ctx, k.Stock).Err()) // Redis lost the counter
 	sub := subscribe(t, sc)
 
-	released, err := sc.Release(ctx, saleID, "alice", 1001, true)
+	released, err := sc.Release(ctx, saleID, "alice", 1001, next(5001))
 
 	require.NoError(t, err)
-	require.True(t, released, "the claim is still forgotten")
+	require.True(t, released.Now, "the claim is still forgotten")
 	require.Zero(t, claimOf(t, sc, "alice"))
 	require.False(t, exists(t, sc, k.Stock))
 	// Messages on one channel arrive in order: if the release had announced
@@ -386,10 +389,10 @@ func TestRelease_AnnouncesRestock(t *testing.T) {
 	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	sub := subscribe(t, sc)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, true)
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
 
 	require.NoError(t, err)
-	require.True(t, released)
+	require.True(t, released.Now)
 	msg := receive(t, sub)
 	require.Equal(t, sc.RestockChannel(), msg.Channel)
 	require.Equal(t, strconv.Itoa(saleID), msg.Payload)

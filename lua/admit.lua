@@ -1,0 +1,77 @@
+-- admit.lua: the functions every script that gives a unit to a buyer
+-- shares. lua.go puts this file in front of claim.lua, join.lua,
+-- release.lua and handover.lua, so an admission is written in one place
+-- whether it comes from a claim, from a join that found a unit in stock,
+-- or from a unit handed to the waitlist, and every admitted order looks
+-- the same to the relay, the API and reconciliation.
+--
+-- The functions take a sale's keys as a table k (the calling script fills
+-- it from its KEYS): k.stock, k.claims, k.meta, k.outbox, k.admitted,
+-- k.wait (sorted set user -> join sequence: the waitlist, head first) and
+-- k.waited (hash user -> order id the waitlist gave them), and the terms
+-- of an admission as a table t: t.sale (sale id), t.timeout_ms (payment
+-- timeout), t.amount (cents), t.currency.
+
+-- now_ms is the Redis server's clock in milliseconds: the one clock of
+-- every API node and worker.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- admit records user's admission as order (an id string) at now: the
+-- claim (one active order per user), the admission (pay_by and user, so
+-- the order can be shown and paid before its saga writes it) and the
+-- outbox entry the relay starts the saga from (o order, u user, s sale, t
+-- admission ms, p pay_by ms, a amount, c currency). A buyer admitted while waiting leaves the waitlist
+-- as ADMITTED with this order. It does not touch the stock: the caller
+-- has taken the unit. pay_by is fixed here: now plus the payment timeout.
+-- Returns pay_by (ms, a string).
+local function admit(k, user, order, now, t, from_waitlist)
+  local pay_by = tostring(now + tonumber(t.timeout_ms))
+  redis.call('HSET', k.claims, user, order)
+  redis.call('HSET', k.admitted, order, pay_by .. ':' .. user)
+  local expire = redis.call('HGET', k.meta, 'expire_ms')
+  if expire then
+    redis.call('PEXPIREAT', k.claims, expire)
+    redis.call('PEXPIREAT', k.admitted, expire)
+  end
+  if from_waitlist then
+    redis.call('HINCRBY', k.meta, 'waitlist_admissions', 1)
+  end
+  redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
+    'p', pay_by, 'a', t.amount, 'c', t.currency)
+  if redis.call('ZREM', k.wait, user) == 1 or from_waitlist then
+    redis.call('HSET', k.waited, user, order)
+    if expire then
+      redis.call('PEXPIREAT', k.waited, expire)
+    end
+  end
+  return pay_by
+end
+
+-- hand_over gives one unit the caller holds to the first waiting buyer
+-- who holds no active order, as order. A waiting buyer who holds one
+-- (possible only after Redis lost and re-loaded the sale's claims) leaves
+-- the waitlist as ADMITTED with that order, and the next is asked. Once
+-- the sale has ended the waitlist has expired: nobody is given the unit.
+-- Returns user, pay_by of the buyer admitted, or nil when nobody was.
+local function hand_over(k, order, now, t)
+  local ends = redis.call('HGET', k.meta, 'ends_ms')
+  if not ends or now >= tonumber(ends) then
+    return nil
+  end
+  while true do
+    local head = redis.call('ZPOPMIN', k.wait)
+    if #head == 0 then
+      return nil
+    end
+    local user = head[1]
+    local active = redis.call('HGET', k.claims, user)
+    if not active then
+      return user, admit(k, user, order, now, t, true)
+    end
+    redis.call('HSET', k.waited, user, active)
+  end
+end
+

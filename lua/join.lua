@@ -1,0 +1,64 @@
+-- join.lua: a buyer joins a sale's waitlist, atomically. admit.lua comes
+-- first.
+--
+-- The waitlist is first come, first served: a sorted set scored by a
+-- join sequence (meta's wait_seq), so a buyer's position is their rank
+-- plus one. A unit still in stock is never left there while buyers wait
+-- (release.lua and handover.lua hand units to the waitlist first), so a
+-- buyer who joins while the counter has a unit is first in line and is
+-- admitted at once, exactly as by a claim.
+--
+-- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
+-- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
+-- ARGV[1] user id
+-- ARGV[2] most entries the waitlist may hold (SECKILL_WAITLIST_MAX)
+-- ARGV[3] a fresh order id, used only if a unit is in stock
+-- ARGV[4] sale id
+-- ARGV[5] payment timeout ms, ARGV[6] amount cents, ARGV[7] currency
+--
+-- Returns {code, value, pay_by}:
+--   0 ADMITTED         value = ARGV[3], pay_by = its deadline (ms)
+--   2 ALREADY_CLAIMED  value = the user's active order
+--   3 NOT_STARTED
+--   4 ENDED
+--   5 NOT_WARMED       fail closed, as claim.lua
+--   7 WAITING          value = position (1 is next): joined now
+--   8 ALREADY_WAITING  value = position
+--   9 WAITLIST_FULL
+local stock = redis.call('GET', KEYS[1])
+local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
+if not stock or not window[1] or not window[2] then
+  return {5, '', ''}
+end
+local now = now_ms()
+if now < tonumber(window[1]) then
+  return {3, '', ''}
+end
+if now >= tonumber(window[2]) then
+  return {4, '', ''}
+end
+local active = redis.call('HGET', KEYS[2], ARGV[1])
+if active then
+  return {2, active, ''}
+end
+local rank = redis.call('ZRANK', KEYS[6], ARGV[1])
+if rank then
+  return {8, tostring(rank + 1), ''}
+end
+local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
+local t = {sale = ARGV[4], timeout_ms = ARGV[5], amount = ARGV[6], currency = ARGV[7]}
+if tonumber(stock) > 0 then
+  redis.call('DECR', KEYS[1])
+  return {0, ARGV[3], admit(k, ARGV[1], ARGV[3], now, t, true)}
+end
+if redis.call('ZCARD', KEYS[6]) >= tonumber(ARGV[2]) then
+  return {9, '', ''}
+end
+local seq = redis.call('HINCRBY', KEYS[3], 'wait_seq', 1)
+redis.call('ZADD', KEYS[6], seq, ARGV[1])
+redis.call('HDEL', KEYS[7], ARGV[1])
+if window[3] then
+  redis.call('PEXPIREAT', KEYS[6], window[3])
+end
+return {7, tostring(redis.call('ZRANK', KEYS[6], ARGV[1]) + 1), ''}

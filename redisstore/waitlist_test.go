@@ -1,0 +1,187 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+)
+
+func join(t *testing.T, sc *redisstore.Store, user string) redisstore.JoinResult {
+	t.Helper()
+	res, err := sc.Join(t.Context(), saleID, user, 3, 7000, terms)
+	require.NoError(t, err)
+	return res
+}
+
+func waitState(t *testing.T, sc *redisstore.Store, user string) redisstore.WaitState {
+	t.Helper()
+	st, err := sc.WaitStateOf(t.Context(), saleID, user)
+	require.NoError(t, err)
+	return st
+}
+
+func TestJoin_FirstComeFirstServedAndBounded(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+
+	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinAlreadyClaimed, OrderID: 1001}, join(t, sc, "ann"))
+	for i, u := range []string{"bob", "cy", "dee"} {
+		require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: int64(i + 1)}, join(t, sc, u))
+	}
+	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinAlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
+	require.Equal(t, redisstore.JoinFull, join(t, sc, "eve").Outcome, "at most 3 entries")
+
+	left, err := sc.Leave(t.Context(), saleID, "bob")
+	require.NoError(t, err)
+	require.True(t, left)
+	require.Equal(t, redisstore.WaitState{}, waitState(t, sc, "bob"))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
+}
+
+func TestJoin_OutsideTheWindowOrUnwarmed(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	require.Equal(t, redisstore.JoinNotWarmed, join(t, sc, "ann").Outcome)
+	spec := openSale(0)
+	spec.StartsAt = time.Now().Add(time.Hour)
+	spec.EndsAt = time.Now().Add(2 * time.Hour)
+	warm(t, sc, spec)
+	require.Equal(t, redisstore.JoinNotStarted, join(t, sc, "ann").Outcome)
+}
+
+// A buyer who joins while a unit is in stock is first in line (units never
+// sit in stock while others wait) and is admitted at once.
+func TestJoin_AdmitsAtOnceWhileStockLasts(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(1))
+
+	res := join(t, sc, "ann")
+
+	require.Equal(t, redisstore.JoinAdmitted, res.Outcome)
+	require.Equal(t, int64(7000), res.OrderID)
+	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 5*time.Second)
+	require.Zero(t, remaining(t, sc))
+	require.Equal(t, int64(7000), claimOf(t, sc, "ann"))
+	require.Equal(t, redisstore.WaitState{OrderID: 7000}, waitState(t, sc, "ann"))
+	require.Len(t, outbox(t, sc), 1, "the relay starts its saga like a claim's")
+}
+
+func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	join(t, sc, "bob")
+	join(t, sc, "cy")
+	ctx := t.Context()
+
+	res, err := sc.Release(ctx, saleID, "ann", 1001, next(5001))
+
+	require.NoError(t, err)
+	require.True(t, res.Now)
+	require.NotNil(t, res.HandedTo)
+	require.Equal(t, "bob", res.HandedTo.UserID)
+	require.Equal(t, int64(5001), res.HandedTo.OrderID)
+	require.Zero(t, remaining(t, sc), "the unit went to bob, not to open claims")
+	require.Equal(t, int64(5001), claimOf(t, sc, "bob"))
+	require.Equal(t, redisstore.WaitState{OrderID: 5001}, waitState(t, sc, "bob"))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	entries := outbox(t, sc)
+	require.Len(t, entries, 2)
+	require.Equal(t, "5001", entries[1].Values["o"])
+	require.Equal(t, "bob", entries[1].Values["u"])
+	counts, err := sc.Counts(ctx, []int64{saleID})
+	require.NoError(t, err)
+	require.Equal(t, redisstore.SaleCounts{Remaining: 0, Waiting: 1, FromWaitlist: 1}, counts[saleID])
+
+	again, err := sc.Release(ctx, saleID, "ann", 1001, next(5002))
+	require.NoError(t, err)
+	require.Equal(t, redisstore.Released{}, again, "a repeat gives nothing twice")
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+}
+
+// A waiting buyer who got an order by a claim left the line as ADMITTED; the
+// unit goes to the next one.
+func TestRelease_SkipsBuyersWhoHoldAnOrder(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, redisstore.JoinAdmitted, join(t, sc, "bob").Outcome) // a unit in stock: admitted at once
+	join(t, sc, "cy")
+	join(t, sc, "dee")
+	// Redis re-loaded claims from the database: cy holds an order while on the line.
+	restored, err := sc.RestoreClaim(t.Context(), saleID, "cy", 900)
+	require.NoError(t, err)
+	require.True(t, restored)
+
+	res, err := sc.Release(t.Context(), saleID, "bob", 7000, next(5001))
+
+	require.NoError(t, err)
+	require.Equal(t, "dee", res.HandedTo.UserID)
+	require.Equal(t, redisstore.WaitState{OrderID: 900}, waitState(t, sc, "cy"))
+}
+
+func TestClaim_TakesAWaitingBuyerOffTheLine(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(1))
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	join(t, sc, "bob")
+	_, err := sc.Release(t.Context(), saleID, "ann", 1001, nil) // the order never held a unit
+	require.NoError(t, err)
+	_, err = sc.Client().Incr(t.Context(), sc.SaleKeys(saleID).Stock).Result() // a unit came back outside the waitlist
+	require.NoError(t, err)
+
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "bob", 1002).Outcome)
+
+	require.Equal(t, redisstore.WaitState{OrderID: 1002}, waitState(t, sc, "bob"))
+}
+
+// Once the sale ended its waitlist expired: a released unit goes back to the
+// (closed) stock, and nobody is given an order.
+func TestRelease_AfterTheEndGivesNoOneTheUnit(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	spec := openSale(1)
+	spec.EndsAt = time.Now().Add(300 * time.Millisecond)
+	warm(t, sc, spec)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	join(t, sc, "bob")
+	time.Sleep(time.Until(spec.EndsAt))
+
+	res, err := sc.Release(t.Context(), saleID, "ann", 1001, next(5001))
+
+	require.NoError(t, err)
+	require.Nil(t, res.HandedTo)
+	require.Equal(t, int64(1), remaining(t, sc))
+	require.Equal(t, redisstore.Ended, claim(t, sc, "cy", 1002).Outcome)
+}
+
+func TestHandOver_GivesStockToWaitingBuyers(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(0))
+	for i := range 3 {
+		join(t, sc, fmt.Sprint("w", i))
+	}
+	_, err := sc.Client().IncrBy(t.Context(), sc.SaleKeys(saleID).Stock, 2).Result() // re-loaded while they waited
+	require.NoError(t, err)
+
+	n, err := sc.HandOver(t.Context(), saleID, terms, []int64{8001, 8002, 8003})
+
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Zero(t, remaining(t, sc))
+	require.Equal(t, int64(8001), claimOf(t, sc, "w0"))
+	require.Equal(t, int64(8002), claimOf(t, sc, "w1"))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w2"))
+}
