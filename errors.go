@@ -26,6 +26,9 @@ const (
 	CodeOrderNotCancellable Code = "ORDER_NOT_CANCELLABLE"
 	CodeInvalidSignature    Code = "INVALID_SIGNATURE"
 	CodeMalformedEvent      Code = "MALFORMED_EVENT"
+	CodeAlreadyWaiting      Code = "ALREADY_WAITING"
+	CodeWaitlistFull        Code = "WAITLIST_FULL"
+	CodeNotWaiting          Code = "NOT_WAITING"
 	CodeInternal            Code = "INTERNAL"
 )
 
@@ -36,6 +39,8 @@ type Error struct {
 	Message string
 	// OrderID accompanies ALREADY_CLAIMED: the user's active order.
 	OrderID int64
+	// Position accompanies ALREADY_WAITING: the user's place in line.
+	Position int64
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

@@ -57,6 +57,8 @@ type Config struct {
 	IPLimit IPLimit
 	// Dev turns on the demo sign-in and the dev checkout (off by default).
 	Dev DevTools
+	// WaitlistMax bounds each sale's waitlist [DefaultWaitlistMax].
+	WaitlistMax int
 }
 
 // Server is the HTTP API.
@@ -86,6 +88,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.SoldOutTTL <= 0 {
 		cfg.SoldOutTTL = SoldOutTTL
+	}
+	if cfg.WaitlistMax <= 0 {
+		cfg.WaitlistMax = DefaultWaitlistMax
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -130,6 +135,9 @@ func New(cfg Config) *Server {
 	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
 	v1.Get("/sales/:id/stats", s.auth.authenticate, requireAdmin, s.saleStats)
 	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
+	v1.Post("/sales/:id/waitlist", s.auth.authenticate, s.joinWaitlist)
+	v1.Get("/sales/:id/waitlist/me", s.auth.authenticate, s.waitlistMe)
+	v1.Delete("/sales/:id/waitlist/me", s.auth.authenticate, s.leaveWaitlist)
 	v1.Get("/orders", s.auth.authenticate, s.listOrders)
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
 	v1.Get("/orders/:id/events", s.auth.authenticate, s.orderEvents)

@@ -7,6 +7,7 @@ type metrics struct {
 	claimSeconds prometheus.Histogram
 	webhooks     *prometheus.CounterVec
 	streams      prometheus.Gauge
+	joins        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,7 +26,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_order_streams", Help: "Open order event streams (GET /orders/{id}/events).",
 		}),
+		joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_waitlist_joins_total", Help: "Waitlist joins answered, by status or error code.",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks, m.streams)
+	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks, m.streams, m.joins)
 	return m
 }

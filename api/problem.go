@@ -21,6 +21,8 @@ type problem struct {
 	Code   seckill.Code `json:"code"`
 	// OrderID accompanies ALREADY_CLAIMED.
 	OrderID string `json:"order_id,omitempty"`
+	// Position accompanies ALREADY_WAITING.
+	Position int64 `json:"position,omitempty"`
 }
 
 var codeStatus = map[seckill.Code]int{
@@ -40,6 +42,9 @@ var codeStatus = map[seckill.Code]int{
 	seckill.CodeOrderNotCancellable: http.StatusConflict,
 	seckill.CodeInvalidSignature:    http.StatusBadRequest,
 	seckill.CodeMalformedEvent:      http.StatusBadRequest,
+	seckill.CodeAlreadyWaiting:      http.StatusConflict,
+	seckill.CodeWaitlistFull:        http.StatusConflict,
+	seckill.CodeNotWaiting:          http.StatusNotFound,
 	seckill.CodeInternal:            http.StatusInternalServerError,
 }
 
@@ -80,6 +85,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		if dErr.OrderID != 0 {
 			p.OrderID = strconv.FormatInt(dErr.OrderID, 10)
 		}
+		p.Position = dErr.Position
 		switch status {
 		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 			if c.GetRespHeader(fiber.HeaderRetryAfter) == "" {

@@ -17,6 +17,8 @@ import (
 type saleCollector struct {
 	s         *Server
 	remaining *prometheus.Desc
+	waiting   *prometheus.Desc
+	handed    *prometheus.Desc
 	orders    *prometheus.Desc
 	up        *prometheus.Desc
 }
@@ -26,6 +28,10 @@ func newSaleCollector(s *Server) *saleCollector {
 		s: s,
 		remaining: prometheus.NewDesc("seckill_sale_remaining",
 			"Admissions still possible for the sale (its Redis counter).", []string{"sale"}, nil),
+		waiting: prometheus.NewDesc("seckill_sale_waitlist_length",
+			"Buyers waiting on the sale's waitlist.", []string{"sale"}, nil),
+		handed: prometheus.NewDesc("seckill_sale_waitlist_admissions_total",
+			"Units the sale's waitlist gave to waiting buyers (released units, and joins that found one in stock).", []string{"sale"}, nil),
 		orders: prometheus.NewDesc("seckill_sale_orders",
 			"The sale's orders by status (database).", []string{"sale", "status"}, nil),
 		up: prometheus.NewDesc("seckill_sale_scrape_ok",
@@ -35,6 +41,8 @@ func newSaleCollector(s *Server) *saleCollector {
 
 func (c *saleCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.remaining
+	ch <- c.waiting
+	ch <- c.handed
 	ch <- c.orders
 	ch <- c.up
 }
@@ -49,21 +57,24 @@ func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
 		ok = 0
 		return
 	}
-	remaining, err := c.s.cfg.Redis.RemainingMany(ctx, sales)
+	counts, err := c.s.cfg.Redis.Counts(ctx, sales)
 	if err != nil {
 		ok = 0
 	}
-	for id, n := range remaining {
-		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(max(0, n)), strconv.FormatInt(id, 10))
+	for id, n := range counts {
+		sale := strconv.FormatInt(id, 10)
+		ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(max(0, n.Remaining)), sale)
+		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(n.Waiting), sale)
+		ch <- prometheus.MustNewConstMetric(c.handed, prometheus.CounterValue, float64(n.FromWaitlist), sale)
 	}
-	counts, err := c.s.cfg.Store.OrderCounts(ctx, sales)
+	orders, err := c.s.cfg.Store.OrderCounts(ctx, sales)
 	if err != nil {
 		ok = 0
 		return
 	}
 	for _, id := range sales {
 		for _, st := range []seckill.OrderStatus{seckill.StatusQueued, seckill.StatusAwaitingPayment, seckill.StatusPaid, seckill.StatusClosed} {
-			ch <- prometheus.MustNewConstMetric(c.orders, prometheus.GaugeValue, float64(counts[id][st]), strconv.FormatInt(id, 10), string(st))
+			ch <- prometheus.MustNewConstMetric(c.orders, prometheus.GaugeValue, float64(orders[id][st]), strconv.FormatInt(id, 10), string(st))
 		}
 	}
 }

@@ -162,7 +162,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	srv := api.New(api.Config{
 		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
-		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools},
+		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools}, WaitlistMax: cfg.WaitlistMax,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })

@@ -56,6 +56,9 @@ type Config struct {
 	ReconcileEvery time.Duration
 	ReconcileGrace time.Duration
 
+	// WaitlistMax bounds each sale's waitlist (SECKILL_WAITLIST_MAX).
+	WaitlistMax int
+
 	// Rate limits.
 	ClaimRate redisstore.RateLimit
 	IPRate    api.IPLimit
@@ -130,6 +133,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RewarmEvery:         dur("SECKILL_REWARM_EVERY", 5*time.Second),
 		ReconcileEvery:      dur("SECKILL_RECONCILE_EVERY", time.Minute),
 		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", reconcile.DefaultGrace),
+		WaitlistMax:         num("SECKILL_WAITLIST_MAX", api.DefaultWaitlistMax, 1, 100_000_000),
 	}
 	flag := func(key string, def bool) bool {
 		switch v := strings.ToLower(getenv(key)); v {

@@ -34,7 +34,9 @@ type Report struct {
 	AtRest bool           `json:"at_rest"`
 	Stock  seckill.Stock  `json:"stock"`
 	Orders map[string]int `json:"orders"`
-	Checks []Check        `json:"checks"`
+	// Waiting is the length of the sale's waitlist (Redis).
+	Waiting int64   `json:"waiting"`
+	Checks  []Check `json:"checks"`
 }
 
 // OK reports whether every check passed.
@@ -94,8 +96,9 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	var sale struct {
 		Total, Available, Locked, Sold int64
 		PaymentTimeoutSeconds          int64
+		EndsAt                         time.Time
 	}
-	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds FROM sales WHERE id = ?`, saleID).
+	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds, ends_at FROM sales WHERE id = ?`, saleID).
 		Scan(&sale).Error; err != nil {
 		return nil, fmt.Errorf("read sale: %w", err)
 	}
@@ -128,6 +131,11 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	if err != nil {
 		return nil, err
 	}
+	counts, err := a.Redis.Counts(ctx, []int64{saleID})
+	if err != nil {
+		return nil, err
+	}
+	rep.Waiting = counts[saleID].Waiting
 
 	rep.Stock = seckill.Stock{Total: sale.Total, Remaining: remaining, Available: sale.Available, Locked: sale.Locked, Sold: sale.Sold}
 	byID := map[int64]orderRow{}
@@ -176,8 +184,12 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	rep.Checks = append(rep.Checks, finish(c1))
 
-	// 2. At rest, Redis remaining == DB available.
-	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
+	// 2. At rest, Redis remaining == DB available, and no unit waits in
+	// the stock while a buyer waits for one.
+	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available; no unit left in stock while buyers wait"}
+	if rep.AtRest && remaining > 0 && rep.Waiting > 0 && now.Before(sale.EndsAt) {
+		c2.Violations = append(c2.Violations, fmt.Sprintf("%d units in stock while %d buyers wait on the waitlist", remaining, rep.Waiting))
+	}
 	switch {
 	case !warmed:
 		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
@@ -320,8 +332,8 @@ func (r *Report) String() string {
 	if orders == "" {
 		orders = "none"
 	}
-	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; at rest: %v; orders: %s\n",
-		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.AtRest, orders)
+	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v; orders: %s\n",
+		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, orders)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {

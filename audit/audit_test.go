@@ -40,3 +40,26 @@ func TestRun_NamesTheInvariantADriftBreaks(t *testing.T) {
 	require.True(t, failed[6], "Redis above the database breaks invariant 6:\n%s", rep)
 	require.Contains(t, rep.String(), "FAIL")
 }
+
+// A unit left in stock while buyers wait on the waitlist breaks invariant
+// 2: at rest, every unit that came back is with a waiting buyer first.
+func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 1)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 0, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, redisstore.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
+
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
+
+	require.NoError(t, err)
+	require.Equal(t, int64(1), rep.Waiting)
+	require.False(t, rep.Checks[1].OK, "%s", rep)
+	require.Contains(t, rep.String(), "1 units in stock while 1 buyers wait")
+}

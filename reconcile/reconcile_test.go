@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,3 +75,46 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	require.Equal(t, seckill.DriftOrderWithoutSaga, kinds[ids[1]], "%+v", drifts)
 	require.Equal(t, []int64{ids[1]}, temporal.started)
 }
+
+// Units re-loaded into the stock while buyers wait (Redis lost the counter
+// but kept the waitlist) are handed to the waitlist, first come first.
+func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 3)
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 0, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	for _, u := range []string{"ann", "bob"} {
+		j, err := rs.Join(ctx, sale.ID, u, 10, 0, redisstore.TermsOf(*sale))
+		require.NoError(t, err)
+		require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	}
+	// The counter comes back with the database's 3 units.
+	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())
+	_, err = rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
+	require.NoError(t, err)
+	var next atomic.Int64
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 + next.Add(1) })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	require.Len(t, drifts, 1)
+	require.Equal(t, seckill.DriftStockWhileWaiting, drifts[0].Kind)
+	require.True(t, drifts[0].Fixed)
+	counts, err := rs.Counts(ctx, []int64{sale.ID})
+	require.NoError(t, err)
+	require.Equal(t, redisstore.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
+	for _, u := range []string{"ann", "bob"} {
+		id, err := rs.ClaimOf(ctx, sale.ID, u)
+		require.NoError(t, err)
+		require.NotZero(t, id, "%s got a unit", u)
+	}
+}
+
+type idFunc func() int64
+
+func (f idFunc) Next() int64 { return f() }

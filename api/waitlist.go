@@ -1,0 +1,142 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/redisstore"
+)
+
+// DefaultWaitlistMax bounds a sale's waitlist unless SECKILL_WAITLIST_MAX
+// says otherwise.
+const DefaultWaitlistMax = 100_000
+
+// Where a buyer stands on a sale's waitlist (docs/API.md "Waitlist").
+const (
+	waitWaiting  = "WAITING"
+	waitAdmitted = "ADMITTED"
+	waitExpired  = "EXPIRED"
+)
+
+// waitlistEntry is a buyer's place on a sale's waitlist.
+type waitlistEntry struct {
+	SaleID   string `json:"sale_id"`
+	UserID   string `json:"user_id"`
+	Status   string `json:"status"`
+	Position int64  `json:"position,omitempty"`
+	OrderID  string `json:"order_id,omitempty"`
+}
+
+var errWaitlistPaused = seckill.Errorf(seckill.CodeUnavailable, "the waitlist is paused; try again shortly")
+
+// joinWaitlist puts the caller on a sold-out sale's waitlist with one
+// script: first come, first served, one entry per user, at most
+// WaitlistMax entries. A unit still in stock goes to the caller at once
+// (201 ADMITTED with the order): units never sit in stock while buyers
+// wait, so the caller is first in line.
+func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
+	outcome := "error"
+	defer func() {
+		if err != nil {
+			outcome = string(seckill.ErrorCode(err))
+		}
+		s.metrics.joins.WithLabelValues(outcome).Inc()
+	}()
+	sale, err := s.saleOf(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	user := principal(c).UserID
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
+	if err != nil {
+		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
+	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user}
+	switch res.Outcome {
+	case redisstore.JoinWaiting:
+		entry.Status, entry.Position = waitWaiting, res.Position
+	case redisstore.JoinAdmitted:
+		s.logFor(c).Info("waitlist join admitted at once", "orderID", res.OrderID, "saleID", sale.ID)
+		entry.Status, entry.OrderID = waitAdmitted, strconv.FormatInt(res.OrderID, 10)
+		c.Location("/api/v1/orders/" + entry.OrderID)
+	case redisstore.JoinAlreadyWaiting:
+		return &seckill.Error{Code: seckill.CodeAlreadyWaiting, Message: "you are already on this sale's waitlist", Position: res.Position}
+	case redisstore.JoinAlreadyClaimed:
+		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
+	case redisstore.JoinNotStarted:
+		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+	case redisstore.JoinEnded:
+		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+	case redisstore.JoinFull:
+		return seckill.Errorf(seckill.CodeWaitlistFull, "the waitlist holds %d buyers, its most", s.cfg.WaitlistMax)
+	default: // JoinNotWarmed
+		return errWaitlistPaused
+	}
+	outcome = entry.Status
+	return c.Status(fiber.StatusCreated).JSON(entry)
+}
+
+// waitlistMe says where the caller stands: WAITING with a position,
+// ADMITTED with the order a unit became, EXPIRED once the sale ended while
+// they waited; 404 NOT_WAITING when they never joined or left.
+func (s *Server) waitlistMe(c *fiber.Ctx) error {
+	sale, err := s.saleOf(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	user := principal(c).UserID
+	st, err := s.cfg.Redis.WaitStateOf(ctx, sale.ID, user)
+	if err != nil {
+		return errWaitlistPaused
+	}
+	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user}
+	switch {
+	case st.OrderID != 0:
+		entry.Status, entry.OrderID = waitAdmitted, strconv.FormatInt(st.OrderID, 10)
+	case st.Waiting && !time.Now().Before(sale.EndsAt):
+		entry.Status = waitExpired
+	case st.Waiting:
+		entry.Status, entry.Position = waitWaiting, st.Position
+	default:
+		return seckill.Errorf(seckill.CodeNotWaiting, "you are not on this sale's waitlist")
+	}
+	return c.JSON(entry)
+}
+
+// leaveWaitlist takes the caller off the waitlist for good (joining again
+// starts at the back). Their order, if the waitlist gave them one, stays.
+func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
+	sale, err := s.saleOf(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, principal(c).UserID); err != nil {
+		return errWaitlistPaused
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// saleOf is the sale the path's :id names, or SALE_NOT_FOUND.
+func (s *Server) saleOf(c *fiber.Ctx) (seckill.Sale, error) {
+	id, ok := parseID(c.Params("id"))
+	if !ok {
+		return seckill.Sale{}, errNoSale
+	}
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.sales.get(ctx, id)
+	if isNotFound(err) {
+		return seckill.Sale{}, errNoSale
+	}
+	return sale, err
+}
