@@ -157,6 +157,34 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	require.True(t, disabled, "Buy now is disabled on a sold-out sale")
 	screenshot(t, ctx, "shopper-sold-out.png")
 
+	// The waitlist: join on the sold-out sale, see the place in line; when
+	// the early bird cancels, the unit comes to this shopper and the page
+	// follows the new order. A reload finds it again.
+	do(t, ctx, "join the waitlist",
+		chromedp.WaitVisible("#join"),
+		chromedp.Click("#join"),
+		chromedp.WaitVisible("#leave"),
+	)
+	require.Equal(t, "You are next in line.", text(t, ctx, "#wait-status"))
+	screenshot(t, ctx, "shopper-waitlist.png")
+	early := r.json(t)["order_id"].(string)
+	s.waitOrder(early, "early-bird", seckill.StatusAwaitingPayment, 30*time.Second)
+	c := s.mustDo("POST", "/api/v1/orders/"+early+"/cancel", s.token("early-bird", false), nil)
+	require.Equal(t, http.StatusAccepted, c.status, "%s", c.body)
+	do(t, ctx, "the released unit becomes the shopper's order",
+		chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+		chromedp.WaitVisible("#payby-countdown"),
+	)
+	require.Contains(t, text(t, ctx, "#message"), "it is yours")
+	screenshot(t, ctx, "shopper-waitlist-admitted.png")
+	waited := text(t, ctx, "#order-id")
+	do(t, ctx, "reload: the order is still shown",
+		chromedp.Reload(),
+		chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+	)
+	require.Equal(t, waited, text(t, ctx, "#order-id"))
+	require.Equal(t, "browser-shopper", s.order(waited, "browser-shopper").UserID)
+
 	// Changing one's mind: claim, cancel, the unit goes back.
 	do(t, ctx, "claim and cancel",
 		chromedp.Navigate(s.info.APIURL+"/sales/"+cancelled),

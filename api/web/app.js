@@ -19,6 +19,8 @@ const Seckill = (() => {
     ORDER_NOT_FOUND: "We could not find that order.",
     ORDER_NOT_CANCELLABLE: "This order can no longer be cancelled.",
     RATE_LIMITED: "Too many tries. Please wait a few seconds.",
+    WAITLIST_FULL: "The waitlist is full.",
+    ALREADY_WAITING: "You are already on the waitlist.",
     UNAVAILABLE: "The shop is busy right now. Please try again in a few seconds.",
     UNAUTHENTICATED: "Please sign in again.",
     FORBIDDEN: "You are not allowed to do that.",
@@ -221,8 +223,11 @@ const Seckill = (() => {
     let sale = null;
     let order = null;
     let stream = null;
+    // The caller's place on the waitlist: null (not on it), or the body of
+    // GET /waitlist/me (WAITING with a position, ADMITTED, EXPIRED).
+    let wait = null;
+    let waitPoll = null;
     const msg = $("message");
-    const orderKey = () => "seckill.order." + saleID + "." + user();
 
     renderWho(() => { render(); resume(); });
 
@@ -274,6 +279,42 @@ const Seckill = (() => {
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
+      renderWaitlist(active, now >= starts && now < ends);
+    }
+
+    // The waitlist card: offered on a sold-out sale to a signed-in buyer
+    // with no active order; while they wait it shows their live position.
+    function renderWaitlist(active, open) {
+      const waiting = wait && wait.status === "WAITING";
+      const offer = user() && open && !active && !waiting && sale.stock.remaining <= 0;
+      $("waitlist").hidden = !(offer || waiting || (wait && wait.status === "EXPIRED"));
+      $("join").hidden = !offer;
+      $("leave").hidden = !waiting;
+      let text = "Units come back when a buyer does not pay in time. Join the waitlist and the next one is yours, first come, first served.";
+      if (waiting) text = wait.position === 1 ? "You are next in line." : "You are number " + wait.position + " in line.";
+      if (wait && wait.status === "EXPIRED") text = "The sale ended before a unit came back to you.";
+      $("wait-status").textContent = text;
+    }
+
+    // watchWaitlist reads the caller's place while they wait (every 1 s near
+    // the head of the line, 3 s further back), and
+    // follows the order a unit becomes as soon as one comes to them.
+    async function watchWaitlist() {
+      clearTimeout(waitPoll);
+      try {
+        wait = (await api("GET", "/api/v1/sales/" + saleID + "/waitlist/me")).body;
+      } catch (e) {
+        if (e.code === "NOT_WAITING") wait = null;
+      }
+      if (wait && wait.status === "ADMITTED") {
+        const id = wait.order_id;
+        wait = null;
+        show(msg, "A unit came back, and it is yours: pay before the time runs out.", true);
+        await showOrder(id);
+      }
+      render();
+      // The few next in line look often; the rest of a long line, less.
+      if (wait && wait.status === "WAITING") waitPoll = setTimeout(watchWaitlist, wait.position <= 10 ? 1000 : 3000);
     }
 
     function renderOrder() {
@@ -312,7 +353,7 @@ const Seckill = (() => {
             headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" },
             signal: ctrl.signal,
           });
-          if (res.status === 404) { localStorage.removeItem(orderKey()); order = null; render(); return; }
+          if (res.status === 404) { order = null; render(); return; }
           if (!res.ok) throw new Error("HTTP " + res.status);
           attempt = 0;
           const reader = res.body.getReader();
@@ -345,9 +386,32 @@ const Seckill = (() => {
       }
     }
 
-    function resume() {
-      const id = user() && localStorage.getItem(orderKey());
-      if (id) follow(id);
+    // showOrder reads one of the caller's orders and follows it until it
+    // is PAID or CLOSED.
+    async function showOrder(id) {
+      try {
+        order = (await api("GET", "/api/v1/orders/" + id)).body;
+      } catch (e) {
+        order = { order_id: id, status: "QUEUED" };
+      }
+      render();
+      if (order.status !== "PAID" && order.status !== "CLOSED") follow(id);
+    }
+
+    // resume shows what the caller already has on this sale after a
+    // reload or a sign-in: their newest order (GET /orders?sale_id=), and
+    // their place on the waitlist.
+    async function resume() {
+      if (!user()) return;
+      try {
+        const orders = (await api("GET", "/api/v1/orders?sale_id=" + encodeURIComponent(saleID))).body;
+        if (orders.length) {
+          order = orders[0];
+          render();
+          if (order.status !== "PAID" && order.status !== "CLOSED") follow(order.order_id);
+        }
+      } catch (e) { /* the claim button still works */ }
+      watchWaitlist();
     }
 
     let claimKey = null;
@@ -360,7 +424,6 @@ const Seckill = (() => {
       try {
         const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers: { "Idempotency-Key": claimKey } });
         claimKey = null;
-        localStorage.setItem(orderKey(), r.body.order_id);
         // Payable at once: the answer carries the amount and the deadline.
         order = { order_id: r.body.order_id, status: r.body.status, amount_cents: r.body.amount_cents,
           currency: r.body.currency, pay_by: r.body.pay_by };
@@ -370,13 +433,42 @@ const Seckill = (() => {
       } catch (e) {
         if (e.status !== 0) claimKey = null;
         show(msg, e.message);
-        if (e.code === "ALREADY_CLAIMED" && e.body.order_id) {
-          localStorage.setItem(orderKey(), e.body.order_id);
-          follow(e.body.order_id);
-        }
+        if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         render();
         refreshSale();
       }
+    };
+
+    $("join").onclick = async () => {
+      show(msg, "");
+      $("join").disabled = true;
+      try {
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/waitlist");
+        if (r.body.status === "ADMITTED") {
+          show(msg, "A unit was still there, and it is yours: pay before the time runs out.", true);
+          await showOrder(r.body.order_id);
+        } else {
+          wait = r.body;
+        }
+      } catch (e) {
+        if (e.code === "ALREADY_WAITING") wait = { status: "WAITING", position: e.body.position };
+        else if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
+        else show(msg, e.message);
+      }
+      $("join").disabled = false;
+      render();
+      if (wait && wait.status === "WAITING") watchWaitlist();
+    };
+
+    $("leave").onclick = async () => {
+      show(msg, "");
+      try {
+        await api("DELETE", "/api/v1/sales/" + saleID + "/waitlist/me");
+        clearTimeout(waitPoll);
+        wait = null;
+        show(msg, "You left the waitlist.", true);
+      } catch (e) { show(msg, e.message); }
+      render();
     };
 
     $("cancel").onclick = async () => {
