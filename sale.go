@@ -13,6 +13,9 @@ const (
 	DefaultPaymentTimeoutSeconds = 900
 	DefaultCurrency              = "usd"
 	MaxSaleNameLength            = 200
+	// MaxStockSegments bounds stock_segments: the parts a sale's Redis
+	// stock is split into.
+	MaxStockSegments = 64
 )
 
 // SaleState is derived from the clock and the stock, never stored.
@@ -35,7 +38,9 @@ type Sale struct {
 	StartsAt       time.Time
 	EndsAt         time.Time
 	PaymentTimeout time.Duration
-	Stock          Stock
+	// StockSegments is how many parts the Redis stock is split into (1..64).
+	StockSegments int
+	Stock         Stock
 }
 
 // Stock is the split of a sale's units. Total, Available, Locked and Sold
@@ -71,6 +76,7 @@ type SaleJSON struct {
 	StartsAt              time.Time `json:"starts_at"`
 	EndsAt                time.Time `json:"ends_at"`
 	PaymentTimeoutSeconds int64     `json:"payment_timeout_seconds"`
+	StockSegments         int       `json:"stock_segments"`
 	State                 SaleState `json:"state"`
 	Stock                 Stock     `json:"stock"`
 }
@@ -85,6 +91,7 @@ func (s *Sale) JSON(now time.Time) SaleJSON {
 		StartsAt:              s.StartsAt.UTC(),
 		EndsAt:                s.EndsAt.UTC(),
 		PaymentTimeoutSeconds: int64(s.PaymentTimeout / time.Second),
+		StockSegments:         max(s.StockSegments, 1),
 		State:                 s.State(now),
 		Stock:                 s.Stock,
 	}

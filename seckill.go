@@ -170,6 +170,9 @@ const (
 	// DriftStockWhileWaiting: units sat in a sale's stock while buyers
 	// waited on its waitlist; they are handed to the waitlist.
 	DriftStockWhileWaiting = "stock_while_waiting"
+	// DriftMoveUnfinished: units moving between the parts of a sale's
+	// stock were left in flight by a mover that stopped; they are landed.
+	DriftMoveUnfinished = "move_unfinished"
 	// DriftCheckFailed: checking or fixing one order (or one sale) failed;
 	// the pass went on with the others and the next pass tries again.
 	DriftCheckFailed = "check_failed"
@@ -178,7 +181,7 @@ const (
 // DriftKinds lists every drift kind.
 var DriftKinds = []string{
 	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedEarly, DriftRedisAboveDB,
-	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting,
+	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting, DriftMoveUnfinished,
 }
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

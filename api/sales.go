@@ -29,6 +29,7 @@ type createSaleRequest struct {
 	StartsAt              *string `json:"starts_at"` // RFC 3339, parsed in validate to name the field
 	EndsAt                *string `json:"ends_at"`
 	PaymentTimeoutSeconds *int64  `json:"payment_timeout_seconds"`
+	StockSegments         *int64  `json:"stock_segments"`
 }
 
 func invalid(field, format string, args ...any) error {
@@ -119,6 +120,13 @@ func (r *createSaleRequest) validate(now time.Time) (store.NewSale, error) {
 	if timeout < int64(seckill.MinPaymentTimeout/time.Second) || timeout > int64(seckill.MaxPaymentTimeout/time.Second) {
 		return n, invalid("payment_timeout_seconds", "must be between 5 and 86400")
 	}
+	segments := int64(1)
+	if r.StockSegments != nil {
+		segments = *r.StockSegments
+	}
+	if segments < 1 || segments > seckill.MaxStockSegments {
+		return n, invalid("stock_segments", "must be between 1 and %d", seckill.MaxStockSegments)
+	}
 	startsAt, err := parseTime("starts_at", *r.StartsAt)
 	if err != nil {
 		return n, err
@@ -141,6 +149,7 @@ func (r *createSaleRequest) validate(now time.Time) (store.NewSale, error) {
 		StartsAt:       startsAt.UTC().Truncate(time.Millisecond),
 		EndsAt:         endsAt.UTC().Truncate(time.Millisecond),
 		PaymentTimeout: time.Duration(timeout) * time.Second,
+		StockSegments:  int(segments),
 	}, nil
 }
 
@@ -161,7 +170,7 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
 		_, warmErr = s.cfg.Redis.Warm(ctx, redisstore.WarmSpec{
-			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt,
+			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: sale.StockSegments,
 		})
 		return warmErr
 	})

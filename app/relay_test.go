@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/redisstore"
 )
 
 // TestRelay_TakesOverEntriesOfACrashedRelay admits claims while no relay
@@ -113,7 +114,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	require.Equal(t, "QUEUED", cancelled["status"])
 
 	// A relay reads every entry and dies before acknowledging any.
-	read, err := d.Redis.ReadOutbox(ctx, mustInt(t, saleID), "crashed-relay", 100, 10*time.Millisecond)
+	read, err := d.Redis.ReadOutbox(ctx, redisstore.Outbox{SaleID: mustInt(t, saleID)}, "crashed-relay", 100, 10*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, read, 3)
 	// It was alive until the crash: its liveness key outlives it by up to

@@ -27,6 +27,9 @@
 -- ARGV[8] the sale's payment timeout, milliseconds: pay_by = admission + it
 -- ARGV[9] the amount owed, cents (the sale's price)
 -- ARGV[10] its currency
+-- ARGV[11] "1" when SOLD_OUT is the final answer; "0" on one part of a
+--          sale of several, whose other parts may still lend it units:
+--          a SOLD_OUT is then not recorded for the Idempotency-Key
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
 -- the third element 1 (replayed), and nothing else happens; otherwise the
@@ -103,6 +106,9 @@ if existing then
   return decide(2, existing)
 end
 if tonumber(stock) <= 0 then
+  if ARGV[11] == '0' then
+    return {1, '', 0, ''}
+  end
   return decide(1, '')
 end
 

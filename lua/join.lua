@@ -15,6 +15,9 @@
 -- ARGV[3] a fresh order id, used only if a unit is in stock
 -- ARGV[4] sale id
 -- ARGV[5] payment timeout ms, ARGV[6] amount cents, ARGV[7] currency
+-- ARGV[8] the join sequence to use ('' for the next of this part's own):
+--         a sale of several parts numbers joins in part 0, so that the
+--         first to join is first across every part
 --
 -- Returns {code, value, pay_by}:
 --   0 ADMITTED         value = ARGV[3], pay_by = its deadline (ms)
@@ -55,7 +58,10 @@ end
 if redis.call('ZCARD', KEYS[6]) >= tonumber(ARGV[2]) then
   return {9, '', ''}
 end
-local seq = redis.call('HINCRBY', KEYS[3], 'wait_seq', 1)
+local seq = ARGV[8]
+if seq == '' then
+  seq = redis.call('HINCRBY', KEYS[3], 'wait_seq', 1)
+end
 redis.call('ZADD', KEYS[6], seq, ARGV[1])
 redis.call('HDEL', KEYS[7], ARGV[1])
 if window[3] then

@@ -5,6 +5,8 @@
 // admit.lua is not a script of its own: it holds the functions that write
 // an admission and hand a unit to the waitlist, and is put in front of
 // every script that gives a buyer a unit, so there is one copy of each.
+// take.lua and give.lua move units between the parts of a sale whose
+// stock is split (stock_segments).
 package lua
 
 import _ "embed"
@@ -22,6 +24,12 @@ var (
 	join string
 	//go:embed handover.lua
 	handover string
+	//go:embed give.lua
+	give string
+	//go:embed take.lua
+	Take string
+	//go:embed settle.lua
+	Settle string
 	//go:embed warm.lua
 	Warm string
 	//go:embed rewarm.lua
@@ -37,4 +45,6 @@ var (
 	Join = admit + join
 	// HandOver gives units left in stock to waiting buyers.
 	HandOver = admit + handover
+	// Give lands units moved from another part of a sale.
+	Give = admit + give
 )

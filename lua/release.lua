@@ -13,10 +13,13 @@
 --
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
+-- KEYS[8] moves (used with ARGV[3] "2")
 -- ARGV[1] user id
 -- ARGV[2] order id
 -- ARGV[3] "1" to give the unit back, "0" to only forget the claim (the
---         order never held one)
+--         order never held one), "2" to park the unit as in flight, as
+--         move ARGV[10] (a sale of several parts: the caller gives it to
+--         the part whose waiting buyer came first, by give.lua)
 -- ARGV[4] pub/sub channel told that the sale has stock again
 -- ARGV[5] sale id (the message)
 -- ARGV[6] a fresh order id for the waiting buyer who gets the unit
@@ -24,6 +27,7 @@
 --         plus it)
 -- ARGV[8] amount, cents
 -- ARGV[9] currency
+-- ARGV[10] move id (ARGV[3] "2"), with KEYS[8] moves
 --
 -- Returns {released, user, pay_by}: released 1 when the claim was released
 -- now, 0 when there was nothing to do; user and pay_by name the waiting
@@ -32,7 +36,16 @@ if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then
   return {0, '', ''}
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
-if ARGV[3] ~= '1' or redis.call('EXISTS', KEYS[1]) == 0 then
+if ARGV[3] == '0' or redis.call('EXISTS', KEYS[1]) == 0 then
+  return {1, '', ''}
+end
+if ARGV[3] == '2' then
+  redis.call('HSET', KEYS[8], ARGV[10], '1::' .. now_ms())
+  redis.call('HINCRBY', KEYS[3], 'moving', 1)
+  local expire = redis.call('HGET', KEYS[3], 'expire_ms')
+  if expire then
+    redis.call('PEXPIREAT', KEYS[8], expire)
+  end
   return {1, '', ''}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],

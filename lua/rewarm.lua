@@ -13,20 +13,22 @@
 -- ARGV[3] ends_ms
 -- ARGV[4] expire_ms
 -- ARGV[5] consumer group of the outbox relay
--- ARGV[6..] user id, order id, user id, order id, ... of the active orders
+-- ARGV[6] how many parts the sale's stock has (this is one of them)
+-- ARGV[7..] user id, order id, user id, order id, ... of the active orders
+--         of this part's buyers
 --
 -- Returns 1 when the sale was loaded now, 0 when it was already live.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('DEL', KEYS[4])
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
 end
-if #ARGV >= 6 then
+if #ARGV >= 7 then
   redis.call('PEXPIREAT', KEYS[4], ARGV[4])
 end
-redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4])
+redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4], 'parts', ARGV[6])
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[4])
 pcall(redis.call, 'XGROUP', 'CREATE', KEYS[3], ARGV[5], '0', 'MKSTREAM')

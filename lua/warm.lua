@@ -11,12 +11,13 @@
 -- ARGV[4] expire_ms: when the sale's keys may go (well after the last order
 --         of the sale can have settled)
 -- ARGV[5] consumer group of the outbox relay
+-- ARGV[6] how many parts the sale's stock has (this is one of them)
 --
 -- Returns 1 when the sale was loaded now, 0 when it was already live.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4])
+redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4], 'parts', ARGV[6])
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[4])
 -- The relay's group must exist before the first entry, from id 0, so no

@@ -72,7 +72,7 @@ type Reconciler struct {
 	// Delivery hands undelivered payment events to their sagas.
 	Delivery *delivery.Deliverer
 	// IDs hands out the ids of the orders a unit becomes when it is
-	// handed to a waiting buyer (an idgen.Generator).
+	// handed to a waiting buyer (an idgen.Generator). Required.
 	IDs interface{ Next() int64 }
 
 	drifts *prometheus.CounterVec
@@ -294,8 +294,20 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("Redis remaining %d > database available %d", seen, sale.Stock.Available)})
 	}
 
+	// Units a mover left in flight between the parts of the sale (it died
+	// between the steps): land them.
+	moved, err := r.Redis.FinishMoves(ctx, saleID, redisstore.TermsOf(*sale), grace, r.IDs.Next)
+	if err != nil {
+		return drifts, err
+	}
+	if moved > 0 {
+		report(seckill.Drift{Kind: seckill.DriftMoveUnfinished, SaleID: saleID, Fixed: true,
+			Detail: fmt.Sprintf("%d moves of units between the sale's parts were left in flight; finished", moved)})
+	}
+
 	// Units in stock while buyers wait for one (a counter re-loaded while
-	// the waitlist survived): give them to the waitlist.
+	// the waitlist survived, a join in one part while another had a unit):
+	// give them to the waitlist.
 	counts, err := r.Redis.Counts(ctx, []int64{saleID})
 	if err != nil {
 		return drifts, err

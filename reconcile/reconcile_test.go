@@ -63,7 +63,7 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	}
 	temporal := &sagas{broken: map[int64]bool{ids[0]: true}}
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: temporal, Grace: time.Second,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
 
 	drifts, err := r.Sale(ctx, sale.ID)
 	require.NoError(t, err)

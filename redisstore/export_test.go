@@ -1,7 +1,29 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Client lets this package's tests look at Redis directly; outside the
 // package nothing reaches the raw client.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// SlotOf is the Cluster hash slot of key (its hash tag's, if it has one).
+func SlotOf(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return slot(key)
+}
+
+// TakeForTest takes units from part from for part dest and stops there, as
+// a mover that died would.
+func (s *Store) TakeForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
+	_, err := s.take(ctx, saleID, from, id, units, dest)
+	return err
+}

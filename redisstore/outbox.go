@@ -13,10 +13,39 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// The outbox: claim.lua appends one entry per admission to the sale's
-// stream (seckill:{sN}:outbox); relays read it in the consumer group
-// RelayGroup, start each entry's saga, then acknowledge and delete it.
-// Every command here names one stream, so it runs on the slot of its sale.
+// The outbox: every admission appends one entry to its part's stream
+// (seckill:{sN}:outbox, and {sN.p} for the other parts of a sale of
+// several); relays read it in the consumer group RelayGroup, start each
+// entry's saga, then acknowledge and delete it. Every command here names
+// one stream, so it runs on the slot of its part.
+
+// Outbox names one outbox stream: part Part of sale SaleID.
+type Outbox struct {
+	SaleID int64
+	Part   int
+}
+
+func (s *Store) stream(o Outbox) string { return s.PartKeys(o.SaleID, o.Part).Outbox }
+
+// ActiveOutboxes lists the outboxes the relay must watch: every part of
+// every active sale (ActiveSales).
+func (s *Store) ActiveOutboxes(ctx context.Context) ([]Outbox, error) {
+	sales, err := s.ActiveSales(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Outbox
+	for _, id := range sales {
+		n, err := s.Parts(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for p := range n {
+			out = append(out, Outbox{SaleID: id, Part: p})
+		}
+	}
+	return out, nil
+}
 
 // OutboxEntry is one admitted claim waiting for its saga.
 type OutboxEntry struct {
@@ -39,10 +68,10 @@ type OutboxConsumer struct {
 // from the stream's start, so nothing written from now on is skipped.
 var ErrOutboxGroupLost = errors.New("the outbox consumer group was lost and has been recreated")
 
-// ReadOutbox reads up to count new entries of saleID's outbox for
-// consumer, waiting up to block for the first. None: an empty slice.
-func (s *Store) ReadOutbox(ctx context.Context, saleID int64, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
-	stream := s.SaleKeys(saleID).Outbox
+// ReadOutbox reads up to count new entries of outbox o for consumer,
+// waiting up to block for the first. None: an empty slice.
+func (s *Store) ReadOutbox(ctx context.Context, o Outbox, consumer string, count int, block time.Duration) ([]OutboxEntry, error) {
+	stream := s.stream(o)
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: RelayGroup, Consumer: consumer, Streams: []string{stream, ">"}, Count: int64(count), Block: block,
 	}).Result()
@@ -65,10 +94,10 @@ func (s *Store) ReadOutbox(ctx context.Context, saleID int64, consumer string, c
 	return out, nil
 }
 
-// AckOutbox acknowledges and deletes entries ids of saleID's outbox, in
-// one transaction on the sale's slot.
-func (s *Store) AckOutbox(ctx context.Context, saleID int64, ids []string) error {
-	stream := s.SaleKeys(saleID).Outbox
+// AckOutbox acknowledges and deletes entries ids of outbox o, in one
+// transaction on its slot.
+func (s *Store) AckOutbox(ctx context.Context, o Outbox, ids []string) error {
+	stream := s.stream(o)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAck(ctx, stream, RelayGroup, ids...)
 		p.XDel(ctx, stream, ids...)
@@ -80,28 +109,28 @@ func (s *Store) AckOutbox(ctx context.Context, saleID int64, ids []string) error
 	return nil
 }
 
-// OutboxConsumers lists the relays known to saleID's consumer group.
-func (s *Store) OutboxConsumers(ctx context.Context, saleID int64) ([]OutboxConsumer, error) {
-	cs, err := s.rdb.XInfoConsumers(ctx, s.SaleKeys(saleID).Outbox, RelayGroup).Result()
+// OutboxConsumers lists the relays known to outbox o's consumer group.
+func (s *Store) OutboxConsumers(ctx context.Context, o Outbox) ([]OutboxConsumer, error) {
+	cs, err := s.rdb.XInfoConsumers(ctx, s.stream(o), RelayGroup).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list relay consumers: %w", err)
 	}
-	out := make([]OutboxConsumer, len(cs))
+	consumers := make([]OutboxConsumer, len(cs))
 	for i, c := range cs {
-		out[i] = OutboxConsumer{Name: c.Name, Pending: c.Pending, Idle: c.Idle}
+		consumers[i] = OutboxConsumer{Name: c.Name, Pending: c.Pending, Idle: c.Idle}
 	}
-	return out, nil
+	return consumers, nil
 }
 
-// ForgetOutboxConsumer removes consumer from saleID's group.
-func (s *Store) ForgetOutboxConsumer(ctx context.Context, saleID int64, consumer string) error {
-	return s.rdb.XGroupDelConsumer(ctx, s.SaleKeys(saleID).Outbox, RelayGroup, consumer).Err()
+// ForgetOutboxConsumer removes consumer from outbox o's group.
+func (s *Store) ForgetOutboxConsumer(ctx context.Context, o Outbox, consumer string) error {
+	return s.rdb.XGroupDelConsumer(ctx, s.stream(o), RelayGroup, consumer).Err()
 }
 
 // TakeOverPending moves up to count of the entries consumer holds pending
-// on saleID's outbox to taker, and returns them (none: empty).
-func (s *Store) TakeOverPending(ctx context.Context, saleID int64, consumer, taker string, count int) ([]OutboxEntry, error) {
-	stream := s.SaleKeys(saleID).Outbox
+// on outbox o to taker, and returns them (none: empty).
+func (s *Store) TakeOverPending(ctx context.Context, o Outbox, consumer, taker string, count int) ([]OutboxEntry, error) {
+	stream := s.stream(o)
 	pending, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: stream, Group: RelayGroup, Consumer: consumer, Start: "-", End: "+", Count: int64(count),
 	}).Result()
@@ -122,12 +151,12 @@ func (s *Store) TakeOverPending(ctx context.Context, saleID int64, consumer, tak
 	return entries(msgs), nil
 }
 
-// TakeOverIdle moves to taker up to count entries of saleID's outbox that
-// have been pending for at least minIdle, scanning from start ("0-0" for
-// the beginning); next is where to go on ("0-0": done).
-func (s *Store) TakeOverIdle(ctx context.Context, saleID int64, taker string, minIdle time.Duration, start string, count int) (taken []OutboxEntry, next string, err error) {
+// TakeOverIdle moves to taker up to count entries of outbox o that have
+// been pending for at least minIdle, scanning from start ("0-0" for the
+// beginning); next is where to go on ("0-0": done).
+func (s *Store) TakeOverIdle(ctx context.Context, o Outbox, taker string, minIdle time.Duration, start string, count int) (taken []OutboxEntry, next string, err error) {
 	msgs, next, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: s.SaleKeys(saleID).Outbox, Group: RelayGroup, Consumer: taker,
+		Stream: s.stream(o), Group: RelayGroup, Consumer: taker,
 		MinIdle: minIdle, Start: start, Count: int64(count),
 	}).Result()
 	if err != nil {
@@ -136,12 +165,22 @@ func (s *Store) TakeOverIdle(ctx context.Context, saleID int64, taker string, mi
 	return entries(msgs), next, nil
 }
 
-// OutboxBacklog sums the lengths of the outboxes of saleIDs.
+// OutboxBacklog sums the lengths of the outboxes of saleIDs (every part).
 func (s *Store) OutboxBacklog(ctx context.Context, saleIDs []int64) (int64, error) {
-	cmds := make([]*redis.IntCmd, len(saleIDs))
+	var streams []string
+	for _, id := range saleIDs {
+		ks, err := s.allKeys(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range ks {
+			streams = append(streams, k.Outbox)
+		}
+	}
+	cmds := make([]*redis.IntCmd, len(streams))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range saleIDs {
-			cmds[i] = p.XLen(ctx, s.SaleKeys(id).Outbox)
+		for i, st := range streams {
+			cmds[i] = p.XLen(ctx, st)
 		}
 		return nil
 	})

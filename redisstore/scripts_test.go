@@ -87,6 +87,7 @@ func TestWarm_LoadsStockAndWindow(t *testing.T) {
 		"starts_ms": strconv.FormatInt(spec.StartsAt.UnixMilli(), 10),
 		"ends_ms":   strconv.FormatInt(spec.EndsAt.UnixMilli(), 10),
 		"expire_ms": strconv.FormatInt(spec.EndsAt.Add(redisstore.KeyRetention).UnixMilli(), 10),
+		"parts":     "1",
 	}, meta)
 
 	// Every key of the sale goes KeyRetention after the sale ends.

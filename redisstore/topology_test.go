@@ -130,3 +130,49 @@ func TestTopology_CountsReplicas(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, n, "the machine's Redis has no replica")
 }
+
+// A sale of 8 parts on a Cluster of 3 primaries: its parts are spread over
+// the primaries, and it sells exactly its stock, with moves between parts
+// on different primaries.
+func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
+	t.Parallel()
+	topo := startTopology(t, "cluster")
+	cluster := topo.(*redistopo.Cluster)
+	st, err := redisstore.Open(topo.URL(), "seckilltest-"+testenv.Suffix(), redisstore.Options{PoolSize: 64, MinReplicas: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	ctx := t.Context()
+	require.Eventually(t, func() bool { return st.Ping(ctx) == nil }, 10*time.Second, 100*time.Millisecond)
+
+	const units, buyers, parts = 600, 3000, 8
+	now := time.Now()
+	_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Parts: parts})
+	require.NoError(t, err)
+	primaries := map[string]bool{}
+	for p := range parts {
+		n, err := cluster.PrimaryFor(st.PartKeys(saleID, p).Stock)
+		require.NoError(t, err)
+		primaries[n.Addr()] = true
+	}
+	require.Len(t, primaries, 3, "8 parts in 8 slots land on every primary")
+
+	var admitted atomic.Int64
+	testenv.ForEachBuyer(buyers, 32, func(i int64) {
+		res, err := st.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), 1000+i, "", terms)
+		if err != nil {
+			t.Errorf("claim: %v", err)
+			return
+		}
+		if res.Outcome == redisstore.Admitted {
+			admitted.Add(1)
+		}
+	})
+	remaining, ok, err := st.Remaining(ctx, saleID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(units), admitted.Load())
+	require.Zero(t, remaining)
+	claims, err := st.Claims(ctx, saleID)
+	require.NoError(t, err)
+	require.Len(t, claims, units)
+}

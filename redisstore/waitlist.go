@@ -43,11 +43,28 @@ type JoinResult struct {
 // unit still in stock is given to them at once as order orderID with
 // terms. One entry per user: a repeat is AlreadyWaiting with the
 // position. An error means the outcome is unknown, as with Claim.
+//
+// On a sale of several parts the buyer waits in their own part, numbered
+// by a sequence all parts share (kept in part 0), so the first to join is
+// first served whichever part the unit comes back to; a unit still in
+// another part's stock is handed over at once (HandOver).
 func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms Terms) (JoinResult, error) {
-	k := s.SaleKeys(saleID)
+	k, n, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return JoinResult{}, err
+	}
+	seq := ""
+	if n > 1 {
+		v, err := s.rdb.HIncrBy(ctx, s.SaleKeys(saleID).Meta, "wait_seq", 1).Result()
+		if err != nil {
+			return JoinResult{}, fmt.Errorf("number the join: %w", err)
+		}
+		seq = strconv.FormatInt(v, 10)
+	}
 	args := append([]any{userID, maxEntries, orderID, saleID}, terms.args()...)
+	args = append(args, seq)
 	var res []any
-	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
 		if res, err = joinScript.Run(ctx, c, k.unitKeys(), args...).Slice(); err != nil {
 			return false, fmt.Errorf("join script: %w", err)
@@ -61,9 +78,36 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if err != nil {
 		return JoinResult{}, err
 	}
+	r, err := parseJoin(res)
+	if err != nil || n == 1 || (r.Outcome != JoinWaiting && r.Outcome != JoinAlreadyWaiting) {
+		return r, err
+	}
+	if r.Outcome == JoinWaiting {
+		// Units may still be in other parts' stock: they go to the line now.
+		if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
+			return JoinResult{}, err
+		}
+	}
+	st, err := s.WaitStateOf(ctx, saleID, userID)
+	switch {
+	case err != nil:
+		return JoinResult{}, err
+	case st.Waiting:
+		r.Position = st.Position
+	case st.OrderID != 0:
+		r = JoinResult{Outcome: JoinAdmitted, OrderID: st.OrderID}
+		if a, ok, err := s.Admission(ctx, st.OrderID, []int64{saleID}); err == nil && ok {
+			r.PayBy = a.PayBy
+		}
+	}
+	return r, nil
+}
+
+func parseJoin(res []any) (JoinResult, error) {
 	code, _ := res[0].(int64)
 	r := JoinResult{Outcome: JoinOutcome(code)}
 	value, _ := res[1].(string)
+	var err error
 	switch r.Outcome {
 	case JoinAdmitted, JoinAlreadyClaimed:
 		if r.OrderID, err = strconv.ParseInt(value, 10, 64); err != nil {
@@ -96,22 +140,26 @@ type WaitState struct {
 	OrderID int64
 }
 
-// WaitStateOf reads userID's place on saleID's waitlist. Neither Waiting
-// nor an OrderID: they never joined, or left.
+// WaitStateOf reads userID's place on saleID's waitlist (over all its
+// parts). Neither Waiting nor an OrderID: they never joined, or left.
 func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (WaitState, error) {
-	k := s.SaleKeys(saleID)
-	var rank *redis.IntCmd
+	k, n, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return WaitState{}, err
+	}
+	var seq *redis.FloatCmd
 	var order *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rank = p.ZRank(ctx, k.Wait, userID)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		seq = p.ZScore(ctx, k.Wait, userID)
 		order = p.HGet(ctx, k.Waited, userID)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return WaitState{}, fmt.Errorf("read waitlist: %w", err)
 	}
-	if r, err := rank.Result(); err == nil {
-		return WaitState{Waiting: true, Position: r + 1}, nil
+	if score, err := seq.Result(); err == nil {
+		ahead, err := s.waitingUpTo(ctx, saleID, n, score)
+		return WaitState{Waiting: true, Position: ahead}, err
 	}
 	if v, err := order.Result(); err == nil {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -123,14 +171,38 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 	return WaitState{}, nil
 }
 
+// waitingUpTo counts the buyers waiting on saleID's n parts who joined at
+// or before join sequence seq: the position of the buyer with seq.
+func (s *Store) waitingUpTo(ctx context.Context, saleID int64, n int, seq float64) (int64, error) {
+	max := strconv.FormatFloat(seq, 'f', -1, 64)
+	counts := make([]*redis.IntCmd, n)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range n {
+			counts[q] = p.ZCount(ctx, s.PartKeys(saleID, q).Wait, "-inf", max)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read waitlist positions: %w", err)
+	}
+	var pos int64
+	for _, c := range counts {
+		pos += c.Val()
+	}
+	return pos, nil
+}
+
 // Leave takes userID off saleID's waitlist for good (a later join starts
 // at the back) and forgets what the waitlist gave them; their order, if
 // any, is unaffected. It reports whether they were waiting.
 func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, error) {
-	k := s.SaleKeys(saleID)
+	k, _, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return false, err
+	}
 	var removed *redis.IntCmd
 	// One slot, so one MULTI: both or neither.
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		removed = p.ZRem(ctx, k.Wait, userID)
 		p.HDel(ctx, k.Waited, userID)
 		return nil
@@ -144,17 +216,65 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 // HandOver gives units left in saleID's stock to its waiting buyers, one
 // per id in orderIDs at most, first come first served, and returns how
 // many it gave. Releases and joins never leave a unit in stock while a
-// buyer waits; this repairs the one way they can meet (a counter re-loaded
-// while the waitlist survived).
+// buyer waits; this repairs the ways they can meet anyway (a counter
+// re-loaded while the waitlist survived; on a sale of several parts, a
+// buyer who joined in one part while another still had a unit).
 func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderIDs []int64) (int, error) {
-	if len(orderIDs) == 0 {
-		return 0, nil
+	n, err := s.Parts(ctx, saleID)
+	if err != nil || len(orderIDs) == 0 {
+		return 0, err
 	}
-	k := s.SaleKeys(saleID)
-	args := append([]any{saleID}, terms.args()...)
+	handed := 0
 	for _, id := range orderIDs {
-		args = append(args, id)
+		st, err := s.partStocks(ctx, saleID, n)
+		if err != nil {
+			return handed, err
+		}
+		donor := -1
+		for q, v := range st.stock {
+			if v > 0 && (donor < 0 || v > st.stock[donor]) {
+				donor = q
+			}
+		}
+		if donor < 0 {
+			return handed, nil
+		}
+		dest, waiting, err := s.firstWaitingPart(ctx, saleID, n)
+		if err != nil || !waiting {
+			return handed, err
+		}
+		if donor == dest {
+			got, err := s.handOverIn(ctx, saleID, dest, terms, id)
+			if err != nil || got == 0 {
+				return handed, err
+			}
+			handed++
+			continue
+		}
+		move := "h" + strconv.FormatInt(id, 10)
+		got, err := s.take(ctx, saleID, donor, move, 1, dest)
+		if err != nil {
+			return handed, err
+		}
+		if got == 0 {
+			continue // emptied meanwhile: look again
+		}
+		given, err := s.give(ctx, saleID, dest, move, 1, []int64{id}, terms)
+		if err != nil {
+			return handed, err
+		}
+		handed += len(given)
+		if err := s.settle(ctx, saleID, donor, move); err != nil {
+			return handed, err
+		}
 	}
+	return handed, nil
+}
+
+// handOverIn runs handover.lua on part p of saleID with one order id.
+func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms Terms, id int64) (int, error) {
+	k := s.PartKeys(saleID, p)
+	args := append(append([]any{saleID}, terms.args()...), id)
 	var n int
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
@@ -164,44 +284,4 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 		return n > 0, nil
 	})
 	return n, err
-}
-
-// SaleCounts are a live sale's Redis figures.
-type SaleCounts struct {
-	// Remaining is the stock counter (admissions still possible).
-	Remaining int64
-	// Waiting is the waitlist's length.
-	Waiting int64
-	// FromWaitlist counts the units the waitlist has given buyers.
-	FromWaitlist int64
-}
-
-// Counts reads the figures of several sales in one round trip (split per
-// node on a Cluster). A sale that is not warmed is absent.
-func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCounts, error) {
-	type cmds struct {
-		stock, handed *redis.StringCmd
-		waiting       *redis.IntCmd
-	}
-	all := make([]cmds, len(saleIDs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range saleIDs {
-			k := s.SaleKeys(id)
-			all[i] = cmds{stock: p.Get(ctx, k.Stock), handed: p.HGet(ctx, k.Meta, "waitlist_admissions"), waiting: p.ZCard(ctx, k.Wait)}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("read sale counts: %w", err)
-	}
-	out := make(map[int64]SaleCounts, len(saleIDs))
-	for i, c := range all {
-		n, err := c.stock.Int64()
-		if err != nil {
-			continue
-		}
-		handed, _ := c.handed.Int64()
-		out[saleIDs[i]] = SaleCounts{Remaining: n, Waiting: c.waiting.Val(), FromWaitlist: handed}
-	}
-	return out, nil
 }

@@ -46,15 +46,11 @@ func (r *Relay) Register(reg prometheus.Registerer) error {
 func (r *Relay) backlog() float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	sales, err := r.activeSales(ctx)
+	sales, err := r.rstore.ActiveSales(ctx)
 	if err != nil {
 		return -1
 	}
-	ids := make([]int64, 0, len(sales))
-	for id := range sales {
-		ids = append(ids, id)
-	}
-	n, err := r.rstore.OutboxBacklog(ctx, ids)
+	n, err := r.rstore.OutboxBacklog(ctx, sales)
 	if err != nil {
 		return -1
 	}

@@ -109,7 +109,8 @@ func New(rstore *redisstore.Store, sagas Starter, cfg Config, log *slog.Logger) 
 	return r
 }
 
-// Run relays until ctx is done. It watches every sale listed as active.
+// Run relays until ctx is done. It watches every outbox of every sale
+// listed as active (one per part of the sale's stock).
 func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -121,7 +122,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer wg.Done()
 		r.heartbeat(ctx)
 	}()
-	watching := map[int64]context.CancelFunc{}
+	watching := map[redisstore.Outbox]context.CancelFunc{}
 	defer func() {
 		for _, stop := range watching {
 			stop()
@@ -130,27 +131,27 @@ func (r *Relay) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.cfg.Refresh)
 	defer tick.Stop()
 	for {
-		sales, err := r.activeSales(ctx)
+		outboxes, err := r.activeOutboxes(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("list sales to relay", "error", err)
 		}
 		if err == nil {
-			for id, stop := range watching {
-				if !sales[id] {
+			for o, stop := range watching {
+				if !outboxes[o] {
 					stop()
-					delete(watching, id)
+					delete(watching, o)
 				}
 			}
-			for id := range sales {
-				if _, ok := watching[id]; ok {
+			for o := range outboxes {
+				if _, ok := watching[o]; ok {
 					continue
 				}
 				wctx, stop := context.WithCancel(ctx)
-				watching[id] = stop
+				watching[o] = stop
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r.watch(wctx, id)
+					r.watch(wctx, o)
 				}()
 			}
 		}
@@ -162,16 +163,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Relay) activeSales(ctx context.Context) (map[int64]bool, error) {
-	ids, err := r.rstore.ActiveSales(ctx)
+func (r *Relay) activeOutboxes(ctx context.Context) (map[redisstore.Outbox]bool, error) {
+	list, err := r.rstore.ActiveOutboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sales := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		sales[id] = true
+	outboxes := make(map[redisstore.Outbox]bool, len(list))
+	for _, o := range list {
+		outboxes[o] = true
 	}
-	return sales, nil
+	return outboxes, nil
 }
 
 // beat refreshes this relay's liveness mark.
@@ -199,30 +200,30 @@ func (r *Relay) heartbeat(ctx context.Context) {
 	}
 }
 
-// watch relays one sale's outbox until ctx is done.
-func (r *Relay) watch(ctx context.Context, saleID int64) {
-	log := r.log.With("saleID", saleID)
+// watch relays one outbox until ctx is done.
+func (r *Relay) watch(ctx context.Context, o redisstore.Outbox) {
+	log := r.log.With("saleID", o.SaleID, "part", o.Part)
 	var lastTakeover, lastIdleTakeover time.Time
 	failures := 0
 	for ctx.Err() == nil {
 		err := func() error {
 			if time.Since(lastTakeover) >= r.cfg.Heartbeat {
-				if err := r.takeOverDead(ctx, saleID); err != nil {
+				if err := r.takeOverDead(ctx, o); err != nil {
 					return err
 				}
 				lastTakeover = time.Now()
 			}
 			if time.Since(lastIdleTakeover) >= r.cfg.ClaimIdle/2 {
-				if err := r.takeOver(ctx, saleID); err != nil {
+				if err := r.takeOver(ctx, o); err != nil {
 					return err
 				}
 				lastIdleTakeover = time.Now()
 			}
-			entries, err := r.rstore.ReadOutbox(ctx, saleID, r.cfg.Consumer, r.cfg.BatchSize, r.cfg.Block)
+			entries, err := r.rstore.ReadOutbox(ctx, o, r.cfg.Consumer, r.cfg.BatchSize, r.cfg.Block)
 			if err != nil {
 				return err
 			}
-			return r.relay(ctx, saleID, entries)
+			return r.relay(ctx, o, entries)
 		}()
 		if err == nil {
 			failures = 0
@@ -240,8 +241,8 @@ func (r *Relay) watch(ctx context.Context, saleID int64) {
 // takeOverDead takes over and relays the pending entries of consumers
 // whose liveness mark is gone, and forgets those consumers once they hold
 // none.
-func (r *Relay) takeOverDead(ctx context.Context, saleID int64) error {
-	consumers, err := r.rstore.OutboxConsumers(ctx, saleID)
+func (r *Relay) takeOverDead(ctx context.Context, o redisstore.Outbox) error {
+	consumers, err := r.rstore.OutboxConsumers(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -260,20 +261,20 @@ func (r *Relay) takeOverDead(ctx context.Context, saleID int64) error {
 			// Dead and holding nothing: forget it, so the list stays short.
 			// A consumer that is only slow re-creates itself on its next read.
 			if c.Idle > 3*r.cfg.Heartbeat {
-				_ = r.rstore.ForgetOutboxConsumer(ctx, saleID, c.Name)
+				_ = r.rstore.ForgetOutboxConsumer(ctx, o, c.Name)
 			}
 			continue
 		}
 		for {
-			taken, err := r.rstore.TakeOverPending(ctx, saleID, c.Name, r.cfg.Consumer, r.cfg.BatchSize)
+			taken, err := r.rstore.TakeOverPending(ctx, o, c.Name, r.cfg.Consumer, r.cfg.BatchSize)
 			if err != nil {
 				return err
 			}
 			if len(taken) == 0 {
 				break // none left, or another relay took them first
 			}
-			r.log.Info("took over the pending outbox entries of a dead relay", "saleID", saleID, "dead", c.Name, "count", len(taken))
-			if err := r.relay(ctx, saleID, taken); err != nil {
+			r.log.Info("took over the pending outbox entries of a dead relay", "saleID", o.SaleID, "part", o.Part, "dead", c.Name, "count", len(taken))
+			if err := r.relay(ctx, o, taken); err != nil {
 				return err
 			}
 		}
@@ -283,16 +284,16 @@ func (r *Relay) takeOverDead(ctx context.Context, saleID int64) error {
 
 // takeOver takes over and relays entries other consumers left pending too
 // long.
-func (r *Relay) takeOver(ctx context.Context, saleID int64) error {
+func (r *Relay) takeOver(ctx context.Context, o redisstore.Outbox) error {
 	start := "0-0"
 	for {
-		taken, next, err := r.rstore.TakeOverIdle(ctx, saleID, r.cfg.Consumer, r.cfg.ClaimIdle, start, r.cfg.BatchSize)
+		taken, next, err := r.rstore.TakeOverIdle(ctx, o, r.cfg.Consumer, r.cfg.ClaimIdle, start, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
 		if len(taken) > 0 {
-			r.log.Info("took over pending outbox entries", "saleID", saleID, "count", len(taken))
-			if err := r.relay(ctx, saleID, taken); err != nil {
+			r.log.Info("took over pending outbox entries", "saleID", o.SaleID, "part", o.Part, "count", len(taken))
+			if err := r.relay(ctx, o, taken); err != nil {
 				return err
 			}
 		}
@@ -305,7 +306,7 @@ func (r *Relay) takeOver(ctx context.Context, saleID int64) error {
 
 // relay starts a workflow for each entry, then acknowledges and deletes
 // the entries whose start succeeded.
-func (r *Relay) relay(ctx context.Context, saleID int64, entries []redisstore.OutboxEntry) error {
+func (r *Relay) relay(ctx context.Context, o redisstore.Outbox, entries []redisstore.OutboxEntry) error {
 	done := make([]string, 0, len(entries))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -314,7 +315,7 @@ func (r *Relay) relay(ctx context.Context, saleID int64, entries []redisstore.Ou
 		if e.Err != nil {
 			// Only claim.lua writes the outbox; an entry it cannot have
 			// written is acknowledged so it does not block the stream.
-			r.log.Error("dropping malformed outbox entry", "saleID", saleID, "id", e.ID, "error", e.Err)
+			r.log.Error("dropping malformed outbox entry", "saleID", o.SaleID, "part", o.Part, "id", e.ID, "error", e.Err)
 			mu.Lock()
 			done = append(done, e.ID)
 			mu.Unlock()
@@ -338,7 +339,7 @@ func (r *Relay) relay(ctx context.Context, saleID int64, entries []redisstore.Ou
 		// idempotent, so that only costs time.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := r.rstore.AckOutbox(actx, saleID, done); err != nil {
+		if err := r.rstore.AckOutbox(actx, o, done); err != nil {
 			return err
 		}
 	}

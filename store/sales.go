@@ -23,6 +23,7 @@ type saleRow struct {
 	StartsAt              time.Time
 	EndsAt                time.Time
 	PaymentTimeoutSeconds int
+	StockSegments         int
 	CreatedAt             time.Time  `gorm:"->"`
 	SoldOutAt             *time.Time `gorm:"->"` // set by MarkSoldOut only
 }
@@ -38,6 +39,7 @@ func (r *saleRow) sale() *seckill.Sale {
 		StartsAt:       r.StartsAt.UTC(),
 		EndsAt:         r.EndsAt.UTC(),
 		PaymentTimeout: time.Duration(r.PaymentTimeoutSeconds) * time.Second,
+		StockSegments:  max(r.StockSegments, 1),
 		Stock: seckill.Stock{
 			Total:     r.Total,
 			Available: r.Available,
@@ -56,6 +58,8 @@ type NewSale struct {
 	StartsAt       time.Time
 	EndsAt         time.Time
 	PaymentTimeout time.Duration
+	// StockSegments is how many parts the Redis stock is split into (0: 1).
+	StockSegments int
 }
 
 // CreateSale inserts a sale with all its stock available, then runs
@@ -71,6 +75,7 @@ func (s *Store) CreateSale(ctx context.Context, n NewSale, within func(*seckill.
 		StartsAt:              n.StartsAt.UTC(),
 		EndsAt:                n.EndsAt.UTC(),
 		PaymentTimeoutSeconds: int(n.PaymentTimeout / time.Second),
+		StockSegments:         max(n.StockSegments, 1),
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Omit("ID", "CreatedAt").Create(&row).Error; err != nil {

@@ -1,0 +1,55 @@
+-- give.lua: units taken from one part (take.lua, or release.lua parking a
+-- released unit) arrive in another, exactly once. admit.lua comes first.
+-- Each unit goes to the first waiting buyer of this part (a new order for
+-- them, as release.lua does), or with nobody waiting to the stock.
+--
+-- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
+-- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN.p}:...)
+-- KEYS[8] moved   set of the move ids this part was given
+-- ARGV[1] move id
+-- ARGV[2] units
+-- ARGV[3] sale id
+-- ARGV[4] payment timeout ms, ARGV[5] amount cents, ARGV[6] currency
+-- ARGV[7] pub/sub channel told that the sale has stock again
+-- ARGV[8..] fresh order ids for waiting buyers, at most one per unit
+--
+-- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
+-- 0 when this move was given before (nothing happens again), 1 otherwise,
+-- followed by the waiting buyers who got a unit. A part that is not warmed
+-- takes nothing: re-warm loads it from the database, which counts these
+-- units already.
+if redis.call('SADD', KEYS[8], ARGV[1]) == 0 then
+  return {0}
+end
+local expire = redis.call('HGET', KEYS[3], 'expire_ms')
+if expire then
+  redis.call('PEXPIREAT', KEYS[8], expire)
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {1}
+end
+local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
+local t = {sale = ARGV[3], timeout_ms = ARGV[4], amount = ARGV[5], currency = ARGV[6]}
+local now = now_ms()
+local out = {1}
+local back = 0
+for i = 1, tonumber(ARGV[2]) do
+  local order = ARGV[7 + i]
+  local user, pay_by
+  if order then
+    user, pay_by = hand_over(k, order, now, t)
+  end
+  if user then
+    table.insert(out, user)
+    table.insert(out, order)
+    table.insert(out, pay_by)
+  else
+    back = back + 1
+  end
+end
+if back > 0 then
+  redis.call('INCRBY', KEYS[1], back)
+  redis.call('PUBLISH', ARGV[7], ARGV[3])
+end
+return out

@@ -1,0 +1,334 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
+)
+
+// ClaimOutcome is the decision of one admission, as claim.lua codes it.
+type ClaimOutcome int
+
+// Outcomes of claim.lua, in its return-code order.
+const (
+	Admitted ClaimOutcome = iota
+	SoldOut
+	AlreadyClaimed
+	NotStarted
+	Ended
+	NotWarmed
+	RateLimited
+)
+
+// Claim is the outcome in the domain's vocabulary (metrics, stats).
+func (o ClaimOutcome) Claim() seckill.ClaimOutcome {
+	switch o {
+	case Admitted:
+		return seckill.ClaimAdmitted
+	case SoldOut:
+		return seckill.ClaimSoldOut
+	case AlreadyClaimed:
+		return seckill.ClaimAlreadyClaimed
+	case NotStarted:
+		return seckill.ClaimNotStarted
+	case Ended:
+		return seckill.ClaimEnded
+	case NotWarmed:
+		return seckill.ClaimNotWarmed
+	case RateLimited:
+		return seckill.ClaimRateLimited
+	}
+	return seckill.ClaimError
+}
+
+// IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
+const IdempotencyTTL = 24 * time.Hour
+
+// ClaimResult is the outcome of one admission.
+type ClaimResult struct {
+	Outcome ClaimOutcome
+	// OrderID is the new order (Admitted) or the user's active order
+	// (AlreadyClaimed); zero otherwise.
+	OrderID int64
+	// Replayed is set when the result is the recorded first answer to the
+	// same Idempotency-Key.
+	Replayed bool
+	// RetryAfter is how long a RateLimited user must wait.
+	RetryAfter time.Duration
+	// PayBy is the admitted order's payment deadline, fixed at admission
+	// (Admitted only).
+	PayBy time.Time
+}
+
+// Terms are what an admitted buyer owes and for how long they may pay:
+// the sale's price and payment timeout, fixed at admission.
+type Terms struct {
+	PaymentTimeout time.Duration
+	AmountCents    int64
+	Currency       string
+}
+
+// TermsOf are sale's terms for every buyer it admits.
+func TermsOf(sale seckill.Sale) Terms {
+	return Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
+}
+
+// args are Terms as the scripts take them: timeout ms, amount, currency.
+func (t Terms) args() []any {
+	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
+}
+
+// maxBorrows bounds the units a claim on a sale of several parts borrows
+// from other parts before its answer is final.
+const maxBorrows = 8
+
+// Claim runs the admission for userID on saleID with the fresh orderID;
+// an admitted buyer owes terms, and may pay until the admission time (on
+// Redis' clock) plus terms.PaymentTimeout. With a non-empty idempotencyKey
+// the first decision for (user, sale, key) is recorded for IdempotencyTTL
+// and returned again to every repeat. An error means the outcome is
+// unknown (Redis unreachable or timed out): the caller must not assume the
+// claim failed or succeeded.
+//
+// On a sale of several parts the claim runs on the buyer's part; when that
+// part is empty it borrows units from the fullest other part (moves), so
+// the answer is SOLD_OUT only when no part has a unit and none is in
+// flight between parts.
+func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms) (ClaimResult, error) {
+	k, n, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	home := partOf(userID, n)
+	final := n == 1
+	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
+	again := s.WithRateLimit(RateLimit{}) // one claim is one attempt, however often it borrows
+	for attempt := 0; err == nil && res.Outcome == SoldOut && !final; attempt++ {
+		var moved, inFlight bool
+		moved, inFlight, err = s.borrow(ctx, saleID, n, home, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt))
+		if err != nil {
+			break
+		}
+		switch {
+		case !moved && !inFlight, attempt+1 >= maxBorrows:
+			final = true
+		case !moved: // units are on their way between parts: let them land
+			time.Sleep(2 * time.Millisecond)
+		}
+		res, err = again.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
+	}
+	return res, err
+}
+
+// claimOnce runs claim.lua on the part with keys k. Unless final, a
+// SOLD_OUT of the part is not recorded as the Idempotency-Key's answer:
+// other parts may still have units.
+func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms, final bool) (ClaimResult, error) {
+	idem, idemKey := "0", ""
+	if idempotencyKey != "" {
+		idem, idemKey = "1", idempotencyKeyOf(k, userID, idempotencyKey)
+	}
+	fin := "1"
+	if !final {
+		fin = "0"
+	}
+	keys := claimKeys(k, userID, idemKey)
+	var res []any
+	// Only a new admission waits for the replicas: losers wrote nothing a
+	// buyer is told about. (A replayed 202 wrote nothing either; its first
+	// answer waited, or was a 503 the buyer retried after.)
+	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+		var err error
+		res, err = claimScript.Run(ctx, c, keys,
+			userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
+			s.limit.Max, s.limit.Window.Milliseconds(),
+			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin).Slice()
+		if err != nil {
+			return false, fmt.Errorf("claim script: %w", err)
+		}
+		if len(res) != 4 {
+			return false, fmt.Errorf("claim script: unexpected reply %v", res)
+		}
+		return res[0] == int64(Admitted) && res[2] == int64(0), nil
+	})
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	return parseClaim(res)
+}
+
+func parseClaim(res []any) (ClaimResult, error) {
+	code, ok := res[0].(int64)
+	if !ok || code < int64(Admitted) || code > int64(RateLimited) {
+		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
+	}
+	replayed, _ := res[2].(int64)
+	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: replayed == 1}
+	if ms, _ := res[3].(string); ms != "" {
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil {
+			return ClaimResult{}, fmt.Errorf("claim script: bad pay_by %q", ms)
+		}
+		r.PayBy = time.UnixMilli(n).UTC()
+	}
+	if r.Outcome == RateLimited {
+		ms, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		r.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
+		return r, nil
+	}
+	if str, _ := res[1].(string); str != "" {
+		var err error
+		if r.OrderID, err = strconv.ParseInt(str, 10, 64); err != nil {
+			return ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)
+		}
+	}
+	return r, nil
+}
+
+// ClaimCommand is the Redis command Claim runs for a claim without an
+// Idempotency-Key on a sale of one part (EVALSHA, the script's hash, its
+// keys and arguments), with user and order as given: redis-benchmark
+// replays it as the raw ceiling of the claim path. Preload the script
+// first.
+func (s *Store) ClaimCommand(saleID int64, user, order string, terms Terms) []string {
+	keys := claimKeys(s.SaleKeys(saleID), user, "")
+	cmd := append([]string{"EVALSHA", claimScript.Hash(), strconv.Itoa(len(keys))}, keys...)
+	return append(cmd, user, order, strconv.FormatInt(saleID, 10), strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0",
+		strconv.Itoa(s.limit.Max), strconv.FormatInt(s.limit.Window.Milliseconds(), 10),
+		strconv.FormatInt(terms.PaymentTimeout.Milliseconds(), 10), strconv.FormatInt(terms.AmountCents, 10), terms.Currency, "1")
+}
+
+// tag is the "prefix:{tag}:" every key of the part with keys k starts with.
+func (k Keys) tag() string { return strings.TrimSuffix(k.Stock, "stock") }
+
+// claimKeys are claim.lua's KEYS for userID on the part with keys k, with
+// idem as KEYS[5]. Without an Idempotency-Key (idem "") the script never
+// reads KEYS[5]: a placeholder in the part's slot stands in, rather than a
+// key hashed on every claim.
+func claimKeys(k Keys, userID, idem string) []string {
+	if idem == "" {
+		idem = k.tag() + "idem:-"
+	}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userID, k.Admitted, k.Wait, k.Waited}
+}
+
+// idempotencyKeyOf is the record of one user's key, in the user's part.
+// The client's key is hashed: it may hold any printable characters, and
+// its length must not grow Redis keys.
+func idempotencyKeyOf(k Keys, userID, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return k.tag() + "idem:" + userID + ":" + hex.EncodeToString(sum[:16])
+}
+
+// ClaimOf returns the order id userID holds on saleID, or 0.
+func (s *Store) ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error) {
+	k, _, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return 0, err
+	}
+	id, err := s.rdb.HGet(ctx, k.Claims, userID).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read claim: %w", err)
+	}
+	return id, nil
+}
+
+// Claims returns every claim of a sale, over all its parts: user id ->
+// order id, 0 for a record that names no order (none of seckill's scripts
+// writes one).
+func (s *Store) Claims(ctx context.Context, saleID int64) (map[string]int64, error) {
+	parts, err := s.allKeys(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, k := range parts {
+		raw, err := s.rdb.HGetAll(ctx, k.Claims).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read claims: %w", err)
+		}
+		for user, v := range raw {
+			id, _ := strconv.ParseInt(v, 10, 64)
+			out[user] = max(id, 0)
+		}
+	}
+	return out, nil
+}
+
+// RestoreClaim writes userID's claim on saleID as orderID unless the user
+// has one, and reports whether it wrote it.
+func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error) {
+	k, _, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return false, err
+	}
+	ok, err := s.rdb.HSetNX(ctx, k.Claims, userID, orderID).Result()
+	if err != nil {
+		return false, fmt.Errorf("restore claim: %w", err)
+	}
+	return ok, nil
+}
+
+// Admission is an admitted order as Redis holds it until its saga has
+// written it down.
+type Admission struct {
+	OrderID int64
+	SaleID  int64
+	UserID  string
+	PayBy   time.Time
+}
+
+// Admission finds order orderID among the admissions of saleIDs (the
+// sales to look in, every part of each). ok is false when none of them
+// admitted it.
+func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (a Admission, ok bool, err error) {
+	type lookup struct {
+		sale int64
+		cmd  *redis.StringCmd
+	}
+	var cmds []lookup
+	var keys [][]Keys
+	for _, id := range saleIDs {
+		ks, err := s.allKeys(ctx, id)
+		if err != nil {
+			return Admission{}, false, err
+		}
+		keys = append(keys, ks)
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range saleIDs {
+			for _, k := range keys[i] {
+				cmds = append(cmds, lookup{id, p.HGet(ctx, k.Admitted, strconv.FormatInt(orderID, 10))})
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Admission{}, false, fmt.Errorf("find admission of order %d: %w", orderID, err)
+	}
+	for _, l := range cmds {
+		v, err := l.cmd.Result()
+		if err != nil {
+			continue
+		}
+		ms, user, found := strings.Cut(v, ":")
+		n, perr := strconv.ParseInt(ms, 10, 64)
+		if !found || perr != nil {
+			return Admission{}, false, fmt.Errorf("admission of order %d: malformed %q", orderID, v)
+		}
+		return Admission{OrderID: orderID, SaleID: l.sale, UserID: user, PayBy: time.UnixMilli(n).UTC()}, true, nil
+	}
+	return Admission{}, false, nil
+}

@@ -1,0 +1,186 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+)
+
+// openParts is openSale split into n parts.
+func openParts(units int64, n int) redisstore.WarmSpec {
+	spec := openSale(units)
+	spec.Parts = n
+	return spec
+}
+
+func TestParts_EachInItsOwnSlot(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	seen := map[int64]int{}
+	for p := range 64 {
+		k := sc.PartKeys(saleID, p)
+		sl, err := sc.Client().ClusterKeySlot(t.Context(), k.Stock).Result()
+		if err != nil {
+			sl = int64(redisstore.SlotOf(k.Stock)) // a single server has no CLUSTER KEYSLOT
+		}
+		prev, taken := seen[sl]
+		require.False(t, taken, "parts %d and %d share slot %d", prev, p, sl)
+		seen[sl] = p
+	}
+	require.Equal(t, uint16(12182), redisstore.SlotOf("foo"), "Redis Cluster's own example")
+	require.Equal(t, redisstore.SlotOf("{s42}:stock"), redisstore.SlotOf("s42"))
+	require.Equal(t, sc.SaleKeys(saleID), sc.PartKeys(saleID, 0), "part 0 keeps a sale's keys")
+}
+
+// A sale of 8 parts, 1,000 units, 5,000 buyers at once: exactly 1,000 are
+// admitted, nobody twice, and no part is left with a unit while buyers were
+// refused: buyers whose part ran dry borrowed from the others.
+func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
+	t.Parallel()
+	const units, buyers, parts = 1000, 5000, 8
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openParts(units, parts))
+	require.Equal(t, int64(units), remaining(t, sc))
+
+	var mu sync.Mutex
+	outcomes := map[redisstore.ClaimOutcome]int{}
+	winners := map[string]int64{}
+	testenv.ForEachBuyer(buyers, 64, func(i int64) {
+		user := fmt.Sprintf("u%05d", i)
+		res, err := sc.Claim(t.Context(), saleID, user, 100000+i, "", terms)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			t.Errorf("claim %s: %v", user, err)
+			return
+		}
+		outcomes[res.Outcome]++
+		if res.Outcome == redisstore.Admitted {
+			winners[user] = res.OrderID
+		}
+	})
+
+	require.Equal(t, map[redisstore.ClaimOutcome]int{redisstore.Admitted: units, redisstore.SoldOut: buyers - units}, outcomes)
+	require.Zero(t, remaining(t, sc), "no part holds a unit, none is in flight")
+	for p := range parts {
+		n, err := sc.Client().Get(t.Context(), sc.PartKeys(saleID, p).Stock).Int64()
+		require.NoError(t, err)
+		require.Zero(t, n, "part %d", p)
+	}
+	claims, err := sc.Claims(t.Context(), saleID)
+	require.NoError(t, err)
+	require.Equal(t, winners, claims)
+	backlog, err := sc.OutboxBacklog(t.Context(), []int64{saleID})
+	require.NoError(t, err)
+	require.Equal(t, int64(units), backlog, "one outbox entry per winner, over the parts' outboxes")
+	for user, order := range winners {
+		require.Equal(t, order, claimOf(t, sc, user))
+		res := claim(t, sc, user, 1)
+		require.Equal(t, redisstore.AlreadyClaimed, res.Outcome, "one active order per buyer")
+		break
+	}
+}
+
+// A unit released in one part goes to the buyer who joined the waitlist
+// first, whatever their part; with nobody waiting it goes back to its own.
+func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(2, 4))
+	var holders []string
+	for i := 0; len(holders) < 2; i++ {
+		u := fmt.Sprint("h", i)
+		if claim(t, sc, u, int64(1000+i)).Outcome == redisstore.Admitted {
+			holders = append(holders, u)
+		}
+	}
+	// Three buyers wait; the first to join gets the first unit back.
+	for i, u := range []string{"w-a", "w-b", "w-c"} {
+		j, err := sc.Join(ctx, saleID, u, 100, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: int64(i + 1)}, j)
+	}
+	order := func(u string) int64 { id := claimOf(t, sc, u); require.NotZero(t, id); return id }
+
+	res, err := sc.Release(ctx, saleID, holders[0], order(holders[0]), next(5001))
+	require.NoError(t, err)
+	require.True(t, res.Now)
+	require.NotNil(t, res.HandedTo)
+	require.Equal(t, "w-a", res.HandedTo.UserID)
+	require.Equal(t, int64(5001), claimOf(t, sc, "w-a"))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w-b"))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 2}, waitState(t, sc, "w-c"))
+	require.Zero(t, remaining(t, sc))
+
+	// A repeat finds nothing to do.
+	again, err := sc.Release(ctx, saleID, holders[0], 1000, next(5002))
+	require.NoError(t, err)
+	require.Nil(t, again.HandedTo)
+
+	// Nobody left waiting: the unit goes back to the stock.
+	for _, u := range []string{"w-b", "w-c"} {
+		_, err := sc.Leave(ctx, saleID, u)
+		require.NoError(t, err)
+	}
+	res, err = sc.Release(ctx, saleID, holders[1], order(holders[1]), next(5003))
+	require.NoError(t, err)
+	require.Nil(t, res.HandedTo)
+	require.Equal(t, int64(1), remaining(t, sc))
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any part")
+}
+
+// A mover that stops between taking units and giving them leaves them in
+// flight: they still count as remaining, and FinishMoves lands them.
+func TestParts_FinishMovesLandsUnitsLeftInFlight(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(4, 2))
+	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-crashed", 2, 1))
+	require.Equal(t, int64(4), remaining(t, sc), "units in flight still count")
+
+	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	p1, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(4), p1, "part 1 had 2 and got 2")
+	require.Equal(t, int64(4), remaining(t, sc))
+	n, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	require.Zero(t, n, "landed once")
+}
+
+// Re-warm after a part was lost (a Cluster primary with no replica): the
+// live parts keep their units, the lost one gets the rest of the
+// database's units and its buyers' claims.
+func TestParts_RewarmLoadsOnlyTheLostParts(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openParts(9, 3)
+	warm(t, sc, spec)
+	lost := sc.PartKeys(saleID, 2)
+	for _, key := range []string{lost.Stock, lost.Meta, lost.Claims} {
+		require.NoError(t, sc.Client().Del(ctx, key).Err())
+	}
+	_, ok, err := sc.Remaining(ctx, saleID)
+	require.NoError(t, err)
+	require.False(t, ok, "a sale missing a part is not warmed")
+
+	// The database: 8 units available (one sold meanwhile).
+	spec.Units = 8
+	loaded, err := sc.Rewarm(ctx, spec, nil)
+	require.NoError(t, err)
+	require.True(t, loaded)
+	require.Equal(t, int64(8), remaining(t, sc))
+	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(2), p2)
+}

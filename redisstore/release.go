@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NextOrder is what a released unit becomes when a buyer is waiting for
+// one: a fresh order id and the sale's terms.
+type NextOrder struct {
+	ID    int64
+	Terms Terms
+}
+
+// Released is what a Release did.
+type Released struct {
+	// Now is set when the claim still named the order and was released
+	// by this call.
+	Now bool
+	// HandedTo is the waiting buyer who got the unit, as a new admission;
+	// nil when nobody did (the unit went back to the stock, or stayed out
+	// of it).
+	HandedTo *Admission
+}
+
+// Release forgets userID's claim on saleID if it still names orderID and,
+// when next is not nil, gives the unit back: to the first waiting buyer,
+// as order next.ID with next.Terms, or with nobody waiting to the warmed
+// stock for open claims. Safe to repeat: a repeat finds the claim gone
+// and does nothing (but finish the move of a sale of several parts that an
+// earlier attempt parked).
+//
+// On a sale of one part this is one script. On a sale of several, the
+// script parks the unit as in flight and it is given to the part whose
+// waiting buyer joined first (give.lua), or back to the buyer's own part.
+func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderID int64, next *NextOrder) (Released, error) {
+	k, n, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return Released{}, err
+	}
+	mode := "0"
+	args := []any{userID, orderID, "", s.RestockChannel(), saleID}
+	if next != nil {
+		mode = "1"
+		if n > 1 {
+			mode = "2"
+		}
+		args = append(append(args, next.ID), next.Terms.args()...)
+	} else {
+		args = append(args, 0, 0, 0, "")
+	}
+	args[2] = mode
+	moveID := "r" + strconv.FormatInt(orderID, 10)
+	args = append(args, moveID)
+	// A release waits for the replicas too: lost in a failover, the unit
+	// would be missing from the stock (or from the buyer it went to) and
+	// the user's claim back. On ErrNotReplicated the caller retries, which
+	// finds nothing left to do or, after a failover that lost it, does it
+	// again.
+	var out Released
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+		res, err := releaseScript.Run(ctx, c, append(k.unitKeys(), k.Moves), args...).Slice()
+		if err != nil {
+			return false, fmt.Errorf("release script: %w", err)
+		}
+		if out, err = parseReleased(saleID, next, res); err != nil {
+			return false, err
+		}
+		return out.Now, nil
+	})
+	if err != nil || mode != "2" {
+		return out, err
+	}
+	handed, err := s.finishMove(ctx, saleID, n, partOf(userID, n), moveID, []int64{next.ID}, next.Terms)
+	if len(handed) > 0 {
+		out.HandedTo = &handed[0]
+	}
+	return out, err
+}
+
+func parseReleased(saleID int64, next *NextOrder, res []any) (Released, error) {
+	if len(res) != 3 {
+		return Released{}, fmt.Errorf("release script: unexpected reply %v", res)
+	}
+	out := Released{Now: res[0] == int64(1)}
+	if user, _ := res[1].(string); user != "" && next != nil {
+		ms, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
+		if err != nil {
+			return Released{}, fmt.Errorf("release script: bad pay_by %v", res[2])
+		}
+		out.HandedTo = &Admission{OrderID: next.ID, SaleID: saleID, UserID: user, PayBy: time.UnixMilli(ms).UTC()}
+	}
+	return out, nil
+}

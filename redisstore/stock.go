@@ -1,0 +1,322 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// WarmSpec is what warm-up loads for one sale.
+type WarmSpec struct {
+	SaleID   int64
+	Units    int64
+	StartsAt time.Time
+	EndsAt   time.Time
+	// Parts is how many parts the stock is split into (stock_segments;
+	// 0 means 1).
+	Parts int
+}
+
+func (spec WarmSpec) parts() int { return max(spec.Parts, 1) }
+
+// share is part p's share of units split over n parts: as even as can be,
+// the first parts holding one more.
+func share(units int64, n, p int) int64 {
+	q, r := units/int64(n), units%int64(n)
+	if int64(p) < r {
+		return q + 1
+	}
+	return q
+}
+
+// Warm loads spec into Redis, the units split evenly over the sale's
+// parts, unless the sale is live (a live counter is never overwritten),
+// and lists the sale for the relay. It reports whether it loaded part 0
+// now.
+func (s *Store) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
+	if spec.Units < 0 {
+		return false, errors.New("warm: negative units")
+	}
+	n := spec.parts()
+	expire := spec.EndsAt.Add(KeyRetention)
+	var first bool
+	for p := range n {
+		k := s.PartKeys(spec.SaleID, p)
+		loaded, err := warmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox},
+			share(spec.Units, n, p), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n).Int()
+		if err != nil {
+			return false, fmt.Errorf("warm script: %w", err)
+		}
+		if p == 0 {
+			first = loaded == 1
+		}
+	}
+	s.rememberParts(spec.SaleID, n)
+	if err := s.listForRelay(ctx, spec); err != nil {
+		return false, err
+	}
+	return first, nil
+}
+
+// listForRelay lists the sale for the relay, which watches a sale's outbox
+// until every claim of it has been relayed; claims stop at EndsAt, so a day
+// past it is ample.
+func (s *Store) listForRelay(ctx context.Context, spec WarmSpec) error {
+	if err := s.rdb.ZAdd(ctx, s.ActiveSalesKey(), redis.Z{
+		Score:  float64(spec.EndsAt.Add(24 * time.Hour).UnixMilli()),
+		Member: strconv.FormatInt(spec.SaleID, 10),
+	}).Err(); err != nil {
+		return fmt.Errorf("list sale for relay: %w", err)
+	}
+	return nil
+}
+
+// ActiveClaim is a user's order that still counts as their one claim.
+type ActiveClaim struct {
+	UserID  string
+	OrderID int64
+}
+
+// Rewarm loads the parts of a sale whose keys Redis lost (restarted empty,
+// or a Cluster primary lost with no replica) from a database snapshot:
+// spec.Units are the units Redis should hold in all; the parts still live
+// keep theirs (and their units in flight), the lost ones share the rest,
+// and get back the claims of their buyers' active orders. It does nothing
+// when every part is live, and reports whether it loaded any now.
+func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
+	n := spec.parts()
+	s.rememberParts(spec.SaleID, n)
+	live, err := s.partStocks(ctx, spec.SaleID, n)
+	if err != nil {
+		return false, err
+	}
+	var lost []int
+	units := max(spec.Units, 0)
+	for p, st := range live.stock {
+		if st < 0 {
+			lost = append(lost, p)
+		} else {
+			units -= st
+		}
+	}
+	units = max(units-live.moving, 0)
+	expire := spec.EndsAt.Add(KeyRetention)
+	var loadedAny bool
+	for i, p := range lost {
+		k := s.PartKeys(spec.SaleID, p)
+		args := []any{share(units, len(lost), i), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n}
+		for _, c := range claims {
+			if partOf(c.UserID, n) == p {
+				args = append(args, c.UserID, c.OrderID)
+			}
+		}
+		loaded, err := rewarmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox, k.Claims}, args...).Int()
+		if err != nil {
+			return false, fmt.Errorf("rewarm script: %w", err)
+		}
+		loadedAny = loadedAny || loaded == 1
+	}
+	if err := s.listForRelay(ctx, spec); err != nil {
+		return false, err
+	}
+	return loadedAny, nil
+}
+
+// stocks are the counters of a sale's parts as read at one moment.
+type stocks struct {
+	stock  []int64 // per part; -1 for a part Redis does not hold
+	moving int64   // units in flight between parts
+}
+
+// total is the units the parts hold and have in flight; ok is false when
+// a part is missing (the sale is not warmed).
+func (st stocks) total() (n int64, ok bool) {
+	for _, v := range st.stock {
+		if v < 0 {
+			return 0, false
+		}
+		n += v
+	}
+	return n + st.moving, true
+}
+
+// partStocks reads the counters of sale saleID's n parts in one round
+// trip (per node on a Cluster).
+func (s *Store) partStocks(ctx context.Context, saleID int64, n int) (stocks, error) {
+	all, err := s.partStocksMany(ctx, map[int64]int{saleID: n})
+	return all[saleID], err
+}
+
+func (s *Store) partStocksMany(ctx context.Context, parts map[int64]int) (map[int64]stocks, error) {
+	type cmds struct{ stock, moving []*redis.StringCmd }
+	all := make(map[int64]cmds, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for id, n := range parts {
+			c := cmds{stock: make([]*redis.StringCmd, n), moving: make([]*redis.StringCmd, n)}
+			for q := range n {
+				k := s.PartKeys(id, q)
+				c.stock[q] = p.Get(ctx, k.Stock)
+				c.moving[q] = p.HGet(ctx, k.Meta, "moving")
+			}
+			all[id] = c
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read stock: %w", err)
+	}
+	out := make(map[int64]stocks, len(parts))
+	for id, c := range all {
+		st := stocks{stock: make([]int64, len(c.stock))}
+		for q := range c.stock {
+			v, err := c.stock[q].Int64()
+			if err != nil {
+				v = -1
+			}
+			st.stock[q] = v
+			m, _ := c.moving[q].Int64()
+			st.moving += max(m, 0)
+		}
+		out[id] = st
+	}
+	return out, nil
+}
+
+// Remaining reads a sale's stock: the sum of its parts and the units in
+// flight between them. ok is false when the sale (any part) is not warmed.
+func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error) {
+	all, err := s.RemainingMany(ctx, []int64{saleID})
+	if err != nil {
+		return 0, false, err
+	}
+	n, ok = all[saleID]
+	return n, ok, nil
+}
+
+// RemainingMany reads the stock of several sales in one round trip (per
+// node on a Cluster). A sale that is not warmed is absent from the map.
+func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error) {
+	parts := make(map[int64]int, len(saleIDs))
+	for _, id := range saleIDs {
+		n, err := s.Parts(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		parts[id] = n
+	}
+	all, err := s.partStocksMany(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(saleIDs))
+	for id, st := range all {
+		if n, ok := st.total(); ok {
+			out[id] = n
+		}
+	}
+	return out, nil
+}
+
+// lowerScript sets a counter to a lower target only while it still holds
+// the value the caller read: a claim or a release in between wins.
+var lowerScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and cur == ARGV[1] and tonumber(ARGV[2]) < tonumber(cur) then
+  redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+  return 1
+end
+return 0`)
+
+// LowerRemaining lowers sale's stock from seen (as Remaining read it) to
+// target if it still holds seen, taking the excess from the fullest parts
+// first. It never raises it. It reports whether it lowered it all.
+func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error) {
+	n, err := s.Parts(ctx, saleID)
+	if err != nil {
+		return false, err
+	}
+	st, err := s.partStocks(ctx, saleID, n)
+	if err != nil {
+		return false, err
+	}
+	if total, ok := st.total(); !ok || total != seen || target >= seen {
+		return false, nil
+	}
+	order := make([]int, n)
+	for p := range order {
+		order[p] = p
+	}
+	sort.Slice(order, func(i, j int) bool { return st.stock[order[i]] > st.stock[order[j]] })
+	excess := seen - target
+	for _, p := range order {
+		cut := min(excess, st.stock[p])
+		if cut <= 0 {
+			continue
+		}
+		done, err := lowerScript.Run(ctx, s.rdb, []string{s.PartKeys(saleID, p).Stock}, st.stock[p], st.stock[p]-cut).Int()
+		if err != nil {
+			return false, fmt.Errorf("lower stock: %w", err)
+		}
+		if done != 1 {
+			return false, nil // a claim or a release came first: the next pass looks again
+		}
+		excess -= cut
+	}
+	return excess == 0, nil
+}
+
+// SaleCounts are a live sale's Redis figures, over all its parts.
+type SaleCounts struct {
+	// Remaining is the stock (admissions still possible).
+	Remaining int64
+	// Waiting is the waitlist's length.
+	Waiting int64
+	// FromWaitlist counts the units the waitlist has given buyers.
+	FromWaitlist int64
+}
+
+// Counts reads the figures of several sales in one round trip (split per
+// node on a Cluster). A sale that is not warmed is absent.
+func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCounts, error) {
+	remaining, err := s.RemainingMany(ctx, saleIDs)
+	if err != nil {
+		return nil, err
+	}
+	type cmds struct {
+		handed  []*redis.StringCmd
+		waiting []*redis.IntCmd
+	}
+	all := make(map[int64]*cmds, len(remaining))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for id := range remaining {
+			n, _ := s.Parts(ctx, id) // remembered by RemainingMany
+			c := &cmds{}
+			for q := range n {
+				k := s.PartKeys(id, q)
+				c.handed = append(c.handed, p.HGet(ctx, k.Meta, "waitlist_admissions"))
+				c.waiting = append(c.waiting, p.ZCard(ctx, k.Wait))
+			}
+			all[id] = c
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read sale counts: %w", err)
+	}
+	out := make(map[int64]SaleCounts, len(remaining))
+	for id, c := range all {
+		sc := SaleCounts{Remaining: remaining[id]}
+		for q := range c.handed {
+			h, _ := c.handed[q].Int64()
+			sc.FromWaitlist += h
+			sc.Waiting += c.waiting[q].Val()
+		}
+		out[id] = sc
+	}
+	return out, nil
+}
