@@ -11,16 +11,28 @@
 -- ARGV[3] sale id
 -- ARGV[4] payment timeout ms, ARGV[5] amount cents, ARGV[6] currency
 -- ARGV[7] pub/sub channel told that the sale has stock again
--- ARGV[8..] fresh order ids for waiting buyers, at most one per unit
+-- ARGV[8] the join sequence the caller saw at the head of this part's
+--         waitlist ('' when it expects nobody): when the head has changed
+--         meanwhile, nothing happens and the caller chooses again, so units
+--         go to the buyers who joined first across all parts
+-- ARGV[9..] fresh order ids for waiting buyers, at most one per unit
 --
 -- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
--- 0 when this move was given before (nothing happens again), 1 otherwise,
--- followed by the waiting buyers who got a unit. A part that is not warmed
+-- 0 when this move was given before (nothing happens again), 2 when the
+-- head of the waitlist is not the one expected (nothing happens), 1
+-- otherwise, followed by the waiting buyers who got a unit. A part that is not warmed
 -- takes nothing: re-warm loads it from the database, which counts these
 -- units already.
-if redis.call('SADD', KEYS[8], ARGV[1]) == 0 then
+if redis.call('SISMEMBER', KEYS[8], ARGV[1]) == 1 then
   return {0}
 end
+if ARGV[8] ~= '' then
+  local head = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+  if #head == 0 or tonumber(head[2]) ~= tonumber(ARGV[8]) then
+    return {2}
+  end
+end
+redis.call('SADD', KEYS[8], ARGV[1])
 local expire = redis.call('HGET', KEYS[3], 'expire_ms')
 if expire then
   redis.call('PEXPIREAT', KEYS[8], expire)
@@ -35,7 +47,7 @@ local now = now_ms()
 local out = {1}
 local back = 0
 for i = 1, tonumber(ARGV[2]) do
-  local order = ARGV[7 + i]
+  local order = ARGV[8 + i]
   local user, pay_by
   if order then
     user, pay_by = hand_over(k, order, now, t)

@@ -42,14 +42,23 @@ func (s *Store) take(ctx context.Context, saleID int64, from int, id string, mos
 	return got, err
 }
 
+// errHeadMoved is give's answer when the head of the destination's
+// waitlist is not the buyer the caller chose: nothing was given.
+var errHeadMoved = errors.New("the waitlist's head moved")
+
 // give lands move id's units in part dest of saleID: each to the first
 // waiting buyer of the part as one of orders (with terms), the rest to the
-// stock. It returns the buyers who got a unit (none when the move was
-// given before).
-func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, orders []int64, terms Terms) ([]Admission, error) {
+// stock. With head (a join sequence) set, it gives only while that buyer
+// still heads the part's waitlist, else errHeadMoved. It returns the
+// buyers who got a unit (none when the move was given before).
+func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
 	k := s.PartKeys(saleID, dest)
 	args := append([]any{id, units, saleID}, terms.args()...)
-	args = append(args, s.RestockChannel())
+	expect := ""
+	if head != nil {
+		expect = strconv.FormatFloat(*head, 'f', -1, 64)
+	}
+	args = append(args, s.RestockChannel(), expect)
 	for _, o := range orders {
 		args = append(args, o)
 	}
@@ -63,6 +72,9 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	})
 	if err != nil {
 		return nil, err
+	}
+	if res[0] == int64(2) {
+		return nil, errHeadMoved
 	}
 	var out []Admission
 	for i := 1; i+2 < len(res); i += 3 {
@@ -138,46 +150,63 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 	return s.land(ctx, saleID, n, from, id, m, orders, terms)
 }
 
+// maxHeadRetries bounds how often land chooses again because the head it
+// chose was served by a concurrent release; then it gives to whoever
+// heads the part it chose.
+const maxHeadRetries = 64
+
 func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m inFlight, orders []int64, terms Terms) ([]Admission, error) {
-	dest := m.dest
-	if dest < 0 || dest >= n {
-		first, ok, err := s.firstWaitingPart(ctx, saleID, n)
+	var handed []Admission
+	for try := 0; ; try++ {
+		dest, head := m.dest, (*float64)(nil)
+		if dest < 0 || dest >= n {
+			// A parked released unit: to the buyer who joined first, in
+			// whichever part; with nobody waiting, back where it was.
+			first, seq, ok, err := s.firstWaitingPart(ctx, saleID, n)
+			if err != nil {
+				return nil, err
+			}
+			dest = from
+			if ok {
+				dest = first
+				if try < maxHeadRetries {
+					head = &seq
+				}
+			}
+		}
+		var err error
+		handed, err = s.give(ctx, saleID, dest, id, m.units, head, orders, terms)
+		if errors.Is(err, errHeadMoved) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		dest = from
-		if ok {
-			dest = first
-		}
-	}
-	handed, err := s.give(ctx, saleID, dest, id, m.units, orders, terms)
-	if err != nil {
-		return nil, err
+		break
 	}
 	return handed, s.settle(ctx, saleID, from, id)
 }
 
 // firstWaitingPart is the part of saleID (of n) whose first waiting buyer
-// joined first; ok is false when nobody waits.
-func (s *Store) firstWaitingPart(ctx context.Context, saleID int64, n int) (int, bool, error) {
+// joined first, and that buyer's join sequence; ok is false when nobody
+// waits.
+func (s *Store) firstWaitingPart(ctx context.Context, saleID int64, n int) (part int, seq float64, ok bool, err error) {
 	heads := make([]*redis.ZSliceCmd, n)
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
 			heads[q] = p.ZRangeWithScores(ctx, s.PartKeys(saleID, q).Wait, 0, 0)
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("read the waitlists' heads: %w", err)
+		return 0, 0, false, fmt.Errorf("read the waitlists' heads: %w", err)
 	}
-	best, found := 0, false
-	var score float64
 	for q, h := range heads {
-		if z := h.Val(); len(z) == 1 && (!found || z[0].Score < score) {
-			best, score, found = q, z[0].Score, true
+		if z := h.Val(); len(z) == 1 && (!ok || z[0].Score < seq) {
+			part, seq, ok = q, z[0].Score, true
 		}
 	}
-	return best, found, nil
+	return part, seq, ok, nil
 }
 
 // borrow moves units into part home of saleID (of n) from the fullest
@@ -202,7 +231,7 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 	if err != nil || got == 0 {
 		return false, true, err // emptied meanwhile: look again
 	}
-	if _, err := s.give(ctx, saleID, home, id, got, nil, Terms{}); err != nil {
+	if _, err := s.give(ctx, saleID, home, id, got, nil, nil, Terms{}); err != nil {
 		return false, false, err
 	}
 	return true, false, s.settle(ctx, saleID, donor, id)

@@ -184,3 +184,54 @@ func TestParts_RewarmLoadsOnlyTheLostParts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), p2)
 }
+
+// Released units meet the waitlist concurrently, across parts: exactly the
+// first in line get them, however the releases interleave.
+func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
+	t.Parallel()
+	const units, waiters, parts = 40, 60, 4
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(units, parts))
+	holders := map[string]int64{}
+	for i := 0; len(holders) < units; i++ {
+		u := fmt.Sprint("h", i)
+		if res := claim(t, sc, u, int64(1000+i)); res.Outcome == redisstore.Admitted {
+			holders[u] = res.OrderID
+		}
+	}
+	line := make([]string, waiters)
+	for i := range line {
+		line[i] = fmt.Sprint("w", i)
+		j, err := sc.Join(ctx, saleID, line[i], waiters, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, int64(i+1), j.Position)
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[string]bool{}
+	i := int64(0)
+	for u, order := range holders {
+		i++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := sc.Release(ctx, saleID, u, order, next(9000+i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || res.HandedTo == nil {
+				t.Errorf("release of %s: %+v %v", u, res, err)
+				return
+			}
+			got[res.HandedTo.UserID] = true
+		}()
+	}
+	wg.Wait()
+
+	for i, u := range line {
+		require.Equal(t, i < units, got[u], "%s (position %d)", u, i+1)
+	}
+	require.Zero(t, remaining(t, sc))
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, line[units]))
+}

@@ -239,7 +239,7 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 		if donor < 0 {
 			return handed, nil
 		}
-		dest, waiting, err := s.firstWaitingPart(ctx, saleID, n)
+		dest, head, waiting, err := s.firstWaitingPart(ctx, saleID, n)
 		if err != nil || !waiting {
 			return handed, err
 		}
@@ -259,7 +259,16 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 		if got == 0 {
 			continue // emptied meanwhile: look again
 		}
-		given, err := s.give(ctx, saleID, dest, move, 1, []int64{id}, terms)
+		given, err := s.give(ctx, saleID, dest, move, 1, &head, []int64{id}, terms)
+		if errors.Is(err, errHeadMoved) {
+			// Served meanwhile: the unit goes to whoever comes first now.
+			given, err = s.land(ctx, saleID, n, donor, move, inFlight{units: 1, dest: -1}, []int64{id}, terms)
+			handed += len(given)
+			if err != nil {
+				return handed, err
+			}
+			continue
+		}
 		if err != nil {
 			return handed, err
 		}
