@@ -211,13 +211,14 @@ func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[string]bool{}
-	i := int64(0)
+	id := int64(9000)
 	for u, order := range holders {
-		i++
+		id++
+		nextOrder := next(id)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := sc.Release(ctx, saleID, u, order, next(9000+i))
+			res, err := sc.Release(ctx, saleID, u, order, nextOrder)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil || res.HandedTo == nil {
