@@ -105,6 +105,8 @@ func TestAPI_ContractAndHostileInput(t *testing.T) {
 			"ends before starts": {saleBody(map[string]any{"ends_at": now.Add(-time.Hour).Format(time.RFC3339)}), 400, "INVALID_REQUEST", "ends_at"},
 			"timeout too short":  {saleBody(map[string]any{"payment_timeout_seconds": 4}), 400, "INVALID_REQUEST", "payment_timeout_seconds"},
 			"timeout too long":   {saleBody(map[string]any{"payment_timeout_seconds": 86401}), 400, "INVALID_REQUEST", "payment_timeout_seconds"},
+			"no segments":        {saleBody(map[string]any{"stock_segments": 0}), 400, "INVALID_REQUEST", "stock_segments"},
+			"65 segments":        {saleBody(map[string]any{"stock_segments": 65}), 400, "INVALID_REQUEST", "stock_segments"},
 			"bad currency":       {saleBody(map[string]any{"currency": "dollars"}), 400, "INVALID_REQUEST", "currency"},
 			"negative price":     {saleBody(map[string]any{"price_cents": -5}), 400, "INVALID_REQUEST", "price_cents"},
 			"missing name":       {saleBody(map[string]any{"name": nil}), 400, "INVALID_REQUEST", "name"},

@@ -162,11 +162,18 @@ func (s *system) mustDo(method, path, token string, body []byte) response {
 // createSale creates an active sale and returns its id.
 func (s *system) createSale(stock int, timeout time.Duration) string {
 	s.t.Helper()
+	return s.createSegmentedSale(stock, timeout, 1)
+}
+
+// createSegmentedSale creates an active sale whose Redis stock is split
+// into segments parts, and returns its id.
+func (s *system) createSegmentedSale(stock int, timeout time.Duration, segments int) string {
+	s.t.Helper()
 	now := time.Now().UTC()
 	body, _ := json.Marshal(map[string]any{
 		"name": "Test sale", "price_cents": 990, "currency": "usd", "stock": stock,
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
-		"payment_timeout_seconds": int(timeout / time.Second),
+		"payment_timeout_seconds": int(timeout / time.Second), "stock_segments": segments,
 	})
 	r := s.mustDo("POST", "/api/v1/sales", s.token("admin", true), body)
 	require.Equal(s.t, http.StatusCreated, r.status, "%s", r.body)

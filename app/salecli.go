@@ -64,11 +64,13 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		starts := fs.String("starts", "now", "start: now, +DURATION from now, or RFC 3339")
 		ends := fs.String("ends", "+1h", "end: +DURATION from the start, or RFC 3339")
 		timeout := fs.Duration("timeout", 15*time.Minute, "time each winner has to pay (5s..24h)")
+		segments := fs.Int("segments", 1, "parts the Redis stock is split into, each in its own Cluster hash slot (1..64)")
 		if _, err := parseFlags(fs, args, 0); err != nil {
 			return err
 		}
 		c.base = strings.TrimRight(*apiURL, "/")
-		body, err := newSaleBody(*name, *price, *currency, *stock, *starts, *ends, *timeout, now)
+		body, err := newSale{name: *name, price: *price, currency: *currency, stock: *stock,
+			starts: *starts, ends: *ends, timeout: *timeout, segments: *segments}.body(now)
 		if err != nil {
 			return err
 		}
@@ -187,32 +189,45 @@ func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 
 // newSaleBody validates the flags a person is likely to get wrong before
 // the API does, with the flag's name in the message.
-func newSaleBody(name, price, currency string, stock int64, starts, ends string, timeout time.Duration, now time.Time) ([]byte, error) {
-	if strings.TrimSpace(name) == "" {
+// newSale is `seckill sale create`'s flags.
+type newSale struct {
+	name, price, currency string
+	stock                 int64
+	starts, ends          string
+	timeout               time.Duration
+	segments              int
+}
+
+// body is the POST /api/v1/sales body the flags describe, at now.
+func (n newSale) body(now time.Time) ([]byte, error) {
+	if strings.TrimSpace(n.name) == "" {
 		return nil, errors.New("sale create: --name is required")
 	}
-	if stock <= 0 {
+	if n.stock <= 0 {
 		return nil, errors.New("sale create: --stock is required (a positive number of units)")
 	}
-	cents, err := parseMoney(price)
+	cents, err := parseMoney(n.price)
 	if err != nil {
 		return nil, fmt.Errorf("sale create: --price: %w", err)
 	}
-	start, err := parseWhen(starts, now)
+	start, err := parseWhen(n.starts, now)
 	if err != nil {
 		return nil, fmt.Errorf("sale create: --starts: %w", err)
 	}
-	end, err := parseWhen(ends, start)
+	end, err := parseWhen(n.ends, start)
 	if err != nil {
 		return nil, fmt.Errorf("sale create: --ends: %w", err)
 	}
-	if timeout%time.Second != 0 {
+	if n.timeout%time.Second != 0 {
 		return nil, errors.New("sale create: --timeout must be whole seconds")
 	}
+	if n.segments < 1 || n.segments > seckill.MaxStockSegments {
+		return nil, fmt.Errorf("sale create: --segments must be between 1 and %d", seckill.MaxStockSegments)
+	}
 	return json.Marshal(map[string]any{
-		"name": name, "price_cents": cents, "currency": currency, "stock": stock,
+		"name": n.name, "price_cents": cents, "currency": n.currency, "stock": n.stock,
 		"starts_at": start.UTC().Format(time.RFC3339Nano), "ends_at": end.UTC().Format(time.RFC3339Nano),
-		"payment_timeout_seconds": int64(timeout / time.Second),
+		"payment_timeout_seconds": int64(n.timeout / time.Second), "stock_segments": n.segments,
 	})
 }
 
@@ -328,6 +343,9 @@ func printSale(w io.Writer, s seckill.SaleJSON) {
 	fmt.Fprintf(tw, "price\t%s\n", money(s.PriceCents, s.Currency))
 	fmt.Fprintf(tw, "window\t%s .. %s\n", s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "pay within\t%s\n", time.Duration(s.PaymentTimeoutSeconds)*time.Second)
+	if s.StockSegments > 1 {
+		fmt.Fprintf(tw, "segments\t%d (Redis stock parts)\n", s.StockSegments)
+	}
 	fmt.Fprintf(tw, "stock\ttotal %d, remaining %d (Redis); available %d, locked %d, sold %d (database)\n",
 		s.Stock.Total, s.Stock.Remaining, s.Stock.Available, s.Stock.Locked, s.Stock.Sold)
 	_ = tw.Flush()

@@ -46,8 +46,20 @@ func (s *system) waitlist(method, saleID, path, user string) (int, waitlistEntry
 // never pay. Exactly the first 8 in line get the 8 released units (first
 // come, first served), each as an order payable at once with its own
 // deadline; the other 22 keep their order in line; nobody holds two active
-// orders, and the audit passes.
+// orders, and the audit passes. The same with the stock in 8 segments,
+// where the line spans every segment.
 func TestWaitlist_ReleasedUnitsGoToTheFirstWaitingBuyers(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	for _, segments := range []int{1, 8} {
+		t.Run(fmt.Sprintf("segments=%d", segments), func(sub *testing.T) {
+			s.t = sub // the helpers report to the running subtest
+			defer func() { s.t = t }()
+			waitlistRace(sub, s, segments)
+		})
+	}
+}
+
+func waitlistRace(t *testing.T, s *system, segments int) {
 	const (
 		units   = 20
 		buyers  = 200
@@ -55,8 +67,7 @@ func TestWaitlist_ReleasedUnitsGoToTheFirstWaitingBuyers(t *testing.T) {
 		unpaid  = 8
 		timeout = 5 * time.Second
 	)
-	s := startSystem(t, systemOptions{})
-	sale := s.createSale(units, timeout)
+	sale := s.createSegmentedSale(units, timeout, segments)
 
 	// The rush: exactly 20 winners.
 	var mu sync.Mutex
@@ -64,7 +75,7 @@ func TestWaitlist_ReleasedUnitsGoToTheFirstWaitingBuyers(t *testing.T) {
 	var losers []string
 	var wg sync.WaitGroup
 	for i := range buyers {
-		user := fmt.Sprintf("buyer-%03d", i)
+		user := fmt.Sprintf("buyer-%d-%03d", segments, i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
