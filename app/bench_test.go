@@ -87,3 +87,31 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "bench.png is not a PNG")
 	require.Contains(t, progress.String(), "burst done")
 }
+
+// TestBench_WaitlistAndSegments: a sale of 4 segments; half the buyers
+// refused join the waitlist; half the winners never pay. Every unit they
+// leave goes to a waiting buyer, who pays: the sale sells all its units,
+// and the audit passes.
+func TestBench_WaitlistAndSegments(t *testing.T) {
+	sys := startSystem(t, systemOptions{configure: func(c *app.Config) { c.ClaimRate.Max = 0 }})
+	var progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench.Run(ctx, bench.Options{
+		APIURL: sys.info.APIURL, Config: sys.cfg,
+		Units: 30, Sales: 1, Buyers: 300, Requests: 300, Rate: 2000, Conns: 16,
+		PaymentTimeout: 5 * time.Second, PayShare: 0.5,
+		Segments: 4, WaitlistShare: 0.5, WaitlistPayShare: 1,
+		SettleWithin: 2 * time.Minute,
+		Progress:     &progress,
+	})
+	require.NoError(t, err, progress.String())
+	t.Log("\n" + rep.String())
+	require.True(t, rep.OK(), "%s", rep)
+	require.Equal(t, int64(30), rep.Claims.ByOutcome["admitted"].Count)
+	require.NotNil(t, rep.Waitlist)
+	require.Positive(t, rep.Waitlist.Answers["WAITING"], "%v", rep.Waitlist.Answers)
+	require.Equal(t, rep.Settle.Abandoned, rep.Waitlist.Admitted, "every abandoned unit went to a waiting buyer")
+	require.Equal(t, int64(rep.Waitlist.Admitted), rep.Waitlist.HandOverToAwaitPayment.Count)
+	require.Equal(t, int64(30), rep.UnitsSold, "every unit found a buyer")
+}

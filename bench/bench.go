@@ -60,6 +60,12 @@ type Options struct {
 	PayShare       float64       // share of won orders paid [0]
 	FailShare      float64       // share of won orders whose payment fails [0]
 	SettleWithin   time.Duration // bound on waiting for orders to settle [10m]
+	Segments       int           // parts of each sale's Redis stock (stock_segments) [1]
+	// WaitlistShare of the buyers answered SOLD_OUT join the waitlist at
+	// once [0]; WaitlistPayShare of the orders the waitlist gives them are
+	// paid, the rest abandoned [0; `seckill bench` defaults to 1].
+	WaitlistShare    float64
+	WaitlistPayShare float64
 
 	// Anchors: AnchorScriptCalls > 0 runs redis-benchmark on the admission
 	// script; AnchorWorkflows > 0 starts and completes that many trivial
@@ -84,6 +90,7 @@ func (o *Options) defaults() error {
 	def(&o.Buyers, 1000000)
 	def(&o.Rate, 30000)
 	def(&o.Conns, 256)
+	def(&o.Segments, 1)
 	if o.PaymentTimeout == 0 {
 		o.PaymentTimeout = 30 * time.Second
 	}
@@ -109,6 +116,10 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("bench: requests, rate and conns (1..10000) must be positive")
 	case o.PayShare < 0 || o.FailShare < 0 || o.PayShare+o.FailShare > 1:
 		return fmt.Errorf("bench: pay and fail shares must be >= 0 and add up to at most 1")
+	case o.Segments < 1 || o.Segments > seckill.MaxStockSegments:
+		return fmt.Errorf("bench: segments must be 1..%d, got %d", seckill.MaxStockSegments, o.Segments)
+	case o.WaitlistShare < 0 || o.WaitlistShare > 1 || o.WaitlistPayShare < 0 || o.WaitlistPayShare > 1:
+		return fmt.Errorf("bench: the waitlist shares must be 0..1")
 	case o.PaymentTimeout < 5*time.Second || o.PaymentTimeout > 24*time.Hour:
 		return fmt.Errorf("bench: the payment timeout must be 5s..24h, got %s", o.PaymentTimeout)
 	case len(o.Config.JWTSecret) == 0 || len(o.Config.WebhookSecret) == 0:
@@ -182,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	payments := make(chan payResult, 1)
 	go func() { payments <- pay(ctx, o, won) }()
 	lr, err := burst(loadPlan{host: u.Host, sales: sales, tokens: tokens, requests: o.Requests,
-		rate: o.Rate, conns: o.Conns, progress: o.Progress, won: won})
+		rate: o.Rate, conns: o.Conns, progress: o.Progress, won: won, waitShare: o.WaitlistShare})
 	close(won)
 	if err != nil {
 		<-payments
@@ -199,8 +210,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Settle.Paid, rep.Settle.Failed, rep.Settle.Abandoned = pr.paid, pr.failed, len(lr.admissions)-pr.paid-pr.failed
 	rep.Payable = Payable{Accepted: latencies(pr.accepted, 0), WhileQueued: pr.whileQueued}
 
-	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).
+	// The waitlist's orders (released units, and joins that found one in
+	// stock) are paid (their share) as they appear.
 	db := deps.Store.Gorm()
+	var waitlisted func() (int, payResult)
+	if o.WaitlistShare > 0 {
+		rep.Waitlist = &Waitlist{Joined: latencies(lr.joinsHist, 0), Answers: lr.joins}
+		waitlisted = followAndPay(ctx, o, db, sales, lr.admissions)
+	}
+
+	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).
 	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status <> 'QUEUED'", say, "sagas"); err != nil {
 		return nil, err
 	}
@@ -210,6 +229,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status IN ('PAID', 'CLOSED')", say, "settled"); err != nil {
 		return nil, err
+	}
+	if waitlisted != nil {
+		// Every unit released has gone to a waiting buyer or back to the
+		// stock; their orders settle in turn.
+		if err := waitQuiet(ctx, o, db, deps.Redis, sales, say); err != nil {
+			return nil, err
+		}
+		found, wp := waitlisted()
+		if wp.err != nil {
+			return nil, wp.err
+		}
+		say("waitlist: %d orders, %d paid", found, wp.paid)
+		if err := rep.addWaitlist(ctx, db, sales, lr.admissions); err != nil {
+			return nil, err
+		}
 	}
 	settled := time.Now()
 	rep.Settle.AfterBurstSeconds = settled.Sub(burstEnd).Seconds()
@@ -223,6 +257,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(lastPayBy.Time).Seconds()
 	}
 	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
+	if err := db.WithContext(ctx).Raw(`SELECT coalesce(sum(sold), 0) FROM sales WHERE id IN ?`, sales).Row().Scan(&rep.UnitsSold); err != nil {
+		return nil, err
+	}
 
 	auditor := &audit.Auditor{DB: db, Redis: deps.Redis, Sagas: saga.New(deps.Temporal, saga.Options{})}
 	for _, s := range sales {
@@ -271,6 +308,7 @@ func createSale(ctx context.Context, o Options, name string) (int64, error) {
 		"starts_at":               now.Add(-time.Minute).Format(time.RFC3339),
 		"ends_at":                 now.Add(6 * time.Hour).Format(time.RFC3339),
 		"payment_timeout_seconds": int(o.PaymentTimeout / time.Second),
+		"stock_segments":          o.Segments,
 	})
 	req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/sales", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+admin)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"runtime"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
 
 	"github.com/seckill/seckill/api"
@@ -63,6 +65,9 @@ type loadPlan struct {
 	// payers pay from there, as a buyer who pays at once would). It must
 	// not block for long: size its buffer to the stock.
 	won chan<- admission
+	// waitShare of the buyers answered SOLD_OUT join the sale's waitlist
+	// at once, on the same connection, as a shopper would from the page.
+	waitShare float64
 }
 
 type loadResult struct {
@@ -71,6 +76,9 @@ type loadResult struct {
 	start      time.Time
 	wall       time.Duration // first intended send to last answer
 	statuses   map[int]int   // HTTP status counts (0: no answer)
+	// joins: the waitlist joins (waitShare) by answer, and their latency.
+	joins     map[string]int
+	joinsHist *hdrhistogram.Histogram
 }
 
 // burst runs an open-loop load: request i is due at start + i/rate, and its
@@ -90,8 +98,10 @@ func burst(p loadPlan) (*loadResult, error) {
 		MaxIdleConnDuration: time.Minute,
 	}
 	paths := make([][]byte, len(p.sales))
+	joinPaths := make([][]byte, len(p.sales))
 	for i, s := range p.sales {
 		paths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/claims")
+		joinPaths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/waitlist")
 	}
 	interval := float64(time.Second) / float64(p.rate)
 
@@ -99,7 +109,7 @@ func burst(p loadPlan) (*loadResult, error) {
 		next     atomic.Int64
 		counts   [numOutcomes]atomic.Int64
 		mu       sync.Mutex
-		res      = &loadResult{statuses: map[int]int{}}
+		res      = &loadResult{statuses: map[int]int{}, joins: map[string]int{}, joinsHist: newHist()}
 		wg       sync.WaitGroup
 		progress = make(chan struct{})
 	)
@@ -137,6 +147,8 @@ func burst(p loadPlan) (*loadResult, error) {
 			defer fasthttp.ReleaseResponse(resp)
 			samples := make([]sample, 0, p.requests/p.conns+1)
 			statuses := map[int]int{}
+			joins := map[string]int{}
+			joinsHist := newHist()
 			var won []admission
 			for {
 				i := int(next.Add(1) - 1)
@@ -167,6 +179,18 @@ func burst(p loadPlan) (*loadResult, error) {
 						}
 					}
 				}
+				if o == SoldOut && p.waitShare > 0 && joins2Wait(i%len(p.tokens), p.waitShare) {
+					req.Reset()
+					req.Header.SetMethod(fasthttp.MethodPost)
+					req.Header.SetHost(p.host)
+					req.SetRequestURIBytes(joinPaths[sale])
+					req.Header.SetBytesV("Authorization", p.tokens[i%len(p.tokens)])
+					resp.Reset()
+					t := time.Now()
+					err := client.Do(req, resp)
+					_ = joinsHist.RecordValue(max(time.Since(t).Microseconds(), 1))
+					joins[joinAnswer(err, resp)]++
+				}
 				counts[o].Add(1)
 				samples = append(samples, sample{
 					intendedMs: uint32(due.Sub(start) / time.Millisecond),
@@ -177,6 +201,10 @@ func burst(p loadPlan) (*loadResult, error) {
 			perSender[w] = samples
 			mu.Lock()
 			res.admissions = append(res.admissions, won...)
+			for k, v := range joins {
+				res.joins[k] += v
+			}
+			res.joinsHist.Merge(joinsHist)
 			for k, v := range statuses {
 				res.statuses[k] += v
 			}
@@ -226,6 +254,31 @@ func classify(err error, resp *fasthttp.Response) (Outcome, int) {
 	default:
 		return OtherError, s
 	}
+}
+
+// joins2Wait reports whether buyer joins the waitlist when refused: the
+// same buyers on every run (a hash of the index), share of them.
+func joins2Wait(buyer int, share float64) bool {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(strconv.Itoa(buyer)))
+	return float64(h.Sum32()%1_000_000)/1_000_000 < share
+}
+
+// joinAnswer is a join's answer: its status (WAITING, ADMITTED) or its
+// error code.
+func joinAnswer(err error, resp *fasthttp.Response) string {
+	if err != nil {
+		return "failed"
+	}
+	var body struct{ Status, Code string }
+	_ = json.Unmarshal(resp.Body(), &body)
+	if resp.StatusCode() == fasthttp.StatusCreated {
+		return body.Status
+	}
+	if body.Code != "" {
+		return body.Code
+	}
+	return strconv.Itoa(resp.StatusCode())
 }
 
 func orderIDOf(body []byte) (int64, bool) {

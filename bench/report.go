@@ -19,14 +19,17 @@ import (
 
 // Report is what a run measured. Latencies are milliseconds.
 type Report struct {
-	Config    map[string]any     `json:"config"`
-	Started   time.Time          `json:"started"`
-	Finished  time.Time          `json:"finished"`
-	SaleIDs   []int64            `json:"sale_ids"`
-	Claims    Claims             `json:"claims"`
-	Payable   Payable            `json:"payable"`
-	Sagas     Sagas              `json:"sagas"`
-	Settle    Settle             `json:"settle"`
+	Config   map[string]any `json:"config"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	SaleIDs  []int64        `json:"sale_ids"`
+	Claims   Claims         `json:"claims"`
+	Payable  Payable        `json:"payable"`
+	Sagas    Sagas          `json:"sagas"`
+	Settle   Settle         `json:"settle"`
+	// Waitlist is set when buyers joined the waitlist (--waitlist).
+	Waitlist  *Waitlist          `json:"waitlist,omitempty"`
+	UnitsSold int64              `json:"units_sold"`
 	Processes map[string]*Memory `json:"processes"`
 	// MemorySeries is every process's RSS every few seconds from the start
 	// of the burst.
@@ -138,7 +141,8 @@ func reportConfig(o Options) map[string]any {
 	return map[string]any{
 		"units": o.Units, "sales": o.Sales, "buyers": o.Buyers, "requests": o.Requests,
 		"rate": o.Rate, "conns": o.Conns, "payment_timeout_seconds": o.PaymentTimeout.Seconds(),
-		"pay_share": o.PayShare, "fail_share": o.FailShare,
+		"pay_share": o.PayShare, "fail_share": o.FailShare, "segments": o.Segments,
+		"waitlist_share": o.WaitlistShare, "waitlist_pay_share": o.WaitlistPayShare,
 		"anchor_script_calls": o.AnchorScriptCalls, "anchor_workflows": o.AnchorWorkflows,
 	}
 }
@@ -310,6 +314,13 @@ func (r *Report) String() string {
 		r.Sagas.Orders, r.Sagas.SoldOutAtDB, r.Sagas.PerSecond, r.Sagas.SpanSeconds)
 	fmt.Fprintf(&b, "settle: %d paid, %d failed, %d abandoned; all settled %.1fs after the burst, %.1fs after the last deadline\n",
 		r.Settle.Paid, r.Settle.Failed, r.Settle.Abandoned, r.Settle.AfterBurstSeconds, r.Settle.AfterLastDeadlineSeconds)
+	if wl := r.Waitlist; wl != nil {
+		fmt.Fprintf(&b, "waitlist: %d joins at once after SOLD_OUT %v (p50 %.2f ms, p99 %.2f ms); %d orders from the waitlist\n",
+			wl.Joined.Count, wl.Answers, wl.Joined.P50, wl.Joined.P99, wl.Admitted)
+		fmt.Fprintf(&b, "waitlist: deadline -> CLOSED (unit released) p50 %.1f ms, p99 %.1f ms; released unit -> next buyer's AWAITING_PAYMENT p50 %.1f ms, p99 %.1f ms\n",
+			wl.DeadlineToClose.P50, wl.DeadlineToClose.P99, wl.HandOverToAwaitPayment.P50, wl.HandOverToAwaitPayment.P99)
+	}
+	fmt.Fprintf(&b, "units sold: %d\n", r.UnitsSold)
 	if a := r.Anchors.Script; a != nil {
 		fmt.Fprintf(&b, "anchor (a) admission script in redis-benchmark: %.0f calls/s (p50 %.2f ms, p99 %.2f ms)\n", a.PerSecond, a.P50, a.P99)
 	}
