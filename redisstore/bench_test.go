@@ -103,3 +103,85 @@ func BenchmarkWinnerLatency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSellOut is one sale meeting five buyers per unit, 16 claims at
+// a time, at the adapter (no HTTP, so no sold-out flag in front of Redis):
+// the stock in 1 part or in 8, on one server and on a Cluster of 3
+// primaries. Each op is one claim; reported: claims/s, p50 and p99 of all
+// claims, and the moves that fed empty parts.
+//
+//	go test ./redisstore -run '^$' -bench SellOut -benchtime 50000x -count 3
+func BenchmarkSellOut(b *testing.B) {
+	redisstore.LogTo(slog.New(slog.DiscardHandler))
+	single, err := redistopo.StartSingle(io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer single.Stop()
+	cluster, err := redistopo.StartCluster(io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cluster.Stop()
+	for _, setup := range []struct {
+		name string
+		url  string
+	}{{"single", single.URL()}, {"cluster", cluster.URL()}} {
+		for _, parts := range []int{1, 8} {
+			b.Run(setup.name+"/parts="+strconv.Itoa(parts), func(b *testing.B) {
+				st, err := redisstore.Open(setup.url, "seckillbench-"+testenv.Suffix(), redisstore.Options{PoolSize: 64, MinReplicas: 0})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
+				units := max(int64(b.N/5), 1)
+				now := time.Now()
+				if _, err := st.Warm(b.Context(), redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Parts: parts}); err != nil {
+					b.Fatal(err)
+				}
+				var (
+					next     atomic.Int64
+					admitted atomic.Int64
+					mu       sync.Mutex
+					lat      = make([]time.Duration, 0, b.N)
+				)
+				b.SetParallelism(8)
+				start := time.Now()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					mine := make([]time.Duration, 0, 1024)
+					for pb.Next() {
+						i := next.Add(1)
+						t0 := time.Now()
+						res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+						if err != nil {
+							b.Errorf("claim %d: %v", i, err)
+							return
+						}
+						if res.Outcome == redisstore.Admitted {
+							admitted.Add(1)
+						}
+						mine = append(mine, time.Since(t0))
+					}
+					mu.Lock()
+					lat = append(lat, mine...)
+					mu.Unlock()
+				})
+				b.StopTimer()
+				elapsed := time.Since(start)
+				if admitted.Load() != units {
+					b.Fatalf("%d admitted of %d units", admitted.Load(), units)
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "claims/s")
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+				moves, err := st.MovesForTest(b.Context(), saleID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(moves), "moves")
+			})
+		}
+	}
+}

@@ -119,6 +119,10 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 			break
 		}
 		switch {
+		case !moved && !inFlight && idempotencyKey == "":
+			// No part has a unit and none is on its way: sold out. (With an
+			// Idempotency-Key the script records the final answer below.)
+			return res, nil
 		case !moved && !inFlight, attempt+1 >= maxBorrows:
 			final = true
 		case !moved: // units are on their way between parts: let them land

@@ -27,3 +27,23 @@ func (s *Store) TakeForTest(ctx context.Context, saleID int64, from int, id stri
 	_, err := s.take(ctx, saleID, from, id, units, dest)
 	return err
 }
+
+// MovesForTest counts the moves every part of saleID was given.
+func (s *Store) MovesForTest(ctx context.Context, saleID int64) (int64, error) {
+	ks, err := s.allKeys(ctx, saleID)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, k := range ks {
+		c, err := s.rdb.SCard(ctx, k.Moved).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// PartOf is the part userID belongs to on a sale of n parts.
+func PartOf(userID string, n int) int { return partOf(userID, n) }

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -235,4 +236,40 @@ func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	}
 	require.Zero(t, remaining(t, sc))
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, line[units]))
+}
+
+// Every buyer belongs to part 0 of 8: they buy the units of the 7 others
+// too, which move to part 0 as it runs dry.
+func TestParts_BuyersOfOnePartBorrowTheOthersUnits(t *testing.T) {
+	t.Parallel()
+	const units, buyers, parts = 800, 1000, 8
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openParts(units, parts))
+	var users []string
+	for i := 0; len(users) < buyers; i++ {
+		if u := fmt.Sprint("p0-", i); redisstore.PartOf(u, parts) == 0 {
+			users = append(users, u)
+		}
+	}
+	var admitted, soldOut atomic.Int64
+	testenv.ForEachBuyer(buyers, 32, func(i int64) {
+		res, err := sc.Claim(t.Context(), saleID, users[i-1], 100000+i, "", terms)
+		if err != nil {
+			t.Errorf("claim: %v", err)
+			return
+		}
+		switch res.Outcome {
+		case redisstore.Admitted:
+			admitted.Add(1)
+		case redisstore.SoldOut:
+			soldOut.Add(1)
+		}
+	})
+	require.Equal(t, int64(units), admitted.Load())
+	require.Equal(t, int64(buyers-units), soldOut.Load())
+	require.Zero(t, remaining(t, sc))
+	moves, err := sc.MovesForTest(t.Context(), saleID)
+	require.NoError(t, err)
+	require.Positive(t, moves)
+	t.Logf("%d units sold to the buyers of one part of %d, in %d moves", units, parts, moves)
 }
