@@ -216,7 +216,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var waitlisted func() (int, payResult)
 	if o.WaitlistShare > 0 {
 		rep.Waitlist = &Waitlist{Joined: latencies(lr.joinsHist, 0), Answers: lr.joins}
-		waitlisted = followAndPay(ctx, o, db, sales, lr.admissions)
+		waitlisted = followAndPay(ctx, o, deps.Redis, sales)
 	}
 
 	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).

@@ -32,49 +32,44 @@ type Waitlist struct {
 	DeadlineToClose Latencies `json:"deadline_to_close"`
 }
 
-// followWaitlist sends every order of sales that the burst did not win
-// (the waitlist's) to orders as it appears in the database, until ctx is
-// done; it returns how many it found.
-func followWaitlist(ctx context.Context, db *gorm.DB, sales []int64, burst []admission, orders chan<- admission) int {
-	known := make(map[int64]bool, len(burst))
-	for _, a := range burst {
-		known[a.orderID] = true
-	}
-	found := 0
+// followWaitlist sends every order the sales' waitlists give (read from
+// Redis, as each waiting buyer's page learns it from GET /waitlist/me) to
+// orders as it appears, until ctx is done; it returns how many it found.
+func followWaitlist(ctx context.Context, rs *redisstore.Store, sales []int64, orders chan<- admission) int {
+	known := map[int64]bool{}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		var rows []struct {
-			ID     int64
-			SaleID int64
-		}
-		if err := db.WithContext(ctx).Raw(`SELECT id, sale_id FROM orders WHERE sale_id IN ?`, sales).Scan(&rows).Error; err == nil {
-			for _, r := range rows {
-				if !known[r.ID] {
-					known[r.ID] = true
-					found++
-					orders <- admission{orderID: r.ID, saleID: r.SaleID, answeredAt: time.Now()}
+		for _, sale := range sales {
+			given, err := rs.WaitlistAdmissions(ctx, sale)
+			if err != nil {
+				continue
+			}
+			for _, id := range given {
+				if !known[id] {
+					known[id] = true
+					orders <- admission{orderID: id, saleID: sale, answeredAt: time.Now()}
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return found
+			return len(known)
 		case <-t.C:
 		}
 	}
 }
 
 // followAndPay follows the waitlist's orders (followWaitlist) and pays
-// WaitlistPayShare of them from the moment they appear; the returned
+// WaitlistPayShare of them from the moment they are given; the returned
 // function stops following and says how many there were and what the
 // payers did.
-func followAndPay(ctx context.Context, o Options, db *gorm.DB, sales []int64, burst []admission) func() (int, payResult) {
+func followAndPay(ctx context.Context, o Options, rs *redisstore.Store, sales []int64) func() (int, payResult) {
 	orders := make(chan admission, 1024)
 	fctx, stop := context.WithCancel(ctx)
 	found := make(chan int, 1)
 	go func() {
-		found <- followWaitlist(fctx, db, sales, burst, orders)
+		found <- followWaitlist(fctx, rs, sales, orders)
 		close(orders)
 	}()
 	payers := o
