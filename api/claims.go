@@ -29,7 +29,18 @@ func ValidIdempotencyKey(key string) bool {
 	return true
 }
 
-var errSoldOut = seckill.Errorf(seckill.CodeSoldOut, "sold out")
+var (
+	errSoldOut   = seckill.Errorf(seckill.CodeSoldOut, "sold out")
+	errSaleEnded = seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+)
+
+func errNotStarted(sale seckill.Sale) error {
+	return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+}
+
+func errAlreadyClaimed(orderID int64) error {
+	return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: orderID}
+}
 
 // claimResponse is the 202: the order, what the buyer owes and until when.
 // The order can be paid from this answer on.
@@ -95,11 +106,11 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		}
 		if start.Before(sale.StartsAt) {
 			outcome = seckill.ClaimNotStarted
-			return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+			return errNotStarted(sale)
 		}
 		if !start.Before(sale.EndsAt) {
 			outcome = seckill.ClaimEnded
-			return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+			return errSaleEnded
 		}
 	}
 
@@ -130,11 +141,11 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		s.funnel.markSoldOut(saleID, start)
 		return errSoldOut
 	case redisstore.AlreadyClaimed:
-		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
+		return errAlreadyClaimed(res.OrderID)
 	case redisstore.NotStarted:
-		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+		return errNotStarted(sale)
 	case redisstore.Ended:
-		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+		return errSaleEnded
 	case redisstore.RateLimited:
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64(math.Ceil(res.RetryAfter.Seconds())), 10))
 		return seckill.Errorf(seckill.CodeRateLimited, "too many claims; try again in %s", res.RetryAfter.Round(time.Second))

@@ -68,11 +68,11 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	case redisstore.JoinAlreadyWaiting:
 		return &seckill.Error{Code: seckill.CodeAlreadyWaiting, Message: "you are already on this sale's waitlist", Position: res.Position}
 	case redisstore.JoinAlreadyClaimed:
-		return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: res.OrderID}
+		return errAlreadyClaimed(res.OrderID)
 	case redisstore.JoinNotStarted:
-		return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
+		return errNotStarted(sale)
 	case redisstore.JoinEnded:
-		return seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
+		return errSaleEnded
 	case redisstore.JoinFull:
 		return seckill.Errorf(seckill.CodeWaitlistFull, "the waitlist holds %d buyers, its most", s.cfg.WaitlistMax)
 	default: // JoinNotWarmed

@@ -145,6 +145,16 @@ func burst(p loadPlan) (*loadResult, error) {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
+			// post sends a POST with no body to path as the buyer with token.
+			post := func(path, token []byte) error {
+				req.Reset()
+				req.Header.SetMethod(fasthttp.MethodPost)
+				req.Header.SetHost(p.host)
+				req.SetRequestURIBytes(path)
+				req.Header.SetBytesV("Authorization", token)
+				resp.Reset()
+				return client.Do(req, resp)
+			}
 			samples := make([]sample, 0, p.requests/p.conns+1)
 			statuses := map[int]int{}
 			joins := map[string]int{}
@@ -160,13 +170,7 @@ func burst(p loadPlan) (*loadResult, error) {
 					time.Sleep(d)
 				}
 				sale := i % len(p.sales)
-				req.Reset()
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.Header.SetHost(p.host)
-				req.SetRequestURIBytes(paths[sale])
-				req.Header.SetBytesV("Authorization", p.tokens[i%len(p.tokens)])
-				resp.Reset()
-				err := client.Do(req, resp)
+				err := post(paths[sale], p.tokens[i%len(p.tokens)])
 				lat := time.Since(due)
 				o, status := classify(err, resp)
 				statuses[status]++
@@ -180,14 +184,8 @@ func burst(p loadPlan) (*loadResult, error) {
 					}
 				}
 				if o == SoldOut && p.waitShare > 0 && joins2Wait(i%len(p.tokens), p.waitShare) {
-					req.Reset()
-					req.Header.SetMethod(fasthttp.MethodPost)
-					req.Header.SetHost(p.host)
-					req.SetRequestURIBytes(joinPaths[sale])
-					req.Header.SetBytesV("Authorization", p.tokens[i%len(p.tokens)])
-					resp.Reset()
 					t := time.Now()
-					err := client.Do(req, resp)
+					err := post(joinPaths[sale], p.tokens[i%len(p.tokens)])
 					_ = joinsHist.RecordValue(max(time.Since(t).Microseconds(), 1))
 					joins[joinAnswer(err, resp)]++
 				}

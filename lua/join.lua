@@ -19,14 +19,16 @@
 --         a sale of several parts numbers joins in part 0, so that the
 --         first to join is first across every part
 --
--- Returns {code, value, pay_by}:
---   0 ADMITTED         value = ARGV[3], pay_by = its deadline (ms)
+-- Returns {code, value, extra}:
+--   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
 --   2 ALREADY_CLAIMED  value = the user's active order
 --   3 NOT_STARTED
 --   4 ENDED
 --   5 NOT_WARMED       fail closed, as claim.lua
---   7 WAITING          value = position (1 is next): joined now
---   8 ALREADY_WAITING  value = position
+--   7 WAITING          value = position in this part's line (1 is
+--                      next): joined now; extra = the join sequence
+--   8 ALREADY_WAITING  value = position in this part's line, extra = the
+--                      join sequence
 --   9 WAITLIST_FULL
 local stock = redis.call('GET', KEYS[1])
 local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
@@ -46,7 +48,7 @@ if active then
 end
 local rank = redis.call('ZRANK', KEYS[6], ARGV[1])
 if rank then
-  return {8, tostring(rank + 1), ''}
+  return {8, tostring(rank + 1), redis.call('ZSCORE', KEYS[6], ARGV[1])}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
@@ -67,4 +69,4 @@ redis.call('HDEL', KEYS[7], ARGV[1])
 if window[3] then
   redis.call('PEXPIREAT', KEYS[6], window[3])
 end
-return {7, tostring(redis.call('ZRANK', KEYS[6], ARGV[1]) + 1), ''}
+return {7, tostring(redis.call('ZRANK', KEYS[6], ARGV[1]) + 1), tostring(seq)}

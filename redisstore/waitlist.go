@@ -82,25 +82,71 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if err != nil || n == 1 || (r.Outcome != JoinWaiting && r.Outcome != JoinAlreadyWaiting) {
 		return r, err
 	}
-	if r.Outcome == JoinWaiting {
-		// Units may still be in other parts' stock: they go to the line now.
-		if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
-			return JoinResult{}, err
-		}
+	// A sale of several parts: the place in the one line, and, if another
+	// part still has a unit, the hand-over it is owed (one read for both).
+	joined, err := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
+	if err != nil {
+		return JoinResult{}, fmt.Errorf("join script: bad join sequence %v", res[2])
 	}
-	st, err := s.WaitStateOf(ctx, saleID, userID)
+	st, pos, err := s.stocksAndPosition(ctx, saleID, n, joined)
+	if err != nil {
+		return JoinResult{}, err
+	}
+	r.Position = pos
+	if total, _ := st.total(); total-st.moving <= 0 || r.Outcome != JoinWaiting {
+		return r, nil
+	}
+	if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
+		return JoinResult{}, err
+	}
+	ws, err := s.WaitStateOf(ctx, saleID, userID)
 	switch {
 	case err != nil:
 		return JoinResult{}, err
-	case st.Waiting:
-		r.Position = st.Position
-	case st.OrderID != 0:
-		r = JoinResult{Outcome: JoinAdmitted, OrderID: st.OrderID}
-		if a, ok, err := s.Admission(ctx, st.OrderID, []int64{saleID}); err == nil && ok {
+	case ws.Waiting:
+		r.Position = ws.Position
+	case ws.OrderID != 0:
+		r = JoinResult{Outcome: JoinAdmitted, OrderID: ws.OrderID}
+		if a, ok, err := s.Admission(ctx, ws.OrderID, []int64{saleID}); err == nil && ok {
 			r.PayBy = a.PayBy
 		}
 	}
 	return r, nil
+}
+
+// stocksAndPosition reads, in one round trip per node, the stock of
+// saleID's n parts and the number of buyers waiting on them who joined at
+// or before join sequence seq (the position of the buyer with seq).
+func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq float64) (stocks, int64, error) {
+	bound := strconv.FormatFloat(seq, 'f', -1, 64)
+	stock := make([]*redis.StringCmd, n)
+	moving := make([]*redis.StringCmd, n)
+	ahead := make([]*redis.IntCmd, n)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range n {
+			k := s.PartKeys(saleID, q)
+			stock[q] = p.Get(ctx, k.Stock)
+			moving[q] = p.HGet(ctx, k.Meta, "moving")
+			ahead[q] = p.ZCount(ctx, k.Wait, "-inf", bound)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return stocks{}, 0, fmt.Errorf("read stock and waitlist: %w", err)
+	}
+	st := stocks{stock: make([]int64, n)}
+	var pos int64
+	for q := range n {
+		v, err := stock[q].Int64()
+		if err != nil {
+			v = -1
+		}
+		st.stock[q] = v
+		m, _ := moving[q].Int64()
+		st.moving += max(m, 0)
+		pos += ahead[q].Val()
+	}
+	return st, pos, nil
 }
 
 func parseJoin(res []any) (JoinResult, error) {
@@ -147,19 +193,27 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 	if err != nil {
 		return WaitState{}, err
 	}
-	var seq *redis.FloatCmd
-	var order *redis.StringCmd
+	var (
+		rank  *redis.IntCmd
+		score *redis.FloatCmd
+		order *redis.StringCmd
+	)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		seq = p.ZScore(ctx, k.Wait, userID)
+		rank = p.ZRank(ctx, k.Wait, userID)
+		score = p.ZScore(ctx, k.Wait, userID)
 		order = p.HGet(ctx, k.Waited, userID)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return WaitState{}, fmt.Errorf("read waitlist: %w", err)
 	}
-	if score, err := seq.Result(); err == nil {
-		ahead, err := s.waitingUpTo(ctx, saleID, n, score)
-		return WaitState{Waiting: true, Position: ahead}, err
+	if r, err := rank.Result(); err == nil {
+		if n == 1 {
+			return WaitState{Waiting: true, Position: r + 1}, nil
+		}
+		// The one line over every part: those who joined before, anywhere.
+		_, pos, err := s.stocksAndPosition(ctx, saleID, n, score.Val())
+		return WaitState{Waiting: true, Position: pos}, err
 	}
 	if v, err := order.Result(); err == nil {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -169,27 +223,6 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 		return WaitState{OrderID: id}, nil
 	}
 	return WaitState{}, nil
-}
-
-// waitingUpTo counts the buyers waiting on saleID's n parts who joined at
-// or before join sequence seq: the position of the buyer with seq.
-func (s *Store) waitingUpTo(ctx context.Context, saleID int64, n int, seq float64) (int64, error) {
-	max := strconv.FormatFloat(seq, 'f', -1, 64)
-	counts := make([]*redis.IntCmd, n)
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for q := range n {
-			counts[q] = p.ZCount(ctx, s.PartKeys(saleID, q).Wait, "-inf", max)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read waitlist positions: %w", err)
-	}
-	var pos int64
-	for _, c := range counts {
-		pos += c.Val()
-	}
-	return pos, nil
 }
 
 // Leave takes userID off saleID's waitlist for good (a later join starts
