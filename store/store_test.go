@@ -89,6 +89,7 @@ func TestCreateSale_StoresSaleWithAllStockAvailable(t *testing.T) {
 		StartsAt:       n.StartsAt,
 		EndsAt:         n.EndsAt,
 		PaymentTimeout: n.PaymentTimeout,
+		StockSegments:  1,
 		Stock:          split(100, 100, 0, 0),
 	}, got)
 	require.Equal(t, got, created)
