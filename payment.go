@@ -22,3 +22,53 @@ type RefundRequest struct {
 	AmountCents     int64
 	Currency        string
 }
+
+// PaymentIntents is a provider whose checkout needs a payment object made
+// for each order before the buyer pays (Stripe's PaymentIntent) and which
+// can stop it, so no payment is taken for a unit that has been given back.
+// The dev provider has none: its checkout needs nothing beforehand.
+type PaymentIntents interface {
+	// Name is the provider's name on the order ("stripe").
+	Name() string
+	// CreateIntent makes the order's payment object, once per order
+	// however often it is called (its idempotency key is derived from the
+	// order id), and returns it. An error means the outcome is unknown:
+	// call again.
+	CreateIntent(ctx context.Context, r IntentRequest) (Intent, error)
+	// CancelIntent stops the order's payment object so it takes no
+	// payment. When it took one first, the result says IntentSucceeded
+	// with what was paid: the buyer paid in time by the provider's clock,
+	// and the order is honoured. Safe to repeat.
+	CancelIntent(ctx context.Context, orderID int64, intentID string) (Intent, error)
+}
+
+// IntentRequest asks for the payment object of one order.
+type IntentRequest struct {
+	OrderID     int64
+	AmountCents int64
+	Currency    string
+}
+
+// IntentStatus is where a payment object stands.
+type IntentStatus string
+
+// Intent statuses: open (may still take a payment), succeeded (took it),
+// canceled (can take none).
+const (
+	IntentOpen      IntentStatus = "open"
+	IntentSucceeded IntentStatus = "succeeded"
+	IntentCanceled  IntentStatus = "canceled"
+)
+
+// Intent is an order's payment object at the provider.
+type Intent struct {
+	Provider string
+	ID       string
+	// ClientSecret is what the buyer's browser hands the provider's
+	// checkout (Stripe.js); shown to the order's owner only.
+	ClientSecret string
+	Status       IntentStatus
+	// AmountCents and Currency are what it took (IntentSucceeded).
+	AmountCents int64
+	Currency    string
+}
