@@ -26,6 +26,7 @@ const (
 	CodeOrderNotCancellable Code = "ORDER_NOT_CANCELLABLE"
 	CodeInvalidSignature    Code = "INVALID_SIGNATURE"
 	CodeMalformedEvent      Code = "MALFORMED_EVENT"
+	CodeOrderNotPayable     Code = "ORDER_NOT_PAYABLE"
 	CodeAlreadyWaiting      Code = "ALREADY_WAITING"
 	CodeWaitlistFull        Code = "WAITLIST_FULL"
 	CodeNotWaiting          Code = "NOT_WAITING"

@@ -50,6 +50,9 @@ type Order struct {
 	PaidAt      *time.Time
 	ClosedAt    *time.Time
 	Refund      *Refund
+	// Payment is the provider's payment object for the order (a provider
+	// other than dev), nil until one is made.
+	Payment *Intent
 }
 
 // OrderJSON is the wire form of an Order: IDs as strings, times in UTC.
@@ -66,6 +69,16 @@ type OrderJSON struct {
 	PaidAt      *time.Time   `json:"paid_at"`
 	ClosedAt    *time.Time   `json:"closed_at"`
 	Refund      *Refund      `json:"refund"`
+	// Payment is set when the provider made a payment object for the
+	// order; ClientSecret only in its owner's view (OwnerView).
+	Payment *PaymentJSON `json:"payment,omitempty"`
+}
+
+// PaymentJSON is an order's payment object as docs/API.md shows it.
+type PaymentJSON struct {
+	Provider        string `json:"provider"`
+	PaymentIntentID string `json:"payment_intent_id"`
+	ClientSecret    string `json:"client_secret,omitempty"`
 }
 
 // JSON returns the wire form of o.
@@ -83,9 +96,22 @@ func (o *Order) JSON() OrderJSON {
 		ClosedAt:    utc(o.ClosedAt),
 		Refund:      o.Refund,
 	}
+	if o.Payment != nil {
+		j.Payment = &PaymentJSON{Provider: o.Payment.Provider, PaymentIntentID: o.Payment.ID}
+	}
 	if o.CloseReason != "" {
 		r := o.CloseReason
 		j.CloseReason = &r
+	}
+	return j
+}
+
+// OwnerView is o's wire form for its owner: with the client secret the
+// provider's checkout needs.
+func (o *Order) OwnerView() OrderJSON {
+	j := o.JSON()
+	if j.Payment != nil {
+		j.Payment.ClientSecret = o.Payment.ClientSecret
 	}
 	return j
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/redisstore"
@@ -59,6 +60,9 @@ type Config struct {
 	Dev DevTools
 	// WaitlistMax bounds each sale's waitlist [DefaultWaitlistMax].
 	WaitlistMax int
+	// Payments makes orders' payment objects (POST /orders/{id}/payment);
+	// nil with the dev provider, whose checkout needs none.
+	Payments seckill.PaymentIntents
 }
 
 // Server is the HTTP API.
@@ -142,6 +146,7 @@ func New(cfg Config) *Server {
 	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
 	v1.Get("/orders/:id/events", s.auth.authenticate, s.orderEvents)
 	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
+	v1.Post("/orders/:id/payment", s.auth.authenticate, s.createPayment)
 	s.routePages()
 	return s
 }

@@ -59,7 +59,7 @@ func (s *Server) streamOrder(w *bufio.Writer, o *seckill.Order, id int64, p Prin
 	var last []byte
 	for {
 		if o != nil {
-			body, err := json.Marshal(o.JSON())
+			body, err := json.Marshal(view(o, p))
 			if err != nil {
 				return
 			}

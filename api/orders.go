@@ -22,7 +22,16 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(o.JSON())
+	return c.JSON(view(o, principal(c)))
+}
+
+// view is o's wire form for p: with the payment's client secret for its
+// owner only (docs/API.md).
+func view(o *seckill.Order, p Principal) seckill.OrderJSON {
+	if o.UserID == p.UserID {
+		return o.OwnerView()
+	}
+	return o.JSON()
 }
 
 // listOrders answers the caller's orders of one sale, newest first
@@ -64,11 +73,11 @@ func (s *Server) listOrders(c *fiber.Ctx) error {
 			return err
 		}
 		if o != nil && o.SaleID == saleID {
-			out = append(out, o.JSON())
+			out = append(out, view(o, p))
 		}
 	}
 	for _, o := range orders {
-		out = append(out, o.JSON())
+		out = append(out, view(o, p))
 	}
 	return c.JSON(out)
 }
@@ -143,7 +152,49 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p Principal) (*secki
 	if !adm.PayBy.IsZero() {
 		o.PayBy = &adm.PayBy
 	}
+	// The buyer may have asked for the payment object already.
+	if o.Payment, err = s.cfg.Store.PaymentIntentOf(ctx, id); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// createPayment makes the order's payment object at the provider (a
+// Stripe PaymentIntent) and answers the order with it, client secret
+// included: the owner only, while the order is QUEUED or
+// AWAITING_PAYMENT. Idempotent: the provider is asked with one key derived
+// from the order id (the saga uses the same), and the first object
+// recorded stays.
+func (s *Server) createPayment(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	o, err := s.visibleOrder(ctx, c)
+	if err != nil {
+		return err
+	}
+	if o.UserID != principal(c).UserID {
+		return errNoOrder
+	}
+	if s.cfg.Payments == nil {
+		return seckill.Errorf(seckill.CodeNotFound, "this shop takes payments with the dev provider (SECKILL_PAYMENT_PROVIDER=dev): pay on its checkout, no payment object is needed")
+	}
+	if o.Status.Terminal() {
+		return seckill.Errorf(seckill.CodeOrderNotPayable, "the order is %s", o.Status)
+	}
+	if o.Payment == nil {
+		in, err := s.cfg.Payments.CreateIntent(ctx, seckill.IntentRequest{OrderID: o.ID, AmountCents: o.AmountCents, Currency: o.Currency})
+		if err != nil {
+			s.logFor(c).Warn("create payment intent", "orderID", o.ID, "error", err)
+			return seckill.Errorf(seckill.CodeUnavailable, "the payment provider did not answer; try again shortly")
+		}
+		saved, err := s.cfg.Store.SavePaymentIntent(ctx, o.ID, in)
+		if err != nil {
+			return err
+		}
+		o.Payment = &saved
+		s.logFor(c).Info("payment intent created", "orderID", o.ID, "provider", saved.Provider, "paymentIntentID", saved.ID)
+	}
+	return c.JSON(o.OwnerView())
 }
 
 // cancelOrder asks the order's saga to close it (CANCELLED). The owner only.

@@ -65,11 +65,16 @@ func (s *Server) page(web fs.FS, name string) fiber.Handler {
 	}
 }
 
-// uiConfig tells the pages which dev tools exist.
+// uiConfig tells the pages which dev tools exist and which payment
+// provider takes the payments.
 func (s *Server) uiConfig(c *fiber.Ctx) error {
 	checkout := ""
 	if s.cfg.Dev.Checkout {
 		checkout = checkoutPath
 	}
-	return c.JSON(fiber.Map{"demo_sign_in": s.cfg.Dev.SignIn, "checkout_url": checkout})
+	provider := "dev"
+	if s.cfg.Payments != nil {
+		provider = s.cfg.Payments.Name()
+	}
+	return c.JSON(fiber.Map{"demo_sign_in": s.cfg.Dev.SignIn, "checkout_url": checkout, "payment_provider": provider})
 }

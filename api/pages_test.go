@@ -49,7 +49,7 @@ func TestPages_ServedWithoutDevToolsByDefault(t *testing.T) {
 	}
 	status, _, body := r.get(t, "/ui/config", "")
 	require.Equal(t, http.StatusOK, status)
-	require.JSONEq(t, `{"demo_sign_in": false, "checkout_url": ""}`, string(body))
+	require.JSONEq(t, `{"demo_sign_in": false, "checkout_url": "", "payment_provider": "dev"}`, string(body))
 
 	// Neither dev tool exists unless asked for.
 	status, _, _ = r.get(t, "/dev/checkout", "")
@@ -76,7 +76,7 @@ func TestDemoSignIn_GivesAUserTokenOnlyWhenEnabled(t *testing.T) {
 
 	status, _, body := r.get(t, "/ui/config", "")
 	require.Equal(t, http.StatusOK, status)
-	require.JSONEq(t, `{"demo_sign_in": true, "checkout_url": ""}`, string(body))
+	require.JSONEq(t, `{"demo_sign_in": true, "checkout_url": "", "payment_provider": "dev"}`, string(body))
 }
 
 func TestSaleStats_CountEveryAnswerAndTheSellOut(t *testing.T) {

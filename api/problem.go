@@ -42,6 +42,7 @@ var codeStatus = map[seckill.Code]int{
 	seckill.CodeOrderNotCancellable: http.StatusConflict,
 	seckill.CodeInvalidSignature:    http.StatusBadRequest,
 	seckill.CodeMalformedEvent:      http.StatusBadRequest,
+	seckill.CodeOrderNotPayable:     http.StatusConflict,
 	seckill.CodeAlreadyWaiting:      http.StatusConflict,
 	seckill.CodeWaitlistFull:        http.StatusConflict,
 	seckill.CodeNotWaiting:          http.StatusNotFound,

@@ -17,11 +17,13 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/devpay"
+	"github.com/seckill/seckill/payments/stripepay"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
@@ -150,6 +152,20 @@ func (d *Deps) Close() {
 	}
 }
 
+// Payments returns cfg's payment provider: the one that refunds, and the
+// one that makes and cancels payment objects (nil for dev, whose checkout
+// needs none).
+func Payments(cfg Config, st *store.Store) (seckill.PaymentProvider, seckill.PaymentIntents, error) {
+	if cfg.PaymentProvider != ProviderStripe {
+		return devpay.Provider{Ledger: st}, nil, nil
+	}
+	p, err := stripepay.New(cfg.StripeSecretKey, cfg.StripeAPIBase)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, p, nil
+}
+
 // RunAPI serves the HTTP API on ln until ctx is done.
 func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err := d.Redis.Preload(ctx); err != nil {
@@ -159,10 +175,15 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	_, intents, err := Payments(cfg, d.Store)
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Config{
 		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
-		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools}, WaitlistMax: cfg.WaitlistMax,
+		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
+		Payments: intents,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })
@@ -183,7 +204,11 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Redis, devpay.Provider{Ledger: d.Store}, ids, cfg.StockTx)
+	provider, _, err := Payments(cfg, d.Store)
+	if err != nil {
+		return err
+	}
+	acts := activities.New(d.Store, d.Redis, provider, ids, cfg.StockTx)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	rec := &reconcile.Reconciler{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/payments/stripepay"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
@@ -59,6 +60,13 @@ type Config struct {
 	// WaitlistMax bounds each sale's waitlist (SECKILL_WAITLIST_MAX).
 	WaitlistMax int
 
+	// PaymentProvider is "dev" or "stripe" (SECKILL_PAYMENT_PROVIDER);
+	// with stripe, StripeSecretKey (STRIPE_SECRET_KEY) and StripeAPIBase
+	// (STRIPE_API_BASE, "" for Stripe's own API).
+	PaymentProvider string
+	StripeSecretKey string
+	StripeAPIBase   string
+
 	// Rate limits.
 	ClaimRate redisstore.RateLimit
 	IPRate    api.IPLimit
@@ -69,6 +77,12 @@ type Config struct {
 
 	Log *slog.Logger
 }
+
+// The payment providers SECKILL_PAYMENT_PROVIDER names.
+const (
+	ProviderDev    = "dev"
+	ProviderStripe = "stripe"
+)
 
 // Dev secrets, used by `seckill dev` when none are set and printed at start.
 // Never accepted by `seckill api` or `seckill worker`.
@@ -134,6 +148,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ReconcileEvery:      dur("SECKILL_RECONCILE_EVERY", time.Minute),
 		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", reconcile.DefaultGrace),
 		WaitlistMax:         num("SECKILL_WAITLIST_MAX", api.DefaultWaitlistMax, 1, 100_000_000),
+		PaymentProvider:     str("SECKILL_PAYMENT_PROVIDER", ProviderDev),
+		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),
+		StripeAPIBase:       getenv("STRIPE_API_BASE"),
+	}
+	switch c.PaymentProvider {
+	case ProviderDev:
+	case ProviderStripe:
+		if _, err := stripepay.New(c.StripeSecretKey, c.StripeAPIBase); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_PAYMENT_PROVIDER must be %s or %s, got %q", ProviderDev, ProviderStripe, c.PaymentProvider))
 	}
 	flag := func(key string, def bool) bool {
 		switch v := strings.ToLower(getenv(key)); v {

@@ -217,10 +217,16 @@ func (s *system) claim(saleID, user string) response {
 // webhook sends a Stripe-style event for orderID, signed now.
 func (s *system) webhook(eventID string, typ seckill.PaymentEventType, orderID string, amount int64) response {
 	s.t.Helper()
+	return s.webhookFor(eventID, typ, orderID, "pi_"+eventID, amount)
+}
+
+// webhookFor is webhook for the PaymentIntent intentID.
+func (s *system) webhookFor(eventID string, typ seckill.PaymentEventType, orderID, intentID string, amount int64) response {
+	s.t.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"id": eventID, "type": string(typ), "created": time.Now().Unix(),
 		"data": map[string]any{"object": map[string]any{
-			"id": "pi_" + eventID, "object": "payment_intent", "amount": amount, "currency": "usd",
+			"id": intentID, "object": "payment_intent", "amount": amount, "currency": "usd",
 			"metadata": map[string]string{"order_id": orderID},
 		}},
 	})

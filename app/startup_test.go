@@ -62,6 +62,22 @@ func TestStartupErrors_NameTheFix(t *testing.T) {
 		return ""
 	})
 	require.ErrorContains(t, err, "SECKILL_DEV_TOOLS must be true or false")
+
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	_, err = app.FromEnv(env(map[string]string{"SECKILL_PAYMENT_PROVIDER": "paypal"}))
+	require.ErrorContains(t, err, "SECKILL_PAYMENT_PROVIDER must be dev or stripe")
+	_, err = app.FromEnv(env(map[string]string{"SECKILL_PAYMENT_PROVIDER": "stripe"}))
+	require.ErrorContains(t, err, "STRIPE_SECRET_KEY is required with SECKILL_PAYMENT_PROVIDER=stripe")
+	_, err = app.FromEnv(env(map[string]string{"SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "pk_test_1"}))
+	require.ErrorContains(t, err, "publishable key")
+	_, err = app.FromEnv(env(map[string]string{"SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_1", "STRIPE_API_BASE": "stripe-mock:12111"}))
+	require.ErrorContains(t, err, "STRIPE_API_BASE must be an http(s) URL")
+	cfg, err = app.FromEnv(env(map[string]string{"SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_1"}))
+	require.NoError(t, err)
+	require.Equal(t, app.ProviderStripe, cfg.PaymentProvider)
+	cfg, err = app.FromEnv(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, app.ProviderDev, cfg.PaymentProvider, "dev unless told otherwise")
 }
 
 func TestMigrate_ShowsProgress(t *testing.T) {

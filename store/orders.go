@@ -150,8 +150,17 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load order %d: %w", id, err)
 	}
-	o := row.order()
-	if o.Refund, err = s.orderRefund(ctx, id); err != nil {
+	return s.withExtras(ctx, row.order())
+}
+
+// withExtras adds what other tables hold about order o: its refund and
+// its payment object.
+func (s *Store) withExtras(ctx context.Context, o *seckill.Order) (*seckill.Order, error) {
+	var err error
+	if o.Refund, err = s.orderRefund(ctx, o.ID); err != nil {
+		return nil, err
+	}
+	if o.Payment, err = s.PaymentIntentOf(ctx, o.ID); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -344,9 +353,8 @@ func (s *Store) OrdersOf(ctx context.Context, saleID int64, userID string) ([]*s
 	}
 	out := make([]*seckill.Order, len(rows))
 	for i := range rows {
-		o := rows[i].order()
-		var err error
-		if o.Refund, err = s.orderRefund(ctx, o.ID); err != nil {
+		o, err := s.withExtras(ctx, rows[i].order())
+		if err != nil {
 			return nil, err
 		}
 		out[i] = o

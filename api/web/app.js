@@ -96,7 +96,7 @@ const Seckill = (() => {
 
   // --- signing in ---------------------------------------------------------
 
-  let uiConfig = { demo_sign_in: false, checkout_url: "" };
+  let uiConfig = { demo_sign_in: false, checkout_url: "", payment_provider: "dev" };
 
   async function loadConfig() {
     try { uiConfig = (await api("GET", "/ui/config")).body; } catch (e) { /* defaults */ }
@@ -336,7 +336,8 @@ const Seckill = (() => {
       const waiting = order.status === "QUEUED" || order.status === "AWAITING_PAYMENT";
       $("payby").hidden = !(waiting && order.pay_by);
       if (waiting && order.pay_by) $("payby-countdown").textContent = clock(Date.parse(order.pay_by) - Date.now());
-      $("pay").hidden = !(waiting && uiConfig.checkout_url);
+      const stripe = uiConfig.payment_provider === "stripe";
+      $("pay").hidden = !(waiting && (uiConfig.checkout_url || stripe));
       $("pay").textContent = "Pay " + money(order.amount_cents, order.currency);
       $("cancel").hidden = !waiting;
     }
@@ -479,7 +480,20 @@ const Seckill = (() => {
       } catch (e) { show(msg, e.message); }
     };
 
-    $("pay").onclick = () => {
+    $("pay").onclick = async () => {
+      if (uiConfig.payment_provider === "stripe") {
+        // The order's PaymentIntent (made once, whoever asks first). A shop
+        // mounts Stripe's Payment Element here with its client secret
+        // (README "Taking payments with Stripe"); this page cannot load
+        // Stripe.js, so it says where it would go.
+        try {
+          order = (await api("POST", "/api/v1/orders/" + order.order_id + "/payment")).body;
+          show($("stripe-mount"), "Stripe's Payment Element mounts here, for PaymentIntent " +
+            order.payment.payment_intent_id + " (its client secret is in this page's order).", true);
+          $("stripe-mount").dataset.paymentIntent = order.payment.payment_intent_id;
+        } catch (e) { show(msg, e.message); }
+        return;
+      }
       const u = new URL(uiConfig.checkout_url, location.href);
       u.searchParams.set("order_id", order.order_id);
       u.searchParams.set("return", location.pathname);

@@ -1,0 +1,75 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/stripemock"
+)
+
+// With SECKILL_PAYMENT_PROVIDER=stripe and STRIPE_API_BASE at Stripe's own
+// API mock: a winner asks for the order's PaymentIntent while it is still
+// QUEUED and pays at once; asking again gives the same one; only the owner
+// sees its client secret; a paid order is not payable any more; and a
+// second payment of the paid order, through a PaymentIntent made outside
+// seckill, is refunded through Stripe's refund API.
+func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
+	base := stripemock.Start(t)
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) {
+		c.PaymentProvider, c.StripeSecretKey, c.StripeAPIBase = app.ProviderStripe, "sk_test_seckill", base
+	}})
+	ui := s.mustDo("GET", "/ui/config", "", nil).json(t)
+	require.Equal(t, "stripe", ui["payment_provider"])
+	require.Equal(t, "", ui["checkout_url"], "no dev checkout with a real provider")
+
+	sale := s.createSale(2, time.Minute)
+	r := s.claim(sale, "ann")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	order := r.json(t)["order_id"].(string)
+	pay := func(user string) response {
+		return s.mustDo("POST", "/api/v1/orders/"+order+"/payment", s.token(user, false), nil)
+	}
+
+	p := pay("ann")
+	require.Equal(t, http.StatusOK, p.status, "%s", p.body)
+	payment := p.json(t)["payment"].(map[string]any)
+	require.Equal(t, "stripe", payment["provider"])
+	intent := payment["payment_intent_id"].(string)
+	require.NotEmpty(t, intent)
+	require.NotEmpty(t, payment["client_secret"], "the owner gets the client secret")
+	again := pay("ann").json(t)["payment"].(map[string]any)
+	require.Equal(t, intent, again["payment_intent_id"], "one PaymentIntent per order")
+	require.Equal(t, http.StatusNotFound, pay("bob").status, "only the owner")
+
+	o := s.order(order, "ann")
+	require.NotNil(t, o.Payment)
+	require.Equal(t, intent, o.Payment.PaymentIntentID)
+	require.NotEmpty(t, o.Payment.ClientSecret)
+	admin := s.mustDo("GET", "/api/v1/orders/"+order, s.token("admin", true), nil).json(t)["payment"].(map[string]any)
+	require.Equal(t, intent, admin["payment_intent_id"])
+	require.NotContains(t, admin, "client_secret", "an admin does not see the client secret")
+
+	// Stripe reports the payment through the webhook, as it would.
+	wh := s.webhookFor("evt_stripe_1", seckill.PaymentSucceeded, order, intent, 990)
+	require.Equal(t, http.StatusOK, wh.status, "%s", wh.body)
+	s.waitOrder(order, "ann", seckill.StatusPaid, 30*time.Second)
+	np := pay("ann")
+	require.Equal(t, http.StatusConflict, np.status)
+	require.Equal(t, "ORDER_NOT_PAYABLE", np.json(t)["code"])
+
+	// A second payment of the paid order (through another PaymentIntent,
+	// made outside seckill): refunded through Stripe.
+	wh = s.webhookFor("evt_stripe_2", seckill.PaymentSucceeded, order, "pi_made_elsewhere", 990)
+	require.Equal(t, http.StatusOK, wh.status, "%s", wh.body)
+	s.waitRefund(order, "ann", 990)
+	require.Equal(t, 1, s.count("SELECT count(*) FROM refunds WHERE event_id = 'evt_stripe_2' AND provider_refund_id LIKE 're_%'"))
+	require.Equal(t, 0, s.count("SELECT count(*) FROM dev_provider_refunds"), "the dev provider took no part")
+	s.requireAudit(sale)
+}
