@@ -101,6 +101,20 @@ type StartOrderResult struct {
 	// already acted on (applied, refunded, recorded): a signal carrying one
 	// of them again changes nothing.
 	Handled []string
+	// Intents is set when the payment provider makes a payment object per
+	// order (Stripe): the saga then makes it once the order awaits payment
+	// and cancels it before the unit is given back. Recorded with the
+	// step, so a saga that ran without it replays without it.
+	Intents bool
+}
+
+// IntentInput asks for order OrderID's payment object, or for its
+// cancellation (IntentID).
+type IntentInput struct {
+	OrderID     int64
+	AmountCents int64
+	Currency    string
+	IntentID    string
 }
 
 // ReleaseOrderInput is compensation: close the order with Reason, give

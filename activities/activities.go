@@ -23,6 +23,7 @@ type Activities struct {
 	store    *store.Store
 	rstore   *redisstore.Store
 	provider seckill.PaymentProvider
+	intents  seckill.PaymentIntents // nil: the provider needs no payment object per order
 	ids      IDs
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
@@ -35,9 +36,13 @@ type Activities struct {
 type IDs interface{ Next() int64 }
 
 // New returns the activities. maxStockTx bounds concurrent stock
-// transactions in this worker (at least 1); provider refunds payments.
+// transactions in this worker (at least 1); provider refunds payments,
+// and, when it also makes a payment object per order (it implements
+// seckill.PaymentIntents, as Stripe does), the saga makes and cancels it.
 func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, ids IDs, maxStockTx int) *Activities {
-	return &Activities{store: st, rstore: rstore, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+	a := &Activities{store: st, rstore: rstore, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+	a.intents, _ = provider.(seckill.PaymentIntents)
+	return a
 }
 
 func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
@@ -84,6 +89,7 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	a.changed(ctx, in.OrderID)
 	res := seckill.StartOrderResult{
 		Status: o.Status, CloseReason: o.CloseReason, AmountCents: o.AmountCents, Currency: o.Currency,
+		Intents: a.intents != nil,
 	}
 	if o.PayBy != nil {
 		res.PayBy = o.PayBy.UTC()
@@ -261,6 +267,43 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 	}
 	a.changed(ctx, in.OrderID)
 	return nil
+}
+
+// MakePaymentIntent makes the order's payment object at the provider
+// (Stripe: a PaymentIntent for the order's amount, metadata.order_id, one
+// idempotency key from the order id, the same the buyer's POST
+// /orders/{id}/payment uses) and records it; the one recorded first is
+// returned. Idempotent by order id.
+func (a *Activities) MakePaymentIntent(ctx context.Context, in seckill.IntentInput) (seckill.Intent, error) {
+	if a.intents == nil {
+		return seckill.Intent{}, temporal.NewNonRetryableApplicationError("the payment provider makes no payment objects", "NoPaymentIntents", nil)
+	}
+	if saved, err := a.store.PaymentIntentOf(ctx, in.OrderID); err != nil || saved != nil {
+		if saved != nil {
+			return *saved, nil
+		}
+		return seckill.Intent{}, err
+	}
+	made, err := a.intents.CreateIntent(ctx, seckill.IntentRequest{OrderID: in.OrderID, AmountCents: in.AmountCents, Currency: in.Currency})
+	if err != nil {
+		return seckill.Intent{}, err
+	}
+	saved, err := a.store.SavePaymentIntent(ctx, in.OrderID, made)
+	if err == nil {
+		a.changed(ctx, in.OrderID)
+	}
+	return saved, err
+}
+
+// CancelPaymentIntent cancels the order's payment object before its unit
+// is given back, so no payment can be taken for it after. The answer says
+// IntentSucceeded when the provider had taken the payment first: the
+// order is then honoured. Safe to repeat.
+func (a *Activities) CancelPaymentIntent(ctx context.Context, in seckill.IntentInput) (seckill.Intent, error) {
+	if a.intents == nil {
+		return seckill.Intent{}, temporal.NewNonRetryableApplicationError("the payment provider makes no payment objects", "NoPaymentIntents", nil)
+	}
+	return a.intents.CancelIntent(ctx, in.OrderID, in.IntentID)
 }
 
 // refusal turns the store's refusals of an order transition into the

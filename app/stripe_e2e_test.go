@@ -3,11 +3,14 @@
 package app_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
@@ -72,4 +75,42 @@ func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
 	require.Equal(t, 1, s.count("SELECT count(*) FROM refunds WHERE event_id = 'evt_stripe_2' AND provider_refund_id LIKE 're_%'"))
 	require.Equal(t, 0, s.count("SELECT count(*) FROM dev_provider_refunds"), "the dev provider took no part")
 	s.requireAudit(sale)
+
+	// An order nobody pays: its saga makes the PaymentIntent as the order
+	// awaits payment (the buyer never asked), and at the deadline cancels
+	// it before the unit is given back.
+	short := s.createSale(1, 5*time.Second)
+	r = s.claim(short, "bob")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	unpaid := r.json(t)["order_id"].(string)
+	o = s.waitOrder(unpaid, "bob", seckill.StatusAwaitingPayment, 30*time.Second)
+	require.Eventually(t, func() bool { return s.order(unpaid, "bob").Payment != nil }, 10*time.Second, 50*time.Millisecond,
+		"the saga made the PaymentIntent")
+	o = s.waitOrder(unpaid, "bob", seckill.StatusClosed, 30*time.Second)
+	require.Equal(t, seckill.ClosePaymentTimeout, *o.CloseReason)
+	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.localActivities(unpaid),
+		"the PaymentIntent is cancelled before the unit is given back")
+	s.requireAudit(short)
+}
+
+// localActivities lists the local activities an order's saga ran, in order.
+func (s *system) localActivities(orderID string) []string {
+	s.t.Helper()
+	iter := s.temporal.GetWorkflowHistory(context.Background(), seckill.OrderWorkflowID(mustInt(s.t, orderID)), "", false, 0)
+	var names []string
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(s.t, err)
+		m := ev.GetMarkerRecordedEventAttributes()
+		if ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || m.GetMarkerName() != "LocalActivity" {
+			continue
+		}
+		for _, p := range m.GetDetails()["data"].GetPayloads() {
+			var d struct{ ActivityType string }
+			if json.Unmarshal(p.GetData(), &d) == nil && d.ActivityType != "" {
+				names = append(names, d.ActivityType)
+			}
+		}
+	}
+	return names
 }

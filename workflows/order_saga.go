@@ -123,7 +123,10 @@ type orderSaga struct {
 	// not looked at before the decision; finish handles them.
 	backlog []seckill.PaymentEvent
 	seen    map[string]bool // payment event ids already handled
-	log     log.Logger
+	// intent is the order's payment object at the provider (Stripe's
+	// PaymentIntent id); "" when the provider makes none (dev).
+	intent string
+	log    log.Logger
 }
 
 // decision is how the wait for payment ended.
@@ -131,6 +134,9 @@ type decision struct {
 	paid    *seckill.PaymentEvent
 	closeAs seckill.CloseReason
 	event   string // the failed payment that decided, if any
+	// intentDone: the payment object needs no cancelling (the order was
+	// closed by someone else after its payment was taken).
+	intentDone bool
 }
 
 func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
@@ -165,6 +171,20 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 			return seckill.SagaResult{}, err
 		}
 		return s.finish(ctx, seckill.StatusClosed, s.order.CloseReason)
+	}
+
+	if s.order.Intents {
+		// The provider's checkout needs the order's payment object: make
+		// it now (the buyer may have asked for it already; one key, one
+		// object).
+		var in seckill.Intent
+		if err := workflow.ExecuteLocalActivity(ctx, a.MakePaymentIntent, seckill.IntentInput{
+			OrderID: s.in.OrderID, AmountCents: s.order.AmountCents, Currency: s.order.Currency,
+		}).Get(ctx, &in); err != nil {
+			return seckill.SagaResult{}, err
+		}
+		s.intent = in.ID
+		s.log.Info("payment intent ready", "provider", in.Provider, "paymentIntentID", in.ID)
 	}
 
 	var d *decision
@@ -247,6 +267,12 @@ func (s *orderSaga) onPayment(ctx workflow.Context, ev seckill.PaymentEvent) *de
 	}
 	s.seen[ev.EventID] = true
 	inTime := ev.InTime(s.order.PayBy)
+	if ev.Type == seckill.PaymentSucceeded && s.intent != "" && ev.PaymentIntentID == s.intent {
+		// The order's own payment object took it: it could only do so
+		// before the saga cancelled it, so the buyer paid in time by the
+		// provider's clock, whenever its event arrives.
+		inTime = true
+	}
 	switch ev.Type {
 	case seckill.PaymentFailed:
 		if !inTime {
@@ -282,7 +308,7 @@ func (s *orderSaga) confirm(ctx workflow.Context, d decision) (seckill.SagaResul
 	if isErrorType(err, seckill.ErrTypeOrderClosed) {
 		s.log.Warn("payment for an order closed meanwhile: refunding it", "eventID", d.paid.EventID)
 		s.refund(ctx, *d.paid, seckill.OutcomeLate)
-		return s.release(ctx, decision{closeAs: seckill.ClosePaymentTimeout})
+		return s.release(ctx, decision{closeAs: seckill.ClosePaymentTimeout, intentDone: true})
 	}
 	if err != nil {
 		return seckill.SagaResult{}, err
@@ -292,8 +318,26 @@ func (s *orderSaga) confirm(ctx workflow.Context, d decision) (seckill.SagaResul
 
 // release undoes the order in reverse, in one local activity: database
 // first (close the order, release its unit), then Redis (forget the
-// claim, return the unit). An order paid meanwhile stays paid.
+// claim, return the unit). An order paid meanwhile stays paid. With a
+// payment object at the provider, it is cancelled first, so no payment
+// can be taken for a unit given back; one that had taken the payment
+// already makes the order PAID instead.
 func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResult, error) {
+	if s.intent != "" && !d.intentDone {
+		var in seckill.Intent
+		if err := workflow.ExecuteLocalActivity(ctx, a.CancelPaymentIntent, seckill.IntentInput{
+			OrderID: s.in.OrderID, IntentID: s.intent,
+		}).Get(ctx, &in); err != nil {
+			return seckill.SagaResult{}, err
+		}
+		if in.Status == seckill.IntentSucceeded {
+			s.log.Info("the payment intent had taken the payment before it could be cancelled: the buyer paid in time, the order is PAID",
+				"paymentIntentID", s.intent, "closeAs", d.closeAs)
+			ev := s.awaitOwnPayment(ctx)
+			return s.confirm(ctx, decision{paid: &ev})
+		}
+		s.log.Info("payment intent cancelled before the unit is given back", "paymentIntentID", s.intent, "closeAs", d.closeAs)
+	}
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"reason": string(d.closeAs)}).
 		Counter(seckill.MetricSagaCompensations).Inc(1)
 	var reason seckill.CloseReason
@@ -309,6 +353,24 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 		return seckill.SagaResult{}, err
 	}
 	return s.finish(ctx, seckill.StatusClosed, reason)
+}
+
+// awaitOwnPayment waits for the provider's event of the payment the
+// order's own payment object took (the provider sends it, and retries),
+// handling any other payment that comes first as usual.
+func (s *orderSaga) awaitOwnPayment(ctx workflow.Context) seckill.PaymentEvent {
+	for {
+		var ev seckill.PaymentEvent
+		s.payments.Receive(ctx, &ev)
+		d := s.onPayment(ctx, ev)
+		switch {
+		case d != nil && d.paid != nil:
+			return *d.paid
+		case d != nil && d.event != "":
+			// A failure reported after the payment succeeded changes nothing.
+			s.recordOutcome(ctx, d.event, seckill.OutcomeIgnored)
+		}
+	}
 }
 
 func (s *orderSaga) releaseClaim(ctx workflow.Context, returnUnit bool) error {

@@ -41,6 +41,7 @@ type sagaTest struct {
 	confirm      func(attempt int) error
 	releaseOrder func() (seckill.CloseReason, error)
 	refundFn     func() error
+	cancelIntent func(attempt int) (seckill.Intent, error)
 
 	// The mocks run on their own goroutines.
 	mu       sync.Mutex
@@ -51,6 +52,7 @@ type sagaTest struct {
 	releases []seckill.ReleaseClaimInput
 	outcomes []seckill.PaymentOutcomeInput
 	refunds  []seckill.RefundInput
+	cancels  []seckill.IntentInput
 	statuses []seckill.OrderStatus // OrderStatus search attribute, as upserted
 	timers   []time.Duration
 }
@@ -69,6 +71,9 @@ func newSagaTest(t *testing.T) *sagaTest {
 		confirm:      func(int) error { return nil },
 		releaseOrder: func() (seckill.CloseReason, error) { return "", nil },
 		refundFn:     func() error { return nil },
+		cancelIntent: func(int) (seckill.Intent, error) {
+			return seckill.Intent{Provider: "stripe", ID: orderIntent, Status: seckill.IntentCanceled}, nil
+		},
 	}
 	s.env.SetStartTime(start)
 	// The relay starts every saga with these attributes; the test server
@@ -131,6 +136,22 @@ func newSagaTest(t *testing.T) *sagaTest {
 			s.refunds = append(s.refunds, in)
 			s.mu.Unlock()
 			return s.refundFn()
+		}).Maybe()
+	s.env.OnActivity(acts.MakePaymentIntent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in seckill.IntentInput) (seckill.Intent, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.calls = append(s.calls, "MakePaymentIntent")
+			return seckill.Intent{Provider: "stripe", ID: orderIntent, ClientSecret: orderIntent + "_secret", Status: seckill.IntentOpen}, nil
+		}).Maybe()
+	s.env.OnActivity(acts.CancelPaymentIntent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in seckill.IntentInput) (seckill.Intent, error) {
+			s.mu.Lock()
+			s.calls = append(s.calls, "CancelPaymentIntent")
+			s.cancels = append(s.cancels, in)
+			attempt := len(s.cancels)
+			s.mu.Unlock()
+			return s.cancelIntent(attempt)
 		}).Maybe()
 	s.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		// Runs on the workflow's goroutine, where require must not stop
@@ -618,4 +639,108 @@ func TestOrderSaga_PaymentPendingForADecidedOrderIsRefunded(t *testing.T) {
 
 	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
 	require.Equal(t, []seckill.RefundInput{refund(ev, seckill.OutcomeLate)}, s.refunds)
+}
+
+// orderIntent is the order's PaymentIntent with a provider that makes one
+// per order (Stripe).
+const orderIntent = "pi_order_42"
+
+// withIntents is StartOrder's answer for a fresh order whose provider
+// makes a payment object per order.
+func withIntents(payments ...seckill.PaymentEvent) seckill.StartOrderResult {
+	r := awaiting(payments...)
+	r.Intents = true
+	return r
+}
+
+// ownPayment is a successful payment taken by the order's own PaymentIntent.
+func ownPayment(eventID string) seckill.PaymentEvent {
+	ev := succeeded(eventID)
+	ev.PaymentIntentID = orderIntent
+	return ev
+}
+
+// With Stripe: the PaymentIntent is made as the order awaits payment; a
+// payment through it confirms the order, and nothing is cancelled.
+func TestOrderSaga_IntentPaidBeforeTheDeadline(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.pay(10*time.Second, ownPayment("evt_own"))
+
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "ConfirmPayment"}, s.calls)
+	require.Equal(t, []seckill.ConfirmPaymentInput{confirmed(ownPayment("evt_own"), 10*time.Second)}, s.confirms)
+}
+
+// At the deadline the PaymentIntent is cancelled before the unit is given
+// back; on a cancel and on a failed payment too.
+func TestOrderSaga_IntentCancelledBeforeTheUnitIsGivenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		signal func(s *sagaTest)
+		reason seckill.CloseReason
+	}{
+		{"deadline", func(*sagaTest) {}, seckill.ClosePaymentTimeout},
+		{"cancel", func(s *sagaTest) { s.signal(5*time.Second, seckill.CancelSignal, nil) }, seckill.CloseCancelled},
+		{"failed payment", func(s *sagaTest) { s.pay(5*time.Second, failed("evt_failed")) }, seckill.ClosePaymentFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSagaTest(t)
+			s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+			tc.signal(s)
+
+			require.Equal(t, closed(tc.reason), s.run(t))
+			require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.calls)
+			require.Equal(t, []seckill.IntentInput{{OrderID: input.OrderID, IntentID: orderIntent}}, s.cancels)
+		})
+	}
+}
+
+// The cancel finds the PaymentIntent already succeeded (the buyer paid in
+// time by Stripe's clock; its event is still on its way): the order is
+// PAID when the event comes, however late, and no unit is given back.
+func TestOrderSaga_IntentFoundSucceededAtTheDeadlineIsPaid(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.cancelIntent = func(int) (seckill.Intent, error) {
+		return seckill.Intent{Provider: "stripe", ID: orderIntent, Status: seckill.IntentSucceeded, AmountCents: 990, Currency: "usd"}, nil
+	}
+	late := paymentTimeout + time.Minute
+	s.pay(late, ownPayment("evt_own"))
+
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ConfirmPayment"}, s.calls)
+	require.Equal(t, []seckill.ConfirmPaymentInput{confirmed(ownPayment("evt_own"), late)}, s.confirms)
+	require.Empty(t, s.refunds)
+}
+
+// A payment through another PaymentIntent after the deadline is refunded
+// (late), as with any provider; the order's own is cancelled.
+func TestOrderSaga_IntentLatePaymentElsewhereIsRefunded(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.pay(paymentTimeout+time.Second, succeeded("evt_elsewhere"))
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Len(t, s.refunds, 1)
+	require.Equal(t, "evt_elsewhere", s.refunds[0].EventID)
+	require.Equal(t, seckill.OutcomeLate, s.refunds[0].Reason)
+	require.Contains(t, s.calls, "CancelPaymentIntent")
+}
+
+// A provider that does not answer is asked again until it does; the unit
+// is given back only after the cancel succeeded.
+func TestOrderSaga_IntentCancelRetriedUntilTheProviderAnswers(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.cancelIntent = func(attempt int) (seckill.Intent, error) {
+		if attempt < 3 {
+			return seckill.Intent{}, errors.New("stripe: 503 service unavailable")
+		}
+		return seckill.Intent{Provider: "stripe", ID: orderIntent, Status: seckill.IntentCanceled}, nil
+	}
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Len(t, s.cancels, 3)
+	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "CancelPaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.calls)
 }
