@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -91,6 +92,25 @@ func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
 	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.localActivities(unpaid),
 		"the PaymentIntent is cancelled before the unit is given back")
 	s.requireAudit(short)
+
+	// The shop page with Stripe: Pay makes the PaymentIntent and says
+	// where Stripe's Payment Element mounts.
+	page := s.createSale(1, time.Minute)
+	ctx := browser(t)
+	do(t, ctx, "sign in, claim and pay with Stripe",
+		chromedp.Navigate(s.info.APIURL+"/sales/"+page),
+		chromedp.WaitVisible("#signin-button"),
+		chromedp.SetValue("#signin-name", "stripe-shopper"),
+		chromedp.Click("#signin-button"),
+		chromedp.WaitEnabled("#claim"),
+		chromedp.Click("#claim"),
+		chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+		chromedp.WaitVisible("#pay"),
+		chromedp.Click("#pay"),
+		chromedp.WaitVisible("#stripe-mount"),
+	)
+	require.Contains(t, text(t, ctx, "#stripe-mount"), "Stripe's Payment Element mounts here, for PaymentIntent pi_")
+	screenshot(t, ctx, "shopper-stripe.png")
 }
 
 // localActivities lists the local activities an order's saga ran, in order.
