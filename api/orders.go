@@ -93,6 +93,19 @@ func (s *Server) visibleOrder(ctx context.Context, c *fiber.Ctx) (*seckill.Order
 	return s.findOrder(ctx, id, principal(c))
 }
 
+// ownOrder is the order of the path if the caller owns it (an admin
+// acts on nobody's behalf): ORDER_NOT_FOUND otherwise.
+func (s *Server) ownOrder(ctx context.Context, c *fiber.Ctx) (*seckill.Order, error) {
+	o, err := s.visibleOrder(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if o.UserID != principal(c).UserID {
+		return nil, errNoOrder
+	}
+	return o, nil
+}
+
 // findOrder is visibleOrder for an id already parsed.
 func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
 	o, err := s.cfg.Store.Order(ctx, id)
@@ -168,12 +181,9 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p Principal) (*secki
 func (s *Server) createPayment(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	o, err := s.visibleOrder(ctx, c)
+	o, err := s.ownOrder(ctx, c)
 	if err != nil {
 		return err
-	}
-	if o.UserID != principal(c).UserID {
-		return errNoOrder
 	}
 	if s.cfg.Payments == nil {
 		return seckill.Errorf(seckill.CodeNotFound, "this shop takes payments with the dev provider (SECKILL_PAYMENT_PROVIDER=dev): pay on its checkout, no payment object is needed")
@@ -204,12 +214,9 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	o, err := s.visibleOrder(ctx, c)
+	o, err := s.ownOrder(ctx, c)
 	if err != nil {
 		return err
-	}
-	if o.UserID != principal(c).UserID {
-		return errNoOrder
 	}
 	if o.Status.Terminal() {
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is %s", o.Status)

@@ -28,26 +28,10 @@ import (
 // replica (WAIT 1).
 func BenchmarkWinnerLatency(b *testing.B) {
 	redisstore.LogTo(slog.New(slog.DiscardHandler))
-	single, err := redistopo.StartSingle(io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer single.Stop()
-	aof, err := redistopo.StartSingle(io.Discard, "--appendonly", "yes", "--appendfsync", "always")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer aof.Stop()
-	sentinel, err := redistopo.StartSentinel(io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sentinel.Stop()
-	cluster, err := redistopo.StartCluster(io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cluster.Stop()
+	single := started(b)(redistopo.StartSingle(io.Discard))
+	aof := started(b)(redistopo.StartSingle(io.Discard, "--appendonly", "yes", "--appendfsync", "always"))
+	sentinel := started(b)(redistopo.StartSentinel(io.Discard))
+	cluster := started(b)(redistopo.StartCluster(io.Discard))
 
 	for _, setup := range []struct {
 		name        string
@@ -113,16 +97,8 @@ func BenchmarkWinnerLatency(b *testing.B) {
 //	go test ./redisstore -run '^$' -bench SellOut -benchtime 50000x -count 3
 func BenchmarkSellOut(b *testing.B) {
 	redisstore.LogTo(slog.New(slog.DiscardHandler))
-	single, err := redistopo.StartSingle(io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer single.Stop()
-	cluster, err := redistopo.StartCluster(io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cluster.Stop()
+	single := started(b)(redistopo.StartSingle(io.Discard))
+	cluster := started(b)(redistopo.StartCluster(io.Discard))
 	for _, setup := range []struct {
 		name string
 		url  string
@@ -183,5 +159,23 @@ func BenchmarkSellOut(b *testing.B) {
 				b.ReportMetric(float64(moves), "moves")
 			})
 		}
+	}
+}
+
+// running is a Redis a benchmark started.
+type running interface {
+	URL() string
+	Stop()
+}
+
+// started stops the benchmark on a topology that did not start, and stops
+// the topology when the benchmark ends.
+func started(b *testing.B) func(running, error) running {
+	return func(t running, err error) running {
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(t.Stop)
+		return t
 	}
 }
