@@ -220,12 +220,15 @@ func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimIn
 // order on the sale's terms when a buyer waits for it. The new order's id
 // is drawn on every attempt, and used only by the attempt that releases.
 func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, unit bool) error {
+	// The sale says how many stock parts it has (the buyer's claim is in
+	// one of them) and on what terms a waiting buyer gets the unit.
+	sale, err := a.store.Sale(ctx, saleID)
+	if err != nil {
+		return fmt.Errorf("read sale %d: %w", saleID, err)
+	}
+	a.rstore.KnowParts(saleID, sale.StockSegments)
 	var next *redisstore.NextOrder
 	if unit {
-		sale, err := a.store.Sale(ctx, saleID)
-		if err != nil {
-			return fmt.Errorf("read sale %d: %w", saleID, err)
-		}
 		next = &redisstore.NextOrder{ID: a.ids.Next(), Terms: redisstore.TermsOf(*sale)}
 	}
 	res, err := a.rstore.Release(ctx, saleID, userID, orderID, next)

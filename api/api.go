@@ -101,9 +101,15 @@ func New(cfg Config) *Server {
 		reg = NewRegistry()
 	}
 	s := &Server{
-		cfg:      cfg,
-		auth:     newVerifier(cfg.JWTSecret),
-		sales:    newSaleCache(cfg.Store),
+		cfg:  cfg,
+		auth: newVerifier(cfg.JWTSecret),
+		// Redis learns each sale's number of stock parts from the
+		// database, never from keys it may have lost.
+		sales: newSaleCache(cfg.Store, func(sale *seckill.Sale) {
+			if cfg.Redis != nil {
+				cfg.Redis.KnowParts(sale.ID, sale.StockSegments)
+			}
+		}),
 		metrics:  newMetrics(reg),
 		delivery: &delivery.Deliverer{Store: cfg.Store, Redis: cfg.Redis, Sagas: cfg.Sagas, Log: cfg.Log},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),

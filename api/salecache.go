@@ -27,10 +27,12 @@ type saleCache struct {
 	mu    sync.RWMutex
 	sales map[int64]*seckill.Sale
 	miss  map[int64]time.Time // id -> until when it is known missing
+	// loaded is told every sale the cache learns (nil: nobody).
+	loaded func(*seckill.Sale)
 }
 
-func newSaleCache(st *store.Store) *saleCache {
-	return &saleCache{store: st, sales: map[int64]*seckill.Sale{}, miss: map[int64]time.Time{}}
+func newSaleCache(st *store.Store, loaded func(*seckill.Sale)) *saleCache {
+	return &saleCache{store: st, sales: map[int64]*seckill.Sale{}, miss: map[int64]time.Time{}, loaded: loaded}
 }
 
 // get returns a copy of the sale's immutable fields (its Stock is not
@@ -55,6 +57,9 @@ func (sc *saleCache) get(ctx context.Context, id int64) (seckill.Sale, error) {
 		case err == nil:
 			sc.sales[id] = sale
 			delete(sc.miss, id)
+			if sc.loaded != nil {
+				sc.loaded(sale)
+			}
 		case isNotFound(err):
 			now := time.Now()
 			if len(sc.miss) >= maxMisses { // garbage ids must not grow memory
@@ -83,4 +88,7 @@ func (sc *saleCache) put(sale *seckill.Sale) {
 	defer sc.mu.Unlock()
 	sc.sales[sale.ID] = &own
 	delete(sc.miss, sale.ID)
+	if sc.loaded != nil {
+		sc.loaded(&own)
+	}
 }

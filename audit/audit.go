@@ -97,14 +97,16 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		Total, Available, Locked, Sold int64
 		PaymentTimeoutSeconds          int64
 		EndsAt                         time.Time
+		StockSegments                  int
 	}
-	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds, ends_at FROM sales WHERE id = ?`, saleID).
+	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds, ends_at, stock_segments FROM sales WHERE id = ?`, saleID).
 		Scan(&sale).Error; err != nil {
 		return nil, fmt.Errorf("read sale: %w", err)
 	}
 	if sale.Total == 0 {
 		return nil, fmt.Errorf("sale %d: %w", saleID, store.ErrNotFound)
 	}
+	a.Redis.KnowParts(saleID, sale.StockSegments)
 	var orders []orderRow
 	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id
 		FROM orders WHERE sale_id = ?`, saleID).Scan(&orders).Error; err != nil {

@@ -13,18 +13,22 @@
 -- ARGV[7] pub/sub channel told that the sale has stock again
 -- ARGV[8] the join sequence the caller saw at the head of this part's
 --         waitlist ('' when it expects nobody): when the head has changed
---         meanwhile, nothing happens and the caller chooses again, so units
---         go to the buyers who joined first across all parts
+--         meanwhile (a claim or a leave took it), nothing happens and the
+--         caller gives it again without expecting anyone
 -- ARGV[9..] fresh order ids for waiting buyers, at most one per unit
 --
 -- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
 -- 0 when this move was given before (nothing happens again), 2 when the
--- head of the waitlist is not the one expected (nothing happens), 1
--- otherwise, followed by the waiting buyers who got a unit. A part that is not warmed
--- takes nothing: re-warm loads it from the database, which counts these
--- units already.
+-- head of the waitlist is not the one expected (nothing happens), 3 when
+-- this part is not warmed (nothing happens: the move stays in flight, and
+-- re-warm, which leaves units in flight out of what it loads, is followed
+-- by reconciliation landing it), 1 otherwise, followed by the waiting
+-- buyers who got a unit.
 if redis.call('SISMEMBER', KEYS[8], ARGV[1]) == 1 then
   return {0}
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {3}
 end
 if ARGV[8] ~= '' then
   local head = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
@@ -36,9 +40,6 @@ redis.call('SADD', KEYS[8], ARGV[1])
 local expire = redis.call('HGET', KEYS[3], 'expire_ms')
 if expire then
   redis.call('PEXPIREAT', KEYS[8], expire)
-end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {1}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}

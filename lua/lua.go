@@ -30,6 +30,12 @@ var (
 	Take string
 	//go:embed settle.lua
 	Settle string
+	//go:embed aim.lua
+	Aim string
+	//go:embed unlock.lua
+	Unlock string
+	//go:embed sequence.lua
+	Sequence string
 	//go:embed warm.lua
 	Warm string
 	//go:embed rewarm.lua

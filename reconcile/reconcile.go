@@ -152,6 +152,13 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		drifts = append(drifts, r.checkFailed(saleID, orderID, what, err))
 	}
 	report := func(d seckill.Drift) { drifts = append(drifts, r.noted(d)) }
+	sale, err := r.Store.Sale(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	// The sale's number of stock parts comes from the database, never
+	// from Redis keys that may have been lost.
+	r.Redis.KnowParts(saleID, sale.StockSegments)
 
 	// Claims admitted in Redis whose saga never started, and claims that
 	// outlived their order.
@@ -280,10 +287,6 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	seen, warmed, err := r.Redis.Remaining(ctx, saleID)
 	if err != nil || !warmed {
 		return drifts, err // not warmed: the re-warmer's job
-	}
-	sale, err := r.Store.Sale(ctx, saleID)
-	if err != nil {
-		return drifts, err
 	}
 	if seen > sale.Stock.Available {
 		lowered, err := r.Redis.LowerRemaining(ctx, saleID, seen, sale.Stock.Available)

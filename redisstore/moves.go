@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,14 @@ var (
 	takeScript   = redis.NewScript(lua.Take)
 	giveScript   = redis.NewScript(lua.Give)
 	settleScript = redis.NewScript(lua.Settle)
+	aimScript    = redis.NewScript(lua.Aim)
+	unlockScript = redis.NewScript(lua.Unlock)
 )
+
+// errPartNotWarmed is give's answer when the destination part is not
+// loaded: nothing was given, the move stays in flight until re-warm has
+// loaded the part and reconciliation lands it.
+var errPartNotWarmed = errors.New("the destination part of the move is not warmed")
 
 // take takes at most most units from part from of saleID for part dest,
 // as move id; it returns how many it took (0: the part had none).
@@ -73,8 +81,11 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	if err != nil {
 		return nil, err
 	}
-	if res[0] == int64(2) {
+	switch res[0] {
+	case int64(2):
 		return nil, errHeadMoved
+	case int64(3):
+		return nil, errPartNotWarmed
 	}
 	var out []Admission
 	for i := 1; i+2 < len(res); i += 3 {
@@ -150,41 +161,75 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 	return s.land(ctx, saleID, n, from, id, m, orders, terms)
 }
 
-// maxHeadRetries bounds how often land chooses again because the head it
-// chose was served by a concurrent release; then it gives to whoever
-// heads the part it chose.
-const maxHeadRetries = 64
-
+// land gives move id (m, in flight from part from of a sale of n parts)
+// to its destination and settles it. A parked released unit has none yet:
+// it is aimed, once (aim.lua), at the part whose first waiting buyer
+// joined first, or back at part from with nobody waiting; every later
+// mover of the same move reads that aim, so the unit lands in one part
+// only. Movers of one sale take turns (landingLock), so concurrent
+// releases serve the line in order.
 func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m inFlight, orders []int64, terms Terms) ([]Admission, error) {
-	var handed []Admission
-	for try := 0; ; try++ {
-		dest, head := m.dest, (*float64)(nil)
-		if dest < 0 || dest >= n {
-			// A parked released unit: to the buyer who joined first, in
-			// whichever part; with nobody waiting, back where it was.
-			first, seq, ok, err := s.firstWaitingPart(ctx, saleID, n)
-			if err != nil {
-				return nil, err
-			}
-			dest = from
-			if ok {
-				dest = first
-				if try < maxHeadRetries {
-					head = &seq
-				}
-			}
-		}
-		var err error
-		handed, err = s.give(ctx, saleID, dest, id, m.units, head, orders, terms)
-		if errors.Is(err, errHeadMoved) {
-			continue
-		}
+	unlock := s.landingLock(ctx, saleID)
+	defer unlock()
+	dest, head := m.dest, (*float64)(nil)
+	if dest < 0 || dest >= n {
+		first, seq, ok, err := s.firstWaitingPart(ctx, saleID, n)
 		if err != nil {
 			return nil, err
 		}
-		break
+		choice := from
+		if ok {
+			choice = first
+		}
+		aimed, err := aimScript.Run(ctx, s.rdb, []string{s.PartKeys(saleID, from).Moves}, id, choice).Int()
+		if err != nil {
+			return nil, fmt.Errorf("aim script: %w", err)
+		}
+		if aimed < 0 {
+			return nil, nil // settled meanwhile
+		}
+		if dest = aimed; ok && dest == choice {
+			head = &seq
+		}
+	}
+	handed, err := s.give(ctx, saleID, dest, id, m.units, head, orders, terms)
+	if errors.Is(err, errHeadMoved) {
+		// A claim or a leave took that buyer meanwhile: the next in the
+		// same part gets it (the aim is never changed).
+		handed, err = s.give(ctx, saleID, dest, id, m.units, nil, orders, terms)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return handed, s.settle(ctx, saleID, from, id)
+}
+
+// landingLockTTL bounds how long one mover holds a sale's landing lock.
+const landingLockTTL = 3 * time.Second
+
+// landingLock lets one mover of saleID at a time choose and give: without
+// it two concurrent releases would both choose the same first buyer, and
+// the second unit would go to the next buyer of that part rather than the
+// next in line. Best effort: after a second of waiting (or a Redis error)
+// the mover goes on without it; correctness does not depend on it, only
+// the order in line. It returns the unlock.
+func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
+	key := s.SaleKeys(saleID).tag() + "landing"
+	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "." + strconv.FormatInt(rand.Int64(), 36)
+	deadline := time.Now().Add(time.Second)
+	for {
+		ok, err := s.rdb.SetNX(ctx, key, token, landingLockTTL).Result()
+		if err != nil {
+			return func() {}
+		}
+		if ok {
+			return func() { _ = unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, token).Err() }
+		}
+		if time.Now().After(deadline) {
+			return func() {}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // firstWaitingPart is the part of saleID (of n) whose first waiting buyer

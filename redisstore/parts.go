@@ -87,9 +87,11 @@ func (s *Store) PartKeys(saleID int64, p int) Keys {
 		Wait: tag + "wait", Waited: tag + "waited", Moves: tag + "moves", Moved: tag + "moved"}
 }
 
-// Parts returns how many parts sale saleID's stock has: remembered, or
-// read once from part 0's meta (which warm-up writes). A sale Redis does
-// not hold has 1 until it is warmed.
+// Parts returns how many parts sale saleID's stock has: remembered (from
+// KnowParts, warm-up, or an earlier read), or read from part 0's meta,
+// which warm-up writes. Only a count warm-up wrote is remembered: a sale
+// Redis does not hold, or one warmed before sales had parts, reads as 1
+// and is asked again next time.
 func (s *Store) Parts(ctx context.Context, saleID int64) (int, error) {
 	s.parts.mu.Lock()
 	n, ok := s.parts.count[saleID]
@@ -99,15 +101,9 @@ func (s *Store) Parts(ctx context.Context, saleID int64) (int, error) {
 	}
 	v, err := s.rdb.HGet(ctx, s.SaleKeys(saleID).Meta, "parts").Result()
 	if errors.Is(err, redis.Nil) {
-		exists, err := s.rdb.Exists(ctx, s.SaleKeys(saleID).Meta).Result()
-		if err != nil {
-			return 0, fmt.Errorf("read parts of sale %d: %w", saleID, err)
-		}
-		if exists == 0 {
-			return 1, nil // not warmed: do not remember
-		}
-		v = "1" // warmed before sales had parts
-	} else if err != nil {
+		return 1, nil
+	}
+	if err != nil {
 		return 0, fmt.Errorf("read parts of sale %d: %w", saleID, err)
 	}
 	n, err = strconv.Atoi(v)
@@ -117,6 +113,11 @@ func (s *Store) Parts(ctx context.Context, saleID int64) (int, error) {
 	s.rememberParts(saleID, n)
 	return n, nil
 }
+
+// KnowParts tells s that sale saleID's stock has n parts (the sale's
+// stock_segments, from the database), so it never has to read Redis for
+// it: callers that hold the sale say so before acting on it.
+func (s *Store) KnowParts(saleID int64, n int) { s.rememberParts(saleID, n) }
 
 func (s *Store) rememberParts(saleID int64, n int) {
 	s.parts.mu.Lock()

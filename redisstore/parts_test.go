@@ -273,3 +273,77 @@ func TestParts_BuyersOfOnePartBorrowTheOthersUnits(t *testing.T) {
 	require.Positive(t, moves)
 	t.Logf("%d units sold to the buyers of one part of %d, in %d moves", units, parts, moves)
 }
+
+// A released unit lands in one part only, also when its move is found in
+// flight again after it landed (a settle lost in a failover, a retried
+// activity, reconciliation): the destination is fixed once, and the part
+// it went to remembers the move.
+func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(1, 2))
+	var holder string
+	for i := 0; holder == ""; i++ {
+		if u := fmt.Sprint("h", i); claim(t, sc, u, 1000).Outcome == redisstore.Admitted {
+			holder = u
+		}
+	}
+	// One waiting buyer in each part, the one in part 0 first.
+	var waiters []string
+	for p := range 2 {
+		for i := 0; ; i++ {
+			if u := fmt.Sprint("w", p, "-", i); redisstore.PartOf(u, 2) == p {
+				j, err := sc.Join(ctx, saleID, u, 10, 0, terms)
+				require.NoError(t, err)
+				require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+				waiters = append(waiters, u)
+				break
+			}
+		}
+	}
+	res, err := sc.Release(ctx, saleID, holder, 1000, next(5001))
+	require.NoError(t, err)
+	require.Equal(t, waiters[0], res.HandedTo.UserID)
+
+	// The move is found in flight again, as it was when it landed.
+	moves := sc.PartKeys(saleID, redisstore.PartOf(holder, 2)).Moves
+	require.NoError(t, sc.Client().HSet(ctx, moves, "r1000", "1:0:0").Err())
+	again, err := sc.Release(ctx, saleID, holder, 1000, next(5002))
+	require.NoError(t, err)
+	require.Nil(t, again.HandedTo)
+	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 5003 })
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, claimOf(t, sc, waiters[1]), "the second waiting buyer did not get the same unit")
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, waiters[1]))
+	require.Zero(t, remaining(t, sc))
+}
+
+// The number of parts comes from warm-up or the database, never from a
+// part 0 that lost its keys: a join then fails closed and creates nothing.
+func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := testenv.Redis(t)
+	ctx := t.Context()
+	warm(t, redisstore.New(rdb, prefix), openParts(0, 2))
+	meta := redisstore.New(rdb, prefix).SaleKeys(saleID).Meta
+	require.NoError(t, rdb.Del(ctx, meta).Err())
+
+	fresh := redisstore.New(rdb, prefix) // a process that never saw the sale
+	fresh.KnowParts(saleID, 2)            // from the database
+	for i := 0; ; i++ {
+		if u := fmt.Sprint("u", i); redisstore.PartOf(u, 2) == 1 {
+			j, err := fresh.Join(ctx, saleID, u, 10, 0, terms)
+			require.NoError(t, err)
+			require.Equal(t, redisstore.JoinNotWarmed, j.Outcome)
+			break
+		}
+	}
+	n, err := rdb.Exists(ctx, meta).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "no half-made meta")
+	parts, err := redisstore.New(rdb, prefix).Parts(ctx, saleID)
+	require.NoError(t, err)
+	require.Equal(t, 1, parts, "read as one part, and not remembered")
+}

@@ -55,9 +55,12 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	}
 	seq := ""
 	if n > 1 {
-		v, err := s.rdb.HIncrBy(ctx, s.SaleKeys(saleID).Meta, "wait_seq", 1).Result()
+		v, err := sequenceScript.Run(ctx, s.rdb, []string{s.SaleKeys(saleID).Meta}).Int64()
 		if err != nil {
 			return JoinResult{}, fmt.Errorf("number the join: %w", err)
+		}
+		if v < 0 {
+			return JoinResult{Outcome: JoinNotWarmed}, nil
 		}
 		seq = strconv.FormatInt(v, 10)
 	}
@@ -294,13 +297,9 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 		}
 		given, err := s.give(ctx, saleID, dest, move, 1, &head, []int64{id}, terms)
 		if errors.Is(err, errHeadMoved) {
-			// Served meanwhile: the unit goes to whoever comes first now.
-			given, err = s.land(ctx, saleID, n, donor, move, inFlight{units: 1, dest: -1}, []int64{id}, terms)
-			handed += len(given)
-			if err != nil {
-				return handed, err
-			}
-			continue
+			// Served meanwhile: the unit goes to whoever heads that part
+			// now (the move is aimed there for good).
+			given, err = s.give(ctx, saleID, dest, move, 1, nil, []int64{id}, terms)
 		}
 		if err != nil {
 			return handed, err

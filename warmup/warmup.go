@@ -55,6 +55,8 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	ids := make([]int64, len(sales))
 	for i, s := range sales {
 		ids[i] = s.ID
+		// Every part is checked, whatever Redis still knows of the sale.
+		w.rstore.KnowParts(s.ID, s.StockSegments)
 	}
 	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {

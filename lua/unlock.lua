@@ -1,0 +1,11 @@
+-- unlock.lua: give up a lock (a key SET NX with a token) only while it is
+-- still the caller's: one that expired and was taken by another is left.
+--
+-- KEYS[1] the lock
+-- ARGV[1] the caller's token
+--
+-- Returns 1 when the lock was released now.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
