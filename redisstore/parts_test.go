@@ -331,7 +331,7 @@ func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
 	require.NoError(t, rdb.Del(ctx, meta).Err())
 
 	fresh := redisstore.New(rdb, prefix) // a process that never saw the sale
-	fresh.KnowParts(saleID, 2)            // from the database
+	fresh.KnowParts(saleID, 2)           // from the database
 	for i := 0; ; i++ {
 		if u := fmt.Sprint("u", i); redisstore.PartOf(u, 2) == 1 {
 			j, err := fresh.Join(ctx, saleID, u, 10, 0, terms)
