@@ -288,6 +288,12 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	if err != nil || !warmed {
 		return drifts, err // not warmed: the re-warmer's job
 	}
+	// The database's figure is read after Redis': a unit released in
+	// between raises it, never lowers it, so Redis is never lowered below
+	// what the database has (the sale read at the start is too old).
+	if sale, err = r.Store.Sale(ctx, saleID); err != nil {
+		return drifts, err
+	}
 	if seen > sale.Stock.Available {
 		lowered, err := r.Redis.LowerRemaining(ctx, saleID, seen, sale.Stock.Available)
 		if err != nil {
