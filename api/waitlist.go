@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -45,12 +46,12 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		}
 		s.metrics.joins.WithLabelValues(outcome).Inc()
 	}()
-	sale, err := s.saleOf(c)
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.saleOf(ctx, c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.reqCtx(c)
-	defer cancel()
 	user := principal(c).UserID
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
 	if err != nil {
@@ -86,12 +87,12 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 // ADMITTED with the order a unit became, EXPIRED once the sale ended while
 // they waited; 404 NOT_WAITING when they never joined or left.
 func (s *Server) waitlistMe(c *fiber.Ctx) error {
-	sale, err := s.saleOf(c)
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.saleOf(ctx, c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.reqCtx(c)
-	defer cancel()
 	user := principal(c).UserID
 	st, err := s.cfg.Redis.WaitStateOf(ctx, sale.ID, user)
 	if err != nil {
@@ -114,12 +115,12 @@ func (s *Server) waitlistMe(c *fiber.Ctx) error {
 // leaveWaitlist takes the caller off the waitlist for good (joining again
 // starts at the back). Their order, if the waitlist gave them one, stays.
 func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
-	sale, err := s.saleOf(c)
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.saleOf(ctx, c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.reqCtx(c)
-	defer cancel()
 	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, principal(c).UserID); err != nil {
 		return errWaitlistPaused
 	}
@@ -127,13 +128,11 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 }
 
 // saleOf is the sale the path's :id names, or SALE_NOT_FOUND.
-func (s *Server) saleOf(c *fiber.Ctx) (seckill.Sale, error) {
+func (s *Server) saleOf(ctx context.Context, c *fiber.Ctx) (seckill.Sale, error) {
 	id, ok := parseID(c.Params("id"))
 	if !ok {
 		return seckill.Sale{}, errNoSale
 	}
-	ctx, cancel := s.reqCtx(c)
-	defer cancel()
 	sale, err := s.sales.get(ctx, id)
 	if isNotFound(err) {
 		return seckill.Sale{}, errNoSale

@@ -19,8 +19,7 @@ func TestRun_NamesTheInvariantADriftBreaks(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 5)
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 5, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
-	require.NoError(t, err)
+	testenv.Warm(t, rs, sale, 5)
 	a := &audit.Auditor{DB: st.Gorm(), Redis: rs}
 
 	rep, err := a.Run(ctx, sale.ID, audit.Options{})
@@ -49,8 +48,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 1)
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 0, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
-	require.NoError(t, err)
+	testenv.Warm(t, rs, sale, 0)
 	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, redisstore.TermsOf(*sale))
 	require.NoError(t, err)
 	require.Equal(t, redisstore.JoinWaiting, j.Outcome)

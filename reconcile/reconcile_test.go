@@ -50,8 +50,7 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	sale := testenv.OpenSale(t, st, 5)
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
-	require.NoError(t, err)
+	testenv.Warm(t, rs, sale, 3)
 	var ids []int64
 	for i, user := range []string{"ann", "bob"} {
 		id := int64(1000 + i)
@@ -84,8 +83,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 3)
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 0, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt})
-	require.NoError(t, err)
+	testenv.Warm(t, rs, sale, 0)
 	for _, u := range []string{"ann", "bob"} {
 		j, err := rs.Join(ctx, sale.ID, u, 10, 0, redisstore.TermsOf(*sale))
 		require.NoError(t, err)
@@ -93,7 +91,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	}
 	// The counter comes back with the database's 3 units.
 	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())
-	_, err = rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	var next atomic.Int64
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,

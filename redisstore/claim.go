@@ -253,19 +253,33 @@ func (s *Store) ClaimOf(ctx context.Context, saleID int64, userID string) (int64
 // order id, 0 for a record that names no order (none of seckill's scripts
 // writes one).
 func (s *Store) Claims(ctx context.Context, saleID int64) (map[string]int64, error) {
+	raw, err := s.everyPart(ctx, saleID, func(k Keys) string { return k.Claims })
+	if err != nil {
+		return nil, fmt.Errorf("read claims: %w", err)
+	}
+	out := make(map[string]int64, len(raw))
+	for user, v := range raw {
+		id, _ := strconv.ParseInt(v, 10, 64)
+		out[user] = max(id, 0)
+	}
+	return out, nil
+}
+
+// everyPart reads the hash key(k) of every part of saleID into one map
+// (a buyer's fields live in their own part only).
+func (s *Store) everyPart(ctx context.Context, saleID int64, key func(Keys) string) (map[string]string, error) {
 	parts, err := s.allKeys(ctx, saleID)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int64{}
+	out := map[string]string{}
 	for _, k := range parts {
-		raw, err := s.rdb.HGetAll(ctx, k.Claims).Result()
+		raw, err := s.rdb.HGetAll(ctx, key(k)).Result()
 		if err != nil {
-			return nil, fmt.Errorf("read claims: %w", err)
+			return nil, err
 		}
-		for user, v := range raw {
-			id, _ := strconv.ParseInt(v, 10, 64)
-			out[user] = max(id, 0)
+		for field, v := range raw {
+			out[field] = v
 		}
 	}
 	return out, nil

@@ -331,20 +331,14 @@ func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms Terms
 // all its parts: user id -> order id, as each buyer's
 // GET /waitlist/me would tell them.
 func (s *Store) WaitlistAdmissions(ctx context.Context, saleID int64) (map[string]int64, error) {
-	parts, err := s.allKeys(ctx, saleID)
+	raw, err := s.everyPart(ctx, saleID, func(k Keys) string { return k.Waited })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read waitlist admissions: %w", err)
 	}
-	out := map[string]int64{}
-	for _, k := range parts {
-		raw, err := s.rdb.HGetAll(ctx, k.Waited).Result()
-		if err != nil {
-			return nil, fmt.Errorf("read waitlist admissions: %w", err)
-		}
-		for user, v := range raw {
-			if id, err := strconv.ParseInt(v, 10, 64); err == nil {
-				out[user] = id
-			}
+	out := make(map[string]int64, len(raw))
+	for user, v := range raw {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[user] = id
 		}
 	}
 	return out, nil

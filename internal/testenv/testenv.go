@@ -215,6 +215,15 @@ func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
 	return sale
 }
 
+// Warm loads units of sale into rs for its window (units may differ from
+// the database's stock: a test's drift).
+func Warm(t testing.TB, rs *redisstore.Store, sale *seckill.Sale, units int64) {
+	t.Helper()
+	if _, err := rs.Warm(context.Background(), redisstore.WarmSpec{SaleID: sale.ID, Units: units, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // NoLeaks checks, once t and all its cleanups are done, that no goroutine
 // started during t is left. Call it first in the test, so its check runs
 // after the cleanups that close the test's stores. Ignored, not ours:
