@@ -137,8 +137,10 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: res.PayBy,
 		})
 	case redisstore.SoldOut:
-		s.soldOut.set(saleID, start)
-		s.funnel.markSoldOut(saleID, start)
+		if !res.Tentative { // units still moving between parts may yet come
+			s.soldOut.set(saleID, start)
+			s.funnel.markSoldOut(saleID, start)
+		}
 		return errSoldOut
 	case redisstore.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)

@@ -1,6 +1,6 @@
 -- admit.lua: the functions every script that gives a unit to a buyer
 -- shares. lua.go puts this file in front of claim.lua, join.lua,
--- release.lua and handover.lua, so an admission is written in one place
+-- release.lua, handover.lua and give.lua, so an admission is written in one place
 -- whether it comes from a claim, from a join that found a unit in stock,
 -- or from a unit handed to the waitlist, and every admitted order looks
 -- the same to the relay, the API and reconciliation.
@@ -12,20 +12,13 @@
 -- of an admission as a table t: t.sale (sale id), t.timeout_ms (payment
 -- timeout), t.amount (cents), t.currency.
 
--- now_ms is the Redis server's clock in milliseconds: the one clock of
--- every API node and worker.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- admit records user's admission as order (an id string) at now: the
 -- claim (one active order per user), the admission (pay_by and user, so
 -- the order can be shown and paid before its saga writes it) and the
 -- outbox entry the relay starts the saga from (o order, u user, s sale, t
--- admission ms, p pay_by ms, a amount, c currency). A buyer admitted while waiting leaves the waitlist
--- as ADMITTED with this order. It does not touch the stock: the caller
--- has taken the unit. pay_by is fixed here: now plus the payment timeout.
+-- admission ms, p pay_by ms, a amount, c currency). A buyer admitted
+-- while waiting leaves the waitlist as ADMITTED with this order. It does
+-- not touch the stock: the caller has taken the unit. pay_by is fixed here: now plus the payment timeout.
 -- Returns pay_by (ms, a string).
 local function admit(k, user, order, now, t, from_waitlist)
   local pay_by = tostring(now + tonumber(t.timeout_ms))
@@ -72,6 +65,10 @@ local function hand_over(k, order, now, t)
       return user, admit(k, user, order, now, t, true)
     end
     redis.call('HSET', k.waited, user, active)
+    local expire = redis.call('HGET', k.meta, 'expire_ms')
+    if expire then
+      redis.call('PEXPIREAT', k.waited, expire)
+    end
   end
 end
 

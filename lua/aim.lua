@@ -3,22 +3,24 @@
 -- decides, and every later mover (a retried activity, reconciliation)
 -- reads that decision instead of choosing again: so the unit lands in one
 -- part only (give.lua's moved set stops a second landing there).
+-- move.lua comes first.
 --
--- KEYS[1] moves   seckill:{sN.p}:moves   move id -> "<units>:<dest>:<ms>"
+-- KEYS[1] moves   seckill:{sN.p}:moves
+-- KEYS[2] meta    seckill:{sN.p}:meta
 -- ARGV[1] move id
 -- ARGV[2] the part the caller would send it to
 --
--- Returns the part it goes to (ARGV[2], or the one aimed before), or -1
--- when the move is no longer in flight (it was settled).
+-- Returns {part, aimed}: the part it goes to (ARGV[2], or the one aimed
+-- before) and 1 when this call aimed it (0 when an earlier one had); part
+-- is -1 when the move is no longer in flight (it was settled).
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if not v then
-  return -1
+  return {-1, 0}
 end
-local first = string.find(v, ':', 1, true)
-local second = string.find(v, ':', first + 1, true)
-local dest = string.sub(v, first + 1, second - 1)
-if dest ~= '' then
-  return tonumber(dest)
+local m = read_move(v)
+if m.dest >= 0 then
+  return {m.dest, 0}
 end
-redis.call('HSET', KEYS[1], ARGV[1], string.sub(v, 1, first) .. ARGV[2] .. string.sub(v, second))
-return tonumber(ARGV[2])
+m.dest = tonumber(ARGV[2])
+write_move(KEYS[1], KEYS[2], ARGV[1], m)
+return {m.dest, 1}

@@ -2,17 +2,25 @@
 // with a header giving KEYS, ARGV and return codes. The redisstore package
 // runs them (by EVALSHA) and is the only code that talks to Redis.
 //
-// admit.lua is not a script of its own: it holds the functions that write
-// an admission and hand a unit to the waitlist, and is put in front of
-// every script that gives a buyer a unit, so there is one copy of each.
-// take.lua and give.lua move units between the parts of a sale whose
-// stock is split (stock_segments).
+// Three files are not scripts of their own but shared functions, put in
+// front of the scripts that use them so there is one copy of each:
+// clock.lua (Redis' clock), admit.lua (write an admission, hand a unit
+// to the waitlist) and move.lua (the record of units in flight between
+// the parts of a sale whose stock is split, stock_segments). take.lua,
+// give.lua, aim.lua and settle.lua are the steps of such a move.
 package lua
 
 import _ "embed"
 
-//go:embed admit.lua
-var admit string
+// The shared functions.
+var (
+	//go:embed clock.lua
+	clock string
+	//go:embed admit.lua
+	admit string
+	//go:embed move.lua
+	move string
+)
 
 // The scripts' sources.
 var (
@@ -27,11 +35,13 @@ var (
 	//go:embed give.lua
 	give string
 	//go:embed take.lua
-	Take string
+	take string
+	//go:embed aim.lua
+	aim string
+	//go:embed restore.lua
+	Restore string
 	//go:embed settle.lua
 	Settle string
-	//go:embed aim.lua
-	Aim string
 	//go:embed unlock.lua
 	Unlock string
 	//go:embed sequence.lua
@@ -42,15 +52,20 @@ var (
 	Rewarm string
 
 	// Claim admits or refuses one claim.
-	Claim = admit + claim
+	Claim = clock + admit + claim
 	// Release forgets an order's claim and gives its unit back: to the
-	// first waiting buyer, or to the stock.
-	Release = admit + release
+	// first waiting buyer, or to the stock (or parks it as a move, on a
+	// sale of several parts).
+	Release = clock + admit + move + release
 	// Join puts a buyer on a sale's waitlist (or admits them, when a unit
 	// is in stock).
-	Join = admit + join
+	Join = clock + admit + join
 	// HandOver gives units left in stock to waiting buyers.
-	HandOver = admit + handover
-	// Give lands units moved from another part of a sale.
-	Give = admit + give
+	HandOver = clock + admit + handover
+	// Take records units leaving a part as a move.
+	Take = clock + move + take
+	// Give lands a move's units in a part.
+	Give = clock + admit + give
+	// Aim fixes a parked move's destination, once.
+	Aim = clock + move + aim
 )

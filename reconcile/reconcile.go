@@ -21,7 +21,9 @@
 //     re-warm from an older snapshot): release it as the saga would have;
 //
 //   - an active (not CLOSED) order whose user has no claim in Redis: write
-//     it back;
+//     it back, unless its release ran since (the script that writes it
+//     reads the release's mark: an order read active at the start of the
+//     pass may have closed since);
 //
 //   - Redis remaining above Postgres available (impossible in normal
 //     operation: admission takes from Redis first and compensation gives
@@ -223,7 +225,8 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	for _, o := range orders {
 		if _, ok := claims[o.UserID]; !ok && time.Since(o.CreatedAt) > grace {
 			// An active order whose claim Redis lost: one buyer, one active
-			// order, so write it back (never over another claim).
+			// order, so write it back (never over another claim, and never
+			// for an order released since it was read: restore.lua checks).
 			restored, err := r.Redis.RestoreClaim(ctx, saleID, o.UserID, o.ID)
 			if err != nil {
 				failed(o.ID, "restore the claim of an active order", err)
@@ -283,6 +286,19 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("payment event %s recorded but not delivered; delivered now: %s", e.ID, outcome)})
 	}
 
+	// Units a mover left in flight between the parts of the sale (it
+	// stopped between the steps): land them, and settle the moves given
+	// but not settled. (Each is counted once either way; landed first,
+	// the check below reads no move half done.)
+	moved, err := r.Redis.FinishMoves(ctx, saleID, redisstore.TermsOf(*sale), grace, r.IDs.Next)
+	if err != nil {
+		return drifts, err
+	}
+	if moved > 0 {
+		report(seckill.Drift{Kind: seckill.DriftMoveUnfinished, SaleID: saleID, Fixed: true,
+			Detail: fmt.Sprintf("%d moves of units between the sale's parts were left in flight; finished", moved)})
+	}
+
 	// Redis above the database: lower it, never raise it.
 	seen, warmed, err := r.Redis.Remaining(ctx, saleID)
 	if err != nil || !warmed {
@@ -301,17 +317,6 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		report(seckill.Drift{Kind: seckill.DriftRedisAboveDB, SaleID: saleID, Fixed: lowered,
 			Detail: fmt.Sprintf("Redis remaining %d > database available %d", seen, sale.Stock.Available)})
-	}
-
-	// Units a mover left in flight between the parts of the sale (it died
-	// between the steps): land them.
-	moved, err := r.Redis.FinishMoves(ctx, saleID, redisstore.TermsOf(*sale), grace, r.IDs.Next)
-	if err != nil {
-		return drifts, err
-	}
-	if moved > 0 {
-		report(seckill.Drift{Kind: seckill.DriftMoveUnfinished, SaleID: saleID, Fixed: true,
-			Detail: fmt.Sprintf("%d moves of units between the sale's parts were left in flight; finished", moved)})
 	}
 
 	// Units in stock while buyers wait for one (a counter re-loaded while

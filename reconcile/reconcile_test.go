@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -116,3 +117,83 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 type idFunc func() int64
 
 func (f idFunc) Next() int64 { return f() }
+
+// An order read active at the start of a pass whose saga closes it and
+// releases its claim before the pass writes the claim back (the claim
+// Redis lost) is not given a claim again: restore.lua re-reads what the
+// release left, so a later pass cannot release the unit a second time.
+func TestSale_NeverRestoresTheClaimOfAnOrderReleasedDuringThePass(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 5)
+	testenv.Warm(t, rs, sale, 5)
+	// ann's order holds a database unit; Redis lost her claim and the
+	// unit's decrement with it (a failover): Redis has 5, the database 4.
+	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1000, SaleID: sale.ID, UserID: "ann", CreatedAt: now.Add(-time.Minute)})
+	require.NoError(t, err)
+	// The pass reads ann's order active; her saga then closes it and
+	// releases (finding no claim, it gives nothing back to Redis).
+	orders, err := st.ActiveOrders(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, 1)
+	_, err = st.CloseOrder(ctx, 1000, seckill.ClosePaymentTimeout, "", time.Now())
+	require.NoError(t, err)
+	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &redisstore.NextOrder{ID: 7000, Terms: redisstore.TermsOf(*sale)})
+	require.NoError(t, err)
+	// The pass writes back the claim it found missing.
+	restored, err := rs.RestoreClaim(ctx, sale.ID, "ann", 1000)
+	require.NoError(t, err)
+	require.False(t, restored, "the order was released: its claim is not written back")
+
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+	for range 2 {
+		_, err := r.Sale(ctx, sale.ID)
+		require.NoError(t, err)
+	}
+	n, ok, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	s, err := st.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, s.Stock.Available, n, "Redis holds the database's units, the released one once")
+	require.Equal(t, int64(5), n)
+}
+
+// A move between parts given but not settled (its mover stopped between
+// give.lua and settle.lua) is counted once: one pass with any grace
+// leaves Redis with the database's 10 units, none stranded.
+func TestSale_AMoveGivenButNotSettledStrandsNothing(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "segments", PriceCents: 990, Currency: "usd", Stock: 10,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: 2}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 10, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: 2})
+	require.NoError(t, err)
+	// take.lua and give.lua ran, settle.lua did not: 3 units left part 1
+	// and reached part 0, and part 1 still holds the move's record.
+	p0, p1 := rs.PartKeys(sale.ID, 0), rs.PartKeys(sale.ID, 1)
+	require.NoError(t, rdb.DecrBy(ctx, p1.Stock, 3).Err())
+	require.NoError(t, rdb.HSet(ctx, p1.Moves, "b-stopped", fmt.Sprintf(`{"units":3,"dest":0,"at":%d}`, now.UnixMilli())).Err())
+	require.NoError(t, rdb.IncrBy(ctx, p0.Stock, 3).Err())
+	require.NoError(t, rdb.SAdd(ctx, p0.Moved, "b-stopped").Err())
+
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+	_, err = r.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+
+	n, ok, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(10), n)
+	moves, err := rs.Moves(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Empty(t, moves, "the move was settled")
+}

@@ -67,6 +67,12 @@ type ClaimResult struct {
 	// PayBy is the admitted order's payment deadline, fixed at admission
 	// (Admitted only).
 	PayBy time.Time
+	// Tentative marks a SOLD_OUT that is true now but may not stay so (a
+	// sale of several parts with units still moving between them, or owed
+	// to the waiting buyers of the claimant's part): it was not recorded
+	// for the Idempotency-Key, and is no reason to answer other buyers
+	// SOLD_OUT.
+	Tentative bool
 }
 
 // Terms are what an admitted buyer owes and for how long they may pay:
@@ -87,8 +93,9 @@ func (t Terms) args() []any {
 	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
 }
 
-// maxBorrows bounds the units a claim on a sale of several parts borrows
-// from other parts before its answer is final.
+// maxBorrows bounds how often a claim on a sale of several parts borrows
+// from other parts (or waits for units in flight) before it answers a
+// tentative SOLD_OUT.
 const maxBorrows = 8
 
 // Claim runs the admission for userID on saleID with the fresh orderID;
@@ -101,8 +108,10 @@ const maxBorrows = 8
 //
 // On a sale of several parts the claim runs on the buyer's part; when that
 // part is empty it borrows units from the fullest other part (moves), so
-// the answer is SOLD_OUT only when no part has a unit and none is in
-// flight between parts.
+// the answer is a final SOLD_OUT only when no part has a unit and none is
+// in flight between parts. A part whose line has waiting buyers borrows
+// nothing for a new claim (the line comes first): its SOLD_OUT is
+// Tentative, as is one given after maxBorrows.
 func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms) (ClaimResult, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
@@ -113,19 +122,23 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
 	again := s.WithRateLimit(RateLimit{}) // one claim is one attempt, however often it borrows
 	for attempt := 0; err == nil && res.Outcome == SoldOut && !final; attempt++ {
-		var moved, inFlight bool
-		moved, inFlight, err = s.borrow(ctx, saleID, n, home, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt))
-		if err != nil {
+		var b borrowed
+		if b, err = s.borrow(ctx, saleID, n, home, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt)); err != nil {
 			break
 		}
 		switch {
-		case !moved && !inFlight && idempotencyKey == "":
+		case b == borrowedOwed, b != borrowedNone && attempt+1 >= maxBorrows:
+			// Units may still come (to this part's waiting buyers first):
+			// SOLD_OUT for now, recorded for no Idempotency-Key.
+			res.Tentative = true
+			return res, nil
+		case b == borrowedNone && idempotencyKey == "":
 			// No part has a unit and none is on its way: sold out. (With an
 			// Idempotency-Key the script records the final answer below.)
 			return res, nil
-		case !moved && !inFlight, attempt+1 >= maxBorrows:
+		case b == borrowedNone:
 			final = true
-		case !moved: // units are on their way between parts: let them land
+		case b == borrowedInFlight: // units are on their way between parts: let them land
 			time.Sleep(2 * time.Millisecond)
 		}
 		res, err = again.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
@@ -283,20 +296,6 @@ func (s *Store) everyPart(ctx context.Context, saleID int64, key func(Keys) stri
 		}
 	}
 	return out, nil
-}
-
-// RestoreClaim writes userID's claim on saleID as orderID unless the user
-// has one, and reports whether it wrote it.
-func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error) {
-	k, _, err := s.userKeys(ctx, saleID, userID)
-	if err != nil {
-		return false, err
-	}
-	ok, err := s.rdb.HSetNX(ctx, k.Claims, userID, orderID).Result()
-	if err != nil {
-		return false, fmt.Errorf("restore claim: %w", err)
-	}
-	return ok, nil
 }
 
 // Admission is an admitted order as Redis holds it until its saga has

@@ -47,3 +47,15 @@ func (s *Store) MovesForTest(ctx context.Context, saleID int64) (int64, error) {
 
 // PartOf is the part userID belongs to on a sale of n parts.
 func PartOf(userID string, n int) int { return partOf(userID, n) }
+
+// GiveForTest takes units from part from and gives them to part dest, and
+// stops before settling the move, as a mover killed between the two
+// scripts would.
+func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
+	got, err := s.take(ctx, saleID, from, id, units, dest)
+	if err != nil {
+		return err
+	}
+	_, err = s.give(ctx, saleID, dest, id, got, nil, nil, Terms{})
+	return err
+}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,25 +16,78 @@ import (
 )
 
 // Units move between the parts of a sale in three steps, each a script on
-// one part: take.lua (or release.lua parking a released unit) records the
-// units as in flight in the part they leave, give.lua lands them in the
-// destination exactly once (its moved set), settle.lua forgets the move
-// where it started. A mover that dies between steps leaves the record;
-// FinishMoves (reconciliation) completes it. So a unit is always in a
-// stock, in a claim, or in flight, and the sum of the parts never grows.
+// one part (docs/DESIGN.md draws the states):
+//
+//	take.lua     source part: stock -= n, record the move (units, dest, at)
+//	             (release.lua parks a released unit the same way, dest -1,
+//	             and aim.lua fixes its dest once)
+//	give.lua     dest part: the units go to its first waiting buyers, the
+//	             rest to its stock; the move id joins its moved set, so a
+//	             repeat gives nothing
+//	settle.lua   source part: forget the record
+//
+// A mover that stops between steps leaves the record; FinishMoves
+// (reconciliation) completes it. Between give and settle the units are in
+// the destination and the record still names them: readHoldings counts a
+// record whose id is in its destination's moved set as given, so every
+// unit is counted once, wherever it is.
 
 var (
-	takeScript   = redis.NewScript(lua.Take)
-	giveScript   = redis.NewScript(lua.Give)
-	settleScript = redis.NewScript(lua.Settle)
-	aimScript    = redis.NewScript(lua.Aim)
-	unlockScript = redis.NewScript(lua.Unlock)
+	takeScript    = redis.NewScript(lua.Take)
+	giveScript    = redis.NewScript(lua.Give)
+	settleScript  = redis.NewScript(lua.Settle)
+	aimScript     = redis.NewScript(lua.Aim)
+	restoreScript = redis.NewScript(lua.Restore)
+	unlockScript  = redis.NewScript(lua.Unlock)
 )
+
+// move is one move's record, kept in the moves hash of the part its units
+// left (move.lua writes it).
+type move struct {
+	Units int64 `json:"units"`
+	// Dest is the part the units go to; -1 until a parked released unit
+	// is aimed.
+	Dest int `json:"dest"`
+	// At is when the units left, unix ms on Redis' clock.
+	At int64 `json:"at"`
+}
+
+// parseMove reads a record, as move.lua's read_move does (a record of
+// the older "<units>:<dest>:<ms>" form too).
+func parseMove(v string) (move, error) {
+	if strings.HasPrefix(v, "{") {
+		var m move
+		if err := json.Unmarshal([]byte(v), &m); err != nil || m.Units <= 0 {
+			return move{}, fmt.Errorf("malformed move %q", v)
+		}
+		return m, nil
+	}
+	f := strings.Split(v, ":")
+	if len(f) != 3 {
+		return move{}, fmt.Errorf("malformed move %q", v)
+	}
+	m := move{Dest: -1}
+	var err error
+	if m.Units, err = strconv.ParseInt(f[0], 10, 64); err != nil || m.Units <= 0 {
+		return move{}, fmt.Errorf("malformed move %q", v)
+	}
+	if f[1] != "" {
+		if m.Dest, err = strconv.Atoi(f[1]); err != nil {
+			return move{}, fmt.Errorf("malformed move %q", v)
+		}
+	}
+	m.At, _ = strconv.ParseInt(f[2], 10, 64)
+	return m, nil
+}
 
 // errPartNotWarmed is give's answer when the destination part is not
 // loaded: nothing was given, the move stays in flight until re-warm has
 // loaded the part and reconciliation lands it.
 var errPartNotWarmed = errors.New("the destination part of the move is not warmed")
+
+// errHeadMoved is give's answer when the head of the destination's
+// waitlist is not the buyer the caller chose: nothing was given.
+var errHeadMoved = errors.New("the waitlist's head moved")
 
 // take takes at most most units from part from of saleID for part dest,
 // as move id; it returns how many it took (0: the part had none).
@@ -49,10 +103,6 @@ func (s *Store) take(ctx context.Context, saleID int64, from int, id string, mos
 	})
 	return got, err
 }
-
-// errHeadMoved is give's answer when the head of the destination's
-// waitlist is not the buyer the caller chose: nothing was given.
-var errHeadMoved = errors.New("the waitlist's head moved")
 
 // give lands move id's units in part dest of saleID: each to the first
 // waiting buyer of the part as one of orders (with terms), the rest to the
@@ -103,11 +153,23 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	return out, nil
 }
 
+// giveToHead gives move id to part dest, to the waiting buyer with join
+// sequence head if head is set and that buyer still heads the part's
+// line, else to whoever heads it now (the move's destination never
+// changes once chosen).
+func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
+	handed, err := s.give(ctx, saleID, dest, id, units, head, orders, terms)
+	if errors.Is(err, errHeadMoved) {
+		handed, err = s.give(ctx, saleID, dest, id, units, nil, orders, terms)
+	}
+	return handed, err
+}
+
 // settle forgets move id in part from of saleID, once it was given.
 func (s *Store) settle(ctx context.Context, saleID int64, from int, id string) error {
 	k := s.PartKeys(saleID, from)
 	return s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
-		n, err := settleScript.Run(ctx, c, []string{k.Moves, k.Meta}, id).Int()
+		n, err := settleScript.Run(ctx, c, []string{k.Moves}, id).Int()
 		if err != nil {
 			return false, fmt.Errorf("settle script: %w", err)
 		}
@@ -115,37 +177,47 @@ func (s *Store) settle(ctx context.Context, saleID int64, from int, id string) e
 	})
 }
 
-// inFlight is one move recorded in the part it left.
-type inFlight struct {
-	units int64
-	dest  int // -1: to be chosen (a parked released unit)
-	at    time.Time
+// moveUnits is the whole move of at most most units from part from to
+// part dest, as move id: take, give (to the part's waiting buyers first,
+// as orders), settle. It returns the units taken (0: the part had none)
+// and the buyers who got one.
+func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id string, most int64, head *float64, orders []int64, terms Terms) (int64, []Admission, error) {
+	got, err := s.take(ctx, saleID, from, id, most, dest)
+	if err != nil || got == 0 {
+		return got, nil, err
+	}
+	handed, err := s.giveToHead(ctx, saleID, dest, id, got, head, orders, terms)
+	if err != nil {
+		return got, nil, err
+	}
+	return got, handed, s.settle(ctx, saleID, from, id)
 }
 
-func parseMove(v string) (inFlight, error) {
-	f := strings.Split(v, ":")
-	if len(f) != 3 {
-		return inFlight{}, fmt.Errorf("malformed move %q", v)
-	}
-	units, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return inFlight{}, fmt.Errorf("malformed move %q", v)
-	}
-	m := inFlight{units: units, dest: -1}
-	if f[1] != "" {
-		if m.dest, err = strconv.Atoi(f[1]); err != nil {
-			return inFlight{}, fmt.Errorf("malformed move %q", v)
+// aim fixes the destination of parked move id in part from: choice,
+// unless an earlier mover aimed it. It returns the destination, whether
+// this call chose it, and ok false when the move is settled already.
+func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choice int) (dest int, chosen, ok bool, err error) {
+	k := s.PartKeys(saleID, from)
+	var res []any
+	// Waits for the replicas like every write of a move: an aim lost in a
+	// failover could be aimed again elsewhere, and land in two parts.
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+		var err error
+		if res, err = aimScript.Run(ctx, c, []string{k.Moves, k.Meta}, id, choice).Slice(); err != nil {
+			return false, fmt.Errorf("aim script: %w", err)
 		}
+		return res[1] == int64(1), nil
+	})
+	if err != nil {
+		return 0, false, false, err
 	}
-	ms, _ := strconv.ParseInt(f[2], 10, 64)
-	m.at = time.UnixMilli(ms)
-	return m, nil
+	d, _ := res[0].(int64)
+	return int(d), res[1] == int64(1), d >= 0, nil
 }
 
 // finishMove gives move id, in flight from part from of a sale of n
-// parts, to its destination (for a parked released unit: the part whose
-// waiting buyer joined first, or back to part from) and settles it. A move
-// already settled is left alone.
+// parts, to its destination and settles it (land). A move already settled
+// is left alone.
 func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id string, orders []int64, terms Terms) ([]Admission, error) {
 	v, err := s.rdb.HGet(ctx, s.PartKeys(saleID, from).Moves, id).Result()
 	if errors.Is(err, redis.Nil) {
@@ -163,41 +235,33 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 
 // land gives move id (m, in flight from part from of a sale of n parts)
 // to its destination and settles it. A parked released unit has none yet:
-// it is aimed, once (aim.lua), at the part whose first waiting buyer
-// joined first, or back at part from with nobody waiting; every later
-// mover of the same move reads that aim, so the unit lands in one part
-// only. Movers of one sale take turns (landingLock), so concurrent
-// releases serve the line in order.
-func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m inFlight, orders []int64, terms Terms) ([]Admission, error) {
+// it is aimed, once, at the part whose first waiting buyer joined first,
+// or back at part from with nobody waiting; every later mover of the same
+// move reads that aim, so the unit lands in one part only. Movers of one
+// sale take turns (landingLock), so concurrent releases serve the line in
+// order.
+func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m move, orders []int64, terms Terms) ([]Admission, error) {
 	unlock := s.landingLock(ctx, saleID)
 	defer unlock()
-	dest, head := m.dest, (*float64)(nil)
+	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
-		first, seq, ok, err := s.firstWaitingPart(ctx, saleID, n)
+		first, seq, waiting, err := s.firstWaitingPart(ctx, saleID, n)
 		if err != nil {
 			return nil, err
 		}
 		choice := from
-		if ok {
+		if waiting {
 			choice = first
 		}
-		aimed, err := aimScript.Run(ctx, s.rdb, []string{s.PartKeys(saleID, from).Moves}, id, choice).Int()
-		if err != nil {
-			return nil, fmt.Errorf("aim script: %w", err)
+		aimed, chosen, ok, err := s.aim(ctx, saleID, from, id, choice)
+		if err != nil || !ok {
+			return nil, err // !ok: settled meanwhile
 		}
-		if aimed < 0 {
-			return nil, nil // settled meanwhile
-		}
-		if dest = aimed; ok && dest == choice {
+		if dest = aimed; chosen && waiting {
 			head = &seq
 		}
 	}
-	handed, err := s.give(ctx, saleID, dest, id, m.units, head, orders, terms)
-	if errors.Is(err, errHeadMoved) {
-		// A claim or a leave took that buyer meanwhile: the next in the
-		// same part gets it (the aim is never changed).
-		handed, err = s.give(ctx, saleID, dest, id, m.units, nil, orders, terms)
-	}
+	handed, err := s.giveToHead(ctx, saleID, dest, id, m.Units, head, orders, terms)
 	if err != nil {
 		return nil, err
 	}
@@ -254,66 +318,134 @@ func (s *Store) firstWaitingPart(ctx context.Context, saleID int64, n int) (part
 	return part, seq, ok, nil
 }
 
-// borrow moves units into part home of saleID (of n) from the fullest
-// other part, half of what it holds, as move id. moved reports that units
-// arrived; inFlight, when none could be taken, that units are on their
-// way between parts (so the sale is not sold out yet).
-func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string) (moved, inFlight bool, err error) {
-	st, err := s.partStocks(ctx, saleID, n)
+// borrowed is what one borrow did.
+type borrowed int
+
+const (
+	// borrowedUnits: units arrived in the borrower's part.
+	borrowedUnits borrowed = iota
+	// borrowedNone: no part has a unit and none is in flight.
+	borrowedNone
+	// borrowedInFlight: none could be taken, but units are on their way
+	// between parts (the sale is not sold out yet).
+	borrowedInFlight
+	// borrowedOwed: the borrower's part has buyers waiting in line: any
+	// unit it gets is theirs first, so none is borrowed for a new claim.
+	borrowedOwed
+)
+
+// borrow moves units into part home of saleID (of n) for a claim, from
+// the fullest other part, half of what it holds, as move id.
+func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string) (borrowed, error) {
+	waiting, err := s.rdb.ZCard(ctx, s.PartKeys(saleID, home).Wait).Result()
 	if err != nil {
-		return false, false, err
+		return 0, fmt.Errorf("read the waitlist: %w", err)
+	}
+	if waiting > 0 {
+		return borrowedOwed, nil
+	}
+	h, err := s.holdingOf(ctx, saleID, n)
+	if err != nil {
+		return 0, err
 	}
 	donor := -1
-	for q, v := range st.stock {
-		if q != home && v > 0 && (donor < 0 || v > st.stock[donor]) {
+	for q, v := range h.stock {
+		if q != home && v > 0 && (donor < 0 || v > h.stock[donor]) {
 			donor = q
 		}
 	}
-	if donor < 0 {
-		return false, st.moving > 0, nil
+	switch {
+	case donor < 0 && h.inFlight() > 0:
+		return borrowedInFlight, nil
+	case donor < 0:
+		return borrowedNone, nil
 	}
-	got, err := s.take(ctx, saleID, donor, id, (st.stock[donor]+1)/2, home)
-	if err != nil || got == 0 {
-		return false, true, err // emptied meanwhile: look again
+	got, _, err := s.moveUnits(ctx, saleID, donor, home, id, (h.stock[donor]+1)/2, nil, nil, Terms{})
+	if err != nil {
+		return 0, err
 	}
-	if _, err := s.give(ctx, saleID, home, id, got, nil, nil, Terms{}); err != nil {
-		return false, false, err
+	if got == 0 {
+		return borrowedInFlight, nil // emptied meanwhile: look again
 	}
-	return true, false, s.settle(ctx, saleID, donor, id)
+	return borrowedUnits, nil
 }
 
 // FinishMoves completes the moves of saleID in flight for longer than
-// olderThan (their mover died between the steps), giving a parked
+// olderThan (their mover stopped between the steps), giving a parked
 // released unit to the first waiting buyer as an order numbered by
-// nextID. It returns how many it finished.
+// nextID, and settles the moves given but not settled. It returns how
+// many it finished.
 func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olderThan time.Duration, nextID func() int64) (int, error) {
 	n, err := s.Parts(ctx, saleID)
 	if err != nil || n == 1 {
 		return 0, err
 	}
+	h, err := s.holdingOf(ctx, saleID, n)
+	if err != nil {
+		return 0, err
+	}
 	done := 0
-	for from := range n {
-		moves, err := s.rdb.HGetAll(ctx, s.PartKeys(saleID, from).Moves).Result()
-		if err != nil {
-			return done, fmt.Errorf("read moves: %w", err)
+	for _, f := range h.moves {
+		if time.Since(time.UnixMilli(f.At)) < olderThan {
+			continue
 		}
-		for id, v := range moves {
-			m, err := parseMove(v)
-			if err != nil {
-				return done, err
-			}
-			if time.Since(m.at) < olderThan {
-				continue
-			}
-			orders := make([]int64, m.units)
-			for i := range orders {
-				orders[i] = nextID()
-			}
-			if _, err := s.land(ctx, saleID, n, from, id, m, orders, terms); err != nil {
-				return done, err
-			}
-			done++
+		orders := make([]int64, f.Units)
+		for i := range orders {
+			orders[i] = nextID()
 		}
+		if _, err := s.land(ctx, saleID, n, f.from, f.id, f.move, orders, terms); err != nil {
+			return done, err
+		}
+		done++
 	}
 	return done, nil
+}
+
+// Move is a move of units between the parts of a sale, as the audit
+// reports one.
+type Move struct {
+	ID    string
+	From  int
+	Dest  int // -1: a released unit not aimed yet
+	Units int64
+	At    time.Time
+	// Given: the units reached Dest; only the record is left to forget.
+	Given bool
+}
+
+// Moves lists saleID's moves whose record is still kept.
+func (s *Store) Moves(ctx context.Context, saleID int64) ([]Move, error) {
+	n, err := s.Parts(ctx, saleID)
+	if err != nil || n == 1 {
+		return nil, err
+	}
+	h, err := s.holdingOf(ctx, saleID, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Move, len(h.moves))
+	for i, f := range h.moves {
+		out[i] = Move{ID: f.id, From: f.from, Dest: f.Dest, Units: f.Units, At: time.UnixMilli(f.At), Given: f.given}
+	}
+	return out, nil
+}
+
+// RestoreClaim writes userID's claim on saleID back as orderID (its
+// order is active in the database but Redis lost the claim), unless the
+// user holds a claim or the order was released meanwhile (restore.lua
+// reads both where it writes). It reports whether it wrote it.
+func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error) {
+	k, _, err := s.userKeys(ctx, saleID, userID)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+		var err error
+		if n, err = restoreScript.Run(ctx, c, []string{k.Claims, k.Released, k.Meta}, userID, orderID).Int(); err != nil {
+			return false, fmt.Errorf("restore script: %w", err)
+		}
+		return n == 1, nil
+	})
+	return n == 1, err
 }

@@ -18,8 +18,9 @@ import (
 // a Cluster hash slot. Every part is a complete small sale: stock,
 // claims, admissions, outbox, waitlist. A buyer belongs to one part
 // (partOf), so one script still sees every claim of theirs. Units move
-// between parts only in scripts (take.lua, give.lua), recorded while in
-// flight, so the sum of the parts never grows.
+// between parts by a protocol of single-part scripts (moves.go), recorded
+// while in flight and counted once (readHoldings), so the sum of the
+// parts never grows.
 
 // parts remembers, per sale, how many parts it has (fixed when the sale
 // is created) and the hash tags of its parts.
@@ -84,7 +85,7 @@ func slot(tag string) uint16 {
 func (s *Store) PartKeys(saleID int64, p int) Keys {
 	tag := s.prefix + ":{" + s.parts.tag(saleID, p) + "}:"
 	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted",
-		Wait: tag + "wait", Waited: tag + "waited", Moves: tag + "moves", Moved: tag + "moved"}
+		Wait: tag + "wait", Waited: tag + "waited", Moves: tag + "moves", Moved: tag + "moved", Released: tag + "released"}
 }
 
 // Parts returns how many parts sale saleID's stock has: remembered (from

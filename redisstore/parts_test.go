@@ -347,3 +347,47 @@ func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, parts, "read as one part, and not remembered")
 }
+
+// A move given but not settled (its mover died between give.lua and
+// settle.lua) holds its units in the part it reached only: Remaining
+// counts them once, and settling it changes nothing.
+func TestParts_AMoveGivenButNotSettledCountsOnce(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(10, 2))
+	require.NoError(t, sc.GiveForTest(ctx, saleID, 1, "b-given", 3, 0))
+	require.Equal(t, int64(10), remaining(t, sc), "given, not settled: counted once")
+
+	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(10), remaining(t, sc), "settled: still 10")
+	p0, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 0).Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(8), p0, "part 0 had 5 and got 3, once")
+}
+
+// Re-warm counts a move given but not settled once: 3 parts of 3 units,
+// 2 moved from part 1 to part 0 and not settled, part 2 lost: part 2 is
+// loaded with its 3 units, and the sale holds 9.
+func TestParts_RewarmCountsAMoveGivenButNotSettledOnce(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openParts(9, 3)
+	warm(t, sc, spec)
+	require.NoError(t, sc.GiveForTest(ctx, saleID, 1, "b-given", 2, 0))
+	lost := sc.PartKeys(saleID, 2)
+	require.NoError(t, sc.Client().Del(ctx, lost.Stock, lost.Meta, lost.Claims).Err())
+
+	loaded, err := sc.Rewarm(ctx, spec, nil)
+	require.NoError(t, err)
+	require.True(t, loaded)
+	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), p2, "the lost part gets its own 3 back")
+	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	require.Equal(t, int64(9), remaining(t, sc))
+}

@@ -35,27 +35,19 @@ type Released struct {
 // earlier attempt parked).
 //
 // On a sale of one part this is one script. On a sale of several, the
-// script parks the unit as in flight and it is given to the part whose
-// waiting buyer joined first (give.lua), or back to the buyer's own part.
+// script parks the unit as a move in flight and it is given to the part
+// whose waiting buyer joined first (aim.lua, give.lua), or back to the
+// buyer's own part.
 func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderID int64, next *NextOrder) (Released, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
 		return Released{}, err
 	}
-	mode := "0"
-	args := []any{userID, orderID, "", s.RestockChannel(), saleID}
-	if next != nil {
-		mode = "1"
-		if n > 1 {
-			mode = "2"
-		}
-		args = append(append(args, next.ID), next.Terms.args()...)
-	} else {
-		args = append(args, 0, 0, 0, "")
-	}
-	args[2] = mode
 	moveID := "r" + strconv.FormatInt(orderID, 10)
-	args = append(args, moveID)
+	args := []any{userID, orderID, "0", s.RestockChannel(), saleID, 0, 0, 0, "", moveID}
+	if next != nil {
+		args = append(append([]any{userID, orderID, "1", s.RestockChannel(), saleID, next.ID}, next.Terms.args()...), moveID)
+	}
 	// A release waits for the replicas too: lost in a failover, the unit
 	// would be missing from the stock (or from the buyer it went to) and
 	// the user's claim back. On ErrNotReplicated the caller retries, which
@@ -63,18 +55,20 @@ func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderI
 	// again.
 	var out Released
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
-		res, err := releaseScript.Run(ctx, c, append(k.unitKeys(), k.Moves), args...).Slice()
+		res, err := releaseScript.Run(ctx, c, append(k.unitKeys(), k.Moves, k.Released), args...).Slice()
 		if err != nil {
 			return false, fmt.Errorf("release script: %w", err)
 		}
 		if out, err = parseReleased(saleID, next, res); err != nil {
 			return false, err
 		}
-		return out.Now, nil
+		return true, nil // the order is marked released, whatever else
 	})
-	if err != nil || mode != "2" {
+	if err != nil || next == nil || n == 1 {
 		return out, err
 	}
+	// Land the unit parked now, or by an earlier attempt that stopped
+	// before landing it (nothing when neither parked one).
 	handed, err := s.finishMove(ctx, saleID, n, partOf(userID, n), moveID, []int64{next.ID}, next.Terms)
 	if len(handed) > 0 {
 		out.HandedTo = &handed[0]
@@ -83,7 +77,7 @@ func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderI
 }
 
 func parseReleased(saleID int64, next *NextOrder, res []any) (Released, error) {
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return Released{}, fmt.Errorf("release script: unexpected reply %v", res)
 	}
 	out := Released{Now: res[0] == int64(1)}

@@ -36,10 +36,13 @@ type Keys struct {
 	// Wait is the waitlist: user -> join sequence, first come first.
 	// Waited maps a user the waitlist gave a unit to the order.
 	Wait, Waited string
-	// Moves holds the units taken from this part and not yet given to
-	// another (move id -> "<units>:<destination part>:<ms>"); Moved the
-	// ids of the moves given to this part (so a repeat gives nothing).
+	// Moves holds the records of units taken from this part and not yet
+	// settled (move id -> move.lua's record); Moved the ids of the moves
+	// given to this part (so a repeat gives nothing).
 	Moves, Moved string
+	// Released holds the ids of the orders released (release.lua), so a
+	// claim is never written back for one (restore.lua).
+	Released string
 }
 
 // SaleKeys returns the keys of sale id's part 0: all of them for a sale of
@@ -92,7 +95,7 @@ func (s *Store) PublishOrderChange(ctx context.Context, orderID int64) error {
 // Preload loads every script into the script cache, so the first claims of
 // a burst do not pay for an EVAL fallback.
 func (s *Store) Preload(ctx context.Context) error {
-	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, settleScript, aimScript, unlockScript, sequenceScript} {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, settleScript, aimScript, restoreScript, unlockScript, sequenceScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load script: %w", err)
 		}

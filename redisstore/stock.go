@@ -91,7 +91,7 @@ type ActiveClaim struct {
 func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
 	n := spec.parts()
 	s.rememberParts(spec.SaleID, n)
-	live, err := s.partStocks(ctx, spec.SaleID, n)
+	live, err := s.holdingOf(ctx, spec.SaleID, n)
 	if err != nil {
 		return false, err
 	}
@@ -104,7 +104,7 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 			units -= st
 		}
 	}
-	units = max(units-live.moving, 0)
+	units = max(units-live.inFlight(), 0)
 	expire := spec.EndsAt.Add(KeyRetention)
 	var loadedAny bool
 	for i, p := range lost {
@@ -127,41 +127,77 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	return loadedAny, nil
 }
 
-// stocks are the counters of a sale's parts as read at one moment.
-type stocks struct {
-	stock  []int64 // per part; -1 for a part Redis does not hold
-	moving int64   // units in flight between parts
+// holding is what Redis holds of one sale's units at one read: each
+// part's stock, and the moves whose records are kept. It is the one count
+// of "units Redis holds" (docs/DESIGN.md invariant 7): reconciliation,
+// re-warm, the audit and the stats all read it.
+type holding struct {
+	stock []int64 // per part; -1 for a part Redis does not hold
+	moves []pending
 }
 
-// total is the units the parts hold and have in flight; ok is false when
-// a part is missing (the sale is not warmed).
-func (st stocks) total() (n int64, ok bool) {
-	for _, v := range st.stock {
+// pending is a move record as read, with whether its units reached their
+// destination already (its id is in the destination's moved set: only
+// the record is left to forget, and the units count there, not here).
+type pending struct {
+	move
+	from  int
+	id    string
+	given bool
+}
+
+// inFlight is the units taken from a part and not yet given to another.
+func (h holding) inFlight() int64 {
+	var n int64
+	for _, m := range h.moves {
+		if !m.given {
+			n += m.Units
+		}
+	}
+	return n
+}
+
+// total is the units the parts hold and have in flight, each once; ok is
+// false when a part is missing (the sale is not warmed).
+func (h holding) total() (n int64, ok bool) {
+	for _, v := range h.stock {
 		if v < 0 {
 			return 0, false
 		}
 		n += v
 	}
-	return n + st.moving, true
+	return n + h.inFlight(), true
 }
 
-// partStocks reads the counters of sale saleID's n parts in one round
-// trip (per node on a Cluster).
-func (s *Store) partStocks(ctx context.Context, saleID int64, n int) (stocks, error) {
-	all, err := s.partStocksMany(ctx, map[int64]int{saleID: n})
+// holdingOf reads sale saleID's n parts (holdings).
+func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, error) {
+	all, err := s.holdings(ctx, map[int64]int{saleID: n})
 	return all[saleID], err
 }
 
-func (s *Store) partStocksMany(ctx context.Context, parts map[int64]int) (map[int64]stocks, error) {
-	type cmds struct{ stock, moving []*redis.StringCmd }
+// holdings reads what Redis holds of several sales (sale id -> parts):
+// one round trip (per node on a Cluster) for the stocks and the move
+// records, and a second only when a record has a destination, to learn
+// whether it was given. Each part's stock is read before any moved set,
+// so a give that runs between the reads can only hide its units (counted
+// neither in flight nor in the stock it reached), never count them twice:
+// a count taken while moves run may be low, never high. At rest it is
+// exact.
+func (s *Store) holdings(ctx context.Context, parts map[int64]int) (map[int64]holding, error) {
+	type cmds struct {
+		stock []*redis.StringCmd
+		moves []*redis.MapStringStringCmd
+	}
 	all := make(map[int64]cmds, len(parts))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for id, n := range parts {
-			c := cmds{stock: make([]*redis.StringCmd, n), moving: make([]*redis.StringCmd, n)}
+			c := cmds{stock: make([]*redis.StringCmd, n)}
 			for q := range n {
 				k := s.PartKeys(id, q)
 				c.stock[q] = p.Get(ctx, k.Stock)
-				c.moving[q] = p.HGet(ctx, k.Meta, "moving")
+				if n > 1 {
+					c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
+				}
 			}
 			all[id] = c
 		}
@@ -170,25 +206,68 @@ func (s *Store) partStocksMany(ctx context.Context, parts map[int64]int) (map[in
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read stock: %w", err)
 	}
-	out := make(map[int64]stocks, len(parts))
+	out := make(map[int64]holding, len(parts))
 	for id, c := range all {
-		st := stocks{stock: make([]int64, len(c.stock))}
+		h := holding{stock: make([]int64, len(c.stock))}
 		for q := range c.stock {
 			v, err := c.stock[q].Int64()
 			if err != nil {
 				v = -1
 			}
-			st.stock[q] = v
-			m, _ := c.moving[q].Int64()
-			st.moving += max(m, 0)
+			h.stock[q] = v
 		}
-		out[id] = st
+		for q, mc := range c.moves {
+			for mid, v := range mc.Val() {
+				m, err := parseMove(v)
+				if err != nil {
+					return nil, fmt.Errorf("sale %d part %d: %w", id, q, err)
+				}
+				h.moves = append(h.moves, pending{move: m, from: q, id: mid})
+			}
+		}
+		sort.Slice(h.moves, func(i, j int) bool { return h.moves[i].At < h.moves[j].At })
+		out[id] = h
 	}
-	return out, nil
+	return out, s.markGiven(ctx, out)
+}
+
+// markGiven learns, for every move record with a destination, whether its
+// units reached it.
+func (s *Store) markGiven(ctx context.Context, hs map[int64]holding) error {
+	type check struct {
+		m     *pending
+		moved string // the destination's moved set
+		cmd   *redis.BoolCmd
+	}
+	var checks []check
+	for id, h := range hs {
+		for i := range h.moves {
+			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < len(h.stock) {
+				checks = append(checks, check{m: m, moved: s.PartKeys(id, m.Dest).Moved})
+			}
+		}
+	}
+	if len(checks) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range checks {
+			checks[i].cmd = p.SIsMember(ctx, checks[i].moved, checks[i].m.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the moves given: %w", err)
+	}
+	for _, c := range checks {
+		c.m.given = c.cmd.Val()
+	}
+	return nil
 }
 
 // Remaining reads a sale's stock: the sum of its parts and the units in
-// flight between them. ok is false when the sale (any part) is not warmed.
+// flight between them, each once (holdings). ok is false when the sale
+// (any part) is not warmed.
 func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error) {
 	all, err := s.RemainingMany(ctx, []int64{saleID})
 	if err != nil {
@@ -209,13 +288,13 @@ func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]i
 		}
 		parts[id] = n
 	}
-	all, err := s.partStocksMany(ctx, parts)
+	all, err := s.holdings(ctx, parts)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[int64]int64, len(saleIDs))
-	for id, st := range all {
-		if n, ok := st.total(); ok {
+	for id, h := range all {
+		if n, ok := h.total(); ok {
 			out[id] = n
 		}
 	}
@@ -240,7 +319,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 	if err != nil {
 		return false, err
 	}
-	st, err := s.partStocks(ctx, saleID, n)
+	st, err := s.holdingOf(ctx, saleID, n)
 	if err != nil {
 		return false, err
 	}

@@ -96,7 +96,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		return JoinResult{}, err
 	}
 	r.Position = pos
-	if total, _ := st.total(); total-st.moving <= 0 || r.Outcome != JoinWaiting {
+	if st <= 0 || r.Outcome != JoinWaiting {
 		return r, nil
 	}
 	if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
@@ -117,39 +117,32 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	return r, nil
 }
 
-// stocksAndPosition reads, in one round trip per node, the stock of
-// saleID's n parts and the number of buyers waiting on them who joined at
-// or before join sequence seq (the position of the buyer with seq).
-func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq float64) (stocks, int64, error) {
+// stocksAndPosition reads, in one round trip per node, the units in the
+// stocks of saleID's n parts and the number of buyers waiting on them who
+// joined at or before join sequence seq (the position of the buyer with
+// seq).
+func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq float64) (int64, int64, error) {
 	bound := strconv.FormatFloat(seq, 'f', -1, 64)
 	stock := make([]*redis.StringCmd, n)
-	moving := make([]*redis.StringCmd, n)
 	ahead := make([]*redis.IntCmd, n)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
 			k := s.PartKeys(saleID, q)
 			stock[q] = p.Get(ctx, k.Stock)
-			moving[q] = p.HGet(ctx, k.Meta, "moving")
 			ahead[q] = p.ZCount(ctx, k.Wait, "-inf", bound)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return stocks{}, 0, fmt.Errorf("read stock and waitlist: %w", err)
+		return 0, 0, fmt.Errorf("read stock and waitlist: %w", err)
 	}
-	st := stocks{stock: make([]int64, n)}
-	var pos int64
+	var units, pos int64
 	for q := range n {
-		v, err := stock[q].Int64()
-		if err != nil {
-			v = -1
-		}
-		st.stock[q] = v
-		m, _ := moving[q].Int64()
-		st.moving += max(m, 0)
+		v, _ := stock[q].Int64()
+		units += max(v, 0)
 		pos += ahead[q].Val()
 	}
-	return st, pos, nil
+	return units, pos, nil
 }
 
 func parseJoin(res []any) (JoinResult, error) {
@@ -262,7 +255,7 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 	}
 	handed := 0
 	for _, id := range orderIDs {
-		st, err := s.partStocks(ctx, saleID, n)
+		st, err := s.holdingOf(ctx, saleID, n)
 		if err != nil {
 			return handed, err
 		}
@@ -287,27 +280,14 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 			handed++
 			continue
 		}
-		move := "h" + strconv.FormatInt(id, 10)
-		got, err := s.take(ctx, saleID, donor, move, 1, dest)
+		got, given, err := s.moveUnits(ctx, saleID, donor, dest, "h"+strconv.FormatInt(id, 10), 1, &head, []int64{id}, terms)
 		if err != nil {
 			return handed, err
 		}
 		if got == 0 {
 			continue // emptied meanwhile: look again
 		}
-		given, err := s.give(ctx, saleID, dest, move, 1, &head, []int64{id}, terms)
-		if errors.Is(err, errHeadMoved) {
-			// Served meanwhile: the unit goes to whoever heads that part
-			// now (the move is aimed there for good).
-			given, err = s.give(ctx, saleID, dest, move, 1, nil, []int64{id}, terms)
-		}
-		if err != nil {
-			return handed, err
-		}
 		handed += len(given)
-		if err := s.settle(ctx, saleID, donor, move); err != nil {
-			return handed, err
-		}
 	}
 	return handed, nil
 }
