@@ -74,4 +74,8 @@ const (
 	ErrTypeOrderClosed = "OrderClosed"
 	// ErrTypeOrderPaid: the order is PAID and cannot be closed.
 	ErrTypeOrderPaid = "OrderPaid"
+	// ErrTypePaidInTime: the order cannot be closed: a payment that
+	// counts was recorded for it (the error's details carry it as a
+	// PaymentEvent), and the order is to be paid with it.
+	ErrTypePaidInTime = "PaidInTime"
 )

@@ -117,13 +117,18 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 // record naming this order), so a retry after either half does nothing
 // twice. It returns the order's close reason as stored (an order closed
 // before keeps its own). Non-retryable: OrderPaid (the order was paid
-// meanwhile; nothing is released).
+// meanwhile; nothing is released), PaidInTime (a payment that counts was
+// recorded for the order, its event in the error's details: the order is
+// to be paid, nothing is released).
 func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderInput) (seckill.CloseReason, error) {
 	var o *seckill.Order
 	err := a.withStockSlot(ctx, func() (err error) {
-		o, err = a.store.CloseOrder(ctx, in.OrderID, in.Reason, in.EventID, in.ClosedAt)
+		o, err = a.store.CloseUnpaid(ctx, in.OrderID, in.Reason, in.EventID, in.ClosedAt)
 		return err
 	})
+	if paid, ok := errors.AsType[*store.PaidInTimeError](err); ok {
+		return "", temporal.NewNonRetryableApplicationError(paid.Error(), seckill.ErrTypePaidInTime, err, paid.Event.Signal())
+	}
 	if err != nil {
 		return "", refusal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/seckill/seckill"
@@ -120,3 +121,57 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 type ids struct{ n atomic.Int64 }
 
 func (i *ids) Next() int64 { return 5000 + i.n.Add(1) }
+
+// A payment recorded by pay_by whose signal never reached the saga (a
+// webhook answered 503 after recording it, a crash between recording and
+// signalling) is found when the saga closes the order at its deadline: the
+// close reads the order's payments in its transaction and refuses, handing
+// the saga the payment to confirm. One received after pay_by does not
+// stop the close.
+func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 2)
+	testenv.Warm(t, rs, sale, 2)
+	for i, payBy := range []time.Time{now.Add(time.Hour), now.Add(-time.Minute)} {
+		id := int64(1001 + i)
+		user := []string{"ann", "bob"}[i]
+		res, err := rs.Claim(ctx, sale.ID, user, id, "", redisstore.TermsOf(*sale))
+		require.NoError(t, err)
+		require.Equal(t, redisstore.Admitted, res.Outcome)
+		_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, PayBy: payBy})
+		require.NoError(t, err)
+		_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_" + user, Type: string(seckill.PaymentSucceeded),
+			OrderID: id, PaymentIntentID: "pi_" + user, AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	env.RegisterActivity(acts)
+
+	_, err := env.ExecuteActivity(acts.ReleaseOrder, seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann",
+		Reason: seckill.ClosePaymentTimeout, ClosedAt: now})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, seckill.ErrTypePaidInTime, appErr.Type())
+	var ev seckill.PaymentEvent
+	require.NoError(t, appErr.Details(&ev))
+	require.Equal(t, "evt_ann", ev.EventID)
+	ann, err := st.Order(ctx, 1001)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusAwaitingPayment, ann.Status, "not closed: ann paid in time")
+	claim, err := rs.ClaimOf(ctx, sale.ID, "ann")
+	require.NoError(t, err)
+	require.Equal(t, int64(1001), claim, "nor released in Redis")
+
+	_, err = env.ExecuteActivity(acts.ReleaseOrder, seckill.ReleaseOrderInput{OrderID: 1002, SaleID: sale.ID, UserID: "bob",
+		Reason: seckill.ClosePaymentTimeout, ClosedAt: now})
+	require.NoError(t, err, "bob's payment came after his pay_by")
+	bob, err := st.Order(ctx, 1002)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, bob.Status)
+}

@@ -306,6 +306,59 @@ func setOutcome(tx *gorm.DB, eventID string, outcome seckill.PaymentOutcome) err
 	return nil
 }
 
+// PaidInTimeError is CloseUnpaid's refusal: a successful payment for the
+// order's amount was recorded by its pay_by (or through the order's own
+// PaymentIntent) and no saga has acted on it yet. The order must be paid
+// with it, not closed.
+type PaidInTimeError struct {
+	Event *PaymentEvent
+}
+
+func (e *PaidInTimeError) Error() string {
+	return fmt.Sprintf("payment %s was received in time for order %d", e.Event.ID, e.Event.OrderID)
+}
+
+// CloseUnpaid is CloseOrder for a saga that decided its order was not
+// paid (the deadline, a cancel, a failed payment): in the same transaction
+// it reads the payments recorded for the order, and a successful one that
+// counts (received by pay_by or through the order's own PaymentIntent,
+// for the order's amount, not yet acted on) refuses the close with
+// *PaidInTimeError: a payment counts when seckill received it, however
+// late its signal reached the saga (docs/DESIGN.md invariant 8).
+func (s *Store) CloseUnpaid(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
+	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
+		if row.Status == string(seckill.StatusQueued) || row.Status == string(seckill.StatusAwaitingPayment) {
+			if e, err := paidInTime(tx, row); err != nil || e != nil {
+				if e != nil {
+					return &PaidInTimeError{Event: e}
+				}
+				return err
+			}
+		}
+		return closeRow(tx, row, reason, eventID, closedAt)
+	})
+}
+
+// paidInTime is the first successful payment recorded for the order that
+// counts and that no saga has acted on, or nil.
+func paidInTime(tx *gorm.DB, row *orderRow) (*PaymentEvent, error) {
+	var rows []paymentEventRow
+	err := tx.Raw(`SELECT e.* FROM payment_events e
+		WHERE e.order_id = ? AND e.type = ? AND e.outcome IN (?, ?)
+		  AND e.amount_cents = ? AND e.currency = ?
+		  AND (e.received_at <= ? OR e.payment_intent_id = (SELECT intent_id FROM payment_intents WHERE order_id = ?))
+		ORDER BY e.received_at, e.id LIMIT 1`,
+		row.ID, string(seckill.PaymentSucceeded), string(seckill.OutcomeReceived), string(seckill.OutcomeDelivered),
+		row.AmountCents, row.Currency, row.PayBy, row.ID).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the payments of order %d: %w", row.ID, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return rows[0].event(), nil
+}
+
 // CloseOrder closes a QUEUED or AWAITING_PAYMENT order with reason and, if
 // it held a locked unit, gives the unit back to available, and records
 // payment event eventID (if not empty: the failed payment that closed it)
@@ -313,30 +366,35 @@ func setOutcome(tx *gorm.DB, eventID string, outcome seckill.PaymentOutcome) err
 // unchanged. A PAID order returns ErrOrderPaid.
 func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
 	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
-		switch seckill.OrderStatus(row.Status) {
-		case seckill.StatusClosed:
-			return nil
-		case seckill.StatusPaid:
-			return ErrOrderPaid
-		}
-		if row.StockLocked {
-			res := tx.Exec(`UPDATE sales SET locked = locked - 1, available = available + 1
-				WHERE id = ? AND locked > 0`, row.SaleID)
-			if res.Error != nil {
-				return fmt.Errorf("release unit of sale %d: %w", row.SaleID, res.Error)
-			}
-			if res.RowsAffected != 1 {
-				return fmt.Errorf("release unit of sale %d: no locked unit", row.SaleID)
-			}
-		}
-		r := string(reason)
-		closedAt = closedAt.UTC()
-		row.Status, row.CloseReason, row.StockLocked, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &r, false, &closedAt, time.Now().UTC()
-		if err := tx.Save(row).Error; err != nil {
-			return fmt.Errorf("close order %d: %w", row.ID, err)
-		}
-		return setOutcome(tx, eventID, seckill.OutcomeApplied)
+		return closeRow(tx, row, reason, eventID, closedAt)
 	})
+}
+
+// closeRow is CloseOrder's transition, within tx on the locked row.
+func closeRow(tx *gorm.DB, row *orderRow, reason seckill.CloseReason, eventID string, closedAt time.Time) error {
+	switch seckill.OrderStatus(row.Status) {
+	case seckill.StatusClosed:
+		return nil
+	case seckill.StatusPaid:
+		return ErrOrderPaid
+	}
+	if row.StockLocked {
+		res := tx.Exec(`UPDATE sales SET locked = locked - 1, available = available + 1
+			WHERE id = ? AND locked > 0`, row.SaleID)
+		if res.Error != nil {
+			return fmt.Errorf("release unit of sale %d: %w", row.SaleID, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("release unit of sale %d: no locked unit", row.SaleID)
+		}
+	}
+	r := string(reason)
+	closedAt = closedAt.UTC()
+	row.Status, row.CloseReason, row.StockLocked, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &r, false, &closedAt, time.Now().UTC()
+	if err := tx.Save(row).Error; err != nil {
+		return fmt.Errorf("close order %d: %w", row.ID, err)
+	}
+	return setOutcome(tx, eventID, seckill.OutcomeApplied)
 }
 
 // MaxOrdersListed bounds OrdersOf: one user's orders of one sale (each

@@ -96,7 +96,7 @@ var retryPolicy = &temporal.RetryPolicy{
 	BackoffCoefficient: 2,
 	MaximumInterval:    maxRetryDelay,
 	NonRetryableErrorTypes: []string{seckill.ErrTypeSoldOut, seckill.ErrTypeSaleNotFound,
-		seckill.ErrTypeOrderClosed, seckill.ErrTypeOrderPaid},
+		seckill.ErrTypeOrderClosed, seckill.ErrTypeOrderPaid, seckill.ErrTypePaidInTime},
 }
 
 func withActivityOptions(ctx workflow.Context) workflow.Context {
@@ -318,7 +318,9 @@ func (s *orderSaga) confirm(ctx workflow.Context, d decision) (seckill.SagaResul
 
 // release undoes the order in reverse, in one local activity: database
 // first (close the order, release its unit), then Redis (forget the
-// claim, return the unit). An order paid meanwhile stays paid. With a
+// claim, return the unit). An order paid meanwhile stays paid, and one
+// with a payment recorded in time (its signal late or lost: the close
+// reads the order's payments in its transaction) is paid with it. With a
 // payment object at the provider, it is cancelled first, so no payment
 // can be taken for a unit given back; one that had taken the payment
 // already makes the order PAID instead.
@@ -348,6 +350,12 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 	if isErrorType(err, seckill.ErrTypeOrderPaid) {
 		s.log.Warn("order paid meanwhile: nothing to release", "closeAs", d.closeAs)
 		return s.finish(ctx, seckill.StatusPaid, "")
+	}
+	if ev, ok := paidInTime(err); ok {
+		// Received by pay_by, signalled late (or not at all): it counts.
+		s.log.Info("a payment recorded in time was found as the order closed: the order is PAID", "eventID", ev.EventID, "closeAs", d.closeAs)
+		s.seen[ev.EventID] = true
+		return s.confirm(ctx, decision{paid: &ev})
 	}
 	if err != nil {
 		return seckill.SagaResult{}, err
@@ -452,6 +460,17 @@ func (s *orderSaga) recordOutcome(ctx workflow.Context, eventID string, outcome 
 	if err != nil {
 		s.log.Error("record payment outcome", "eventID", eventID, "error", err)
 	}
+}
+
+// paidInTime is the payment event carried by ReleaseOrder's PaidInTime
+// refusal.
+func paidInTime(err error) (seckill.PaymentEvent, bool) {
+	var appErr *temporal.ApplicationError
+	var ev seckill.PaymentEvent
+	if !errors.As(err, &appErr) || appErr.Type() != seckill.ErrTypePaidInTime || appErr.Details(&ev) != nil {
+		return seckill.PaymentEvent{}, false
+	}
+	return ev, true
 }
 
 // isErrorType reports whether err is an ApplicationError of type typ.

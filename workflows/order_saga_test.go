@@ -744,3 +744,22 @@ func TestOrderSaga_IntentCancelRetriedUntilTheProviderAnswers(t *testing.T) {
 	require.Len(t, s.cancels, 3)
 	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "CancelPaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.calls)
 }
+
+// A payment received by pay_by whose signal never came (the webhook's
+// signal failed after recording it; redelivery comes later than the
+// grace): the deadline's close finds it recorded and refuses, and the
+// saga pays the order with it. No unit is given back, nothing refunded.
+func TestOrderSaga_PaymentRecordedInTimeButNeverSignalledPays(t *testing.T) {
+	s := newSagaTest(t)
+	ev := receivedAt(succeeded("evt_unsignalled"), paymentTimeout-time.Minute)
+	s.releaseOrder = func() (seckill.CloseReason, error) {
+		return "", temporal.NewNonRetryableApplicationError("payment received in time", seckill.ErrTypePaidInTime, nil, ev)
+	}
+
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, []string{"StartOrder", "ReleaseOrder", "ConfirmPayment"}, s.calls)
+	require.Equal(t, []seckill.ConfirmPaymentInput{confirmed(ev, paymentTimeout+deliveryGrace)}, s.confirms)
+	require.Empty(t, s.releases)
+	require.Empty(t, s.refunds)
+	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusPaid}, s.statuses)
+}
