@@ -53,6 +53,10 @@ type Order struct {
 	// Payment is the provider's payment object for the order (a provider
 	// other than dev), nil until one is made.
 	Payment *Intent
+	// PaidWith is the PaymentIntent whose payment made the order PAID
+	// ("" until then): another event of the same PaymentIntent reports
+	// the same payment, not a second one.
+	PaidWith string
 }
 
 // OrderJSON is the wire form of an Order: IDs as strings, times in UTC.

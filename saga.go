@@ -106,6 +106,9 @@ type StartOrderResult struct {
 	// and cancels it before the unit is given back. Recorded with the
 	// step, so a saga that ran without it replays without it.
 	Intents bool
+	// PaidWith is the PaymentIntent whose payment made the order PAID (a
+	// PAID order only): another event of it reports the same payment.
+	PaidWith string
 }
 
 // IntentInput asks for order OrderID's payment object, or for its

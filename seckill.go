@@ -136,7 +136,7 @@ const (
 	OutcomeDuplicate    PaymentOutcome = "DUPLICATE"     // order already decided by another event
 	OutcomeLate         PaymentOutcome = "LATE"          // order already CLOSED
 	OutcomeMismatch     PaymentOutcome = "MISMATCH"      // amount or currency differ from the order
-	OutcomeUnknownOrder PaymentOutcome = "UNKNOWN_ORDER" // no such order; kept for operators
+	OutcomeUnknownOrder PaymentOutcome = "UNKNOWN_ORDER" // no such order (refunded when it names one: it can never be honoured)
 	OutcomeIgnored      PaymentOutcome = "IGNORED"       // event type seckill does not handle
 )
 

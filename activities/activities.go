@@ -58,7 +58,9 @@ func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
 // StartOrder is the saga's first step, one transaction: it writes the
 // admitted claim as an order with the pay_by fixed at admission and takes
 // its unit from the database's available stock (AWAITING_PAYMENT), or
-// closes it as SOLD_OUT when the database has none. It returns the order
+// closes it as SOLD_OUT when the database has none (or as CANCELLED,
+// holding no unit, when the user holds another active order). It returns
+// the order
 // as it stands (an earlier run's order is taken as it is) and the
 // payments recorded for it that no saga has acted on, so a buyer who paid
 // before the saga ran is honoured. Idempotent by order id. Non-retryable:
@@ -66,9 +68,8 @@ func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
 // recorded in the workflow task that asked for it.
 func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput) (seckill.StartOrderResult, error) {
 	var o *seckill.Order
-	var sale *seckill.Sale
 	err := a.withStockSlot(ctx, func() (err error) {
-		o, sale, err = a.store.StartOrder(ctx, store.NewOrder{
+		o, _, err = a.store.StartOrder(ctx, store.NewOrder{
 			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
 		})
 		return err
@@ -79,17 +80,16 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
 	case errors.Is(err, store.ErrActiveOrderExists):
 		// Redis admitted a second active claim for this user (possible only
-		// after Redis lost its claims); the database refuses it. Say so as a
-		// closed order that never held a database unit.
-		return seckill.StartOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.CloseCancelled,
-			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: in.PayBy}, nil
+		// after Redis lost its claims); the database refused it, and wrote it
+		// CLOSED as CANCELLED without a unit. Its payments are handed back
+		// below like any closed order's, so the saga refunds them.
 	case err != nil && !errors.Is(err, store.ErrSoldOut):
 		return seckill.StartOrderResult{}, err
 	}
 	a.changed(ctx, in.OrderID)
 	res := seckill.StartOrderResult{
 		Status: o.Status, CloseReason: o.CloseReason, AmountCents: o.AmountCents, Currency: o.Currency,
-		Intents: a.intents != nil,
+		Intents: a.intents != nil, PaidWith: o.PaidWith,
 	}
 	if o.PayBy != nil {
 		res.PayBy = o.PayBy.UTC()

@@ -175,3 +175,39 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusClosed, bob.Status)
 }
+
+// A buyer's second order, admitted after Redis lost the first one's claim
+// and paid at once, is refused by the database: it is written CLOSED as
+// CANCELLED, and the payment made for it is handed to the saga, which
+// refunds it (it used to be dropped with the order, kept for ever).
+func TestStartOrder_ARefusedSecondOrderHandsBackItsPayments(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 2)
+	testenv.Warm(t, rs, sale, 2)
+	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_second", Type: string(seckill.PaymentSucceeded),
+		OrderID: 1002, PaymentIntentID: "pi_second", AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
+	require.NoError(t, err)
+
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	env.RegisterActivity(acts)
+	v, err := env.ExecuteActivity(acts.StartOrder, seckill.StartOrderInput{OrderID: 1002, SaleID: sale.ID, UserID: "ann",
+		AdmittedAt: now, PayBy: now.Add(time.Hour)})
+	require.NoError(t, err)
+	var res seckill.StartOrderResult
+	require.NoError(t, v.Get(&res))
+
+	require.Equal(t, seckill.StatusClosed, res.Status)
+	require.Equal(t, seckill.CloseCancelled, res.CloseReason)
+	require.Len(t, res.Payments, 1, "the payment is the saga's to refund")
+	require.Equal(t, "evt_second", res.Payments[0].EventID)
+	o, err := st.Order(ctx, 1002)
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status, "the refused order has a row")
+}

@@ -111,7 +111,11 @@ func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all []seckill.Drift
+	// Payments for orders that have no row: no sale's pass sees them.
+	all, err := r.orphanPayments(ctx)
+	if err != nil {
+		all = append(all, r.checkFailed(0, 0, "deliver the payments of unwritten orders", err))
+	}
 	for _, s := range sales {
 		if ctx.Err() != nil {
 			return all, ctx.Err()
@@ -145,10 +149,7 @@ func (r *Reconciler) noted(d seckill.Drift) seckill.Drift {
 
 // Sale reconciles one sale.
 func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, error) {
-	grace := r.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
+	grace := r.grace()
 	var drifts []seckill.Drift
 	failed := func(orderID int64, what string, err error) {
 		drifts = append(drifts, r.checkFailed(saleID, orderID, what, err))
@@ -339,6 +340,40 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("%d units in stock while %d buyers waited; %d handed to the waitlist", c.Remaining, c.Waiting, n)})
 	}
 	return drifts, nil
+}
+
+// maxOrphanPayments bounds the payments of unwritten orders one pass
+// delivers (the next pass delivers the rest).
+const maxOrphanPayments = 500
+
+// orphanPayments delivers again the payment events of orders that have no
+// row, recorded longer than the grace ago and never delivered: while the
+// order may still come (Redis holds its admission, or it was admitted
+// within delivery.PendingWindow) delivery keeps them; after, it refunds a
+// successful one, for an order that can never be honoured.
+func (r *Reconciler) orphanPayments(ctx context.Context) ([]seckill.Drift, error) {
+	events, err := r.Store.UndeliveredOrphanPaymentEvents(ctx, time.Now().Add(-r.grace()), maxOrphanPayments)
+	if err != nil {
+		return nil, err
+	}
+	var drifts []seckill.Drift
+	for _, e := range events {
+		outcome, err := r.Delivery.Deliver(ctx, e.Signal(), e.OrderID)
+		if errors.Is(err, delivery.ErrNotYet) {
+			continue // its order may still come
+		}
+		drifts = append(drifts, r.noted(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, OrderID: e.OrderID, Fixed: err == nil,
+			Detail: fmt.Sprintf("payment event %s for an order never written; delivered now: %s", e.ID, outcome)}))
+	}
+	return drifts, nil
+}
+
+// grace is Grace, or DefaultGrace when unset.
+func (r *Reconciler) grace() time.Duration {
+	if r.Grace <= 0 {
+		return DefaultGrace
+	}
+	return r.Grace
 }
 
 // maxHandOver bounds the units one pass hands to a sale's waitlist (the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
@@ -196,4 +197,49 @@ func TestSale_AMoveGivenButNotSettledStrandsNothing(t *testing.T) {
 	moves, err := rs.Moves(ctx, sale.ID)
 	require.NoError(t, err)
 	require.Empty(t, moves, "the move was settled")
+}
+
+// payments is Temporal as delivery sees it: no saga runs, and the
+// refunds started are recorded.
+type payments struct {
+	mu       sync.Mutex
+	refunded []string
+}
+
+func (*payments) Pay(context.Context, int64, seckill.PaymentEvent) error { return saga.ErrNoSaga }
+
+func (p *payments) StartRefund(_ context.Context, in seckill.RefundInput) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refunded = append(p.refunded, in.EventID)
+	return nil
+}
+
+// A payment recorded for an order that was never written and can no
+// longer be (no admission in Redis, admitted long ago) is found by the
+// pass, which no sale's orders lead to, and refunded.
+func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: 1002,
+		PaymentIntentID: "pi_lost", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+	require.NoError(t, err)
+	temporal := &payments{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond, Log: log,
+		IDs: idFunc(func() int64 { return 9000 }), Delivery: &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: log}}
+
+	drifts, err := r.All(ctx)
+	require.NoError(t, err)
+	require.Len(t, drifts, 1, "%+v", drifts)
+	require.Equal(t, seckill.DriftPaymentUndelivered, drifts[0].Kind)
+	require.Equal(t, []string{"evt_lost"}, temporal.refunded)
+	e, err := st.PaymentEvent(ctx, "evt_lost")
+	require.NoError(t, err)
+	require.Equal(t, seckill.OutcomeUnknownOrder, e.Outcome)
+
+	drifts, err = r.All(ctx)
+	require.NoError(t, err)
+	require.Empty(t, drifts, "delivered once")
 }

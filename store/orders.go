@@ -62,6 +62,9 @@ func (r *orderRow) order() *seckill.Order {
 	if r.CloseReason != nil {
 		o.CloseReason = seckill.CloseReason(*r.CloseReason)
 	}
+	if r.PaymentIntentID != nil {
+		o.PaidWith = *r.PaymentIntentID
+	}
 	return o
 }
 
@@ -87,7 +90,8 @@ type NewOrder struct {
 // the two-step path of older sagas) is taken as it stands, locking its
 // unit only if it is still QUEUED. ErrActiveOrderExists: the user holds
 // another active order of the sale (the partial unique index refused
-// this one); nothing is written then. It returns the sale too.
+// this one); the order is then written CLOSED as CANCELLED, holding no
+// unit, and returned with the error. It returns the sale too.
 func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *seckill.Sale, error) {
 	sale, err := s.Sale(ctx, n.SaleID)
 	if err != nil {
@@ -105,6 +109,21 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 	o, err := s.lockedOrder(ctx, n.ID, ins, func(tx *gorm.DB, row *orderRow) error {
 		return lockUnit(tx, row, payBy)
 	})
+	if errors.Is(err, ErrActiveOrderExists) {
+		// Written all the same, CLOSED as CANCELLED without a unit: the
+		// buyer can see it, and a payment made for it joins an order row
+		// and is refunded like any payment for a closed order.
+		now := time.Now().UTC()
+		reason := string(seckill.CloseCancelled)
+		ins.Status, ins.CloseReason, ins.ClosedAt = string(seckill.StatusClosed), &reason, &now
+		if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(ins).Error; err != nil {
+			return nil, sale, fmt.Errorf("insert refused order %d: %w", n.ID, err)
+		}
+		if o, err = s.Order(ctx, n.ID); err != nil {
+			return nil, sale, err
+		}
+		return o, sale, ErrActiveOrderExists
+	}
 	return o, sale, err
 }
 

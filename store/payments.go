@@ -180,3 +180,19 @@ func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olde
 	}
 	return events(rows), nil
 }
+
+// UndeliveredOrphanPaymentEvents returns the events that name an order
+// with no row, recorded before olderThan and never delivered: a payment
+// for an order whose saga never wrote it (a refused order before it was
+// written, an admission lost in a failover). Oldest first, at most limit.
+func (s *Store) UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*PaymentEvent, error) {
+	var rows []paymentEventRow
+	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e
+		WHERE e.order_id IS NOT NULL AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?
+		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id)
+		ORDER BY e.received_at LIMIT ?`, string(seckill.OutcomeReceived), olderThan, limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list undelivered payment events of unwritten orders: %w", err)
+	}
+	return events(rows), nil
+}

@@ -783,18 +783,25 @@ func TestStartOrder_SoldOutClosesInTheSameStep(t *testing.T) {
 	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
 }
 
-func TestStartOrder_SecondActiveOrderOfUserRefusedWritesNothing(t *testing.T) {
+// A second active order of a user (Redis admitted it after losing the
+// first's claim) is refused a unit, and written CLOSED as CANCELLED: a
+// payment made for it joins a row and is refunded like any other.
+func TestStartOrder_SecondActiveOrderOfUserIsWrittenClosedWithoutAUnit(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 2)
 	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
 	require.NoError(t, err)
 
-	_, _, err = st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
-
+	o, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
 	require.ErrorIs(t, err, store.ErrActiveOrderExists)
-	_, err = st.Order(t.Context(), 8)
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.CloseCancelled, o.CloseReason)
+	// A retried saga step finds it written and takes it as it stands.
+	o, _, err = st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, seckill.StatusClosed, o.Status)
+	require.Equal(t, seckill.StatusAwaitingPayment, order(t, st, 7).Status, "the first order stands")
 	require.Equal(t, split(2, 1, 1, 0), stock(t, st, sale.ID))
 }
 

@@ -101,8 +101,10 @@ var retryPolicy = &temporal.RetryPolicy{
 
 func withActivityOptions(ctx workflow.Context) workflow.Context {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: activityTimeout,
-		RetryPolicy:         retryPolicy,
+		// Retried past any outage: a refund given up is money kept.
+		ScheduleToCloseTimeout: untilDone,
+		StartToCloseTimeout:    activityTimeout,
+		RetryPolicy:            retryPolicy,
 	})
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		// A local activity's retries stop at its schedule-to-close timeout,
@@ -126,7 +128,40 @@ type orderSaga struct {
 	// intent is the order's payment object at the provider (Stripe's
 	// PaymentIntent id); "" when the provider makes none (dev).
 	intent string
-	log    log.Logger
+	// paidWith is the PaymentIntent of the payment that made the order
+	// PAID: another event of it is the same payment, not a second one.
+	paidWith string
+	// refunds are the refunds started and not yet known done: the wait
+	// for payment goes on while they run, and finish waits for them.
+	refunds []workflow.Future
+	// settleVersion is the saga's settleChange version, once asked.
+	settleVersion *workflow.Version
+	log           log.Logger
+}
+
+// settleChange is the workflow.GetVersion change id of three changes made
+// together (version 1): a refund started while the saga waits for payment
+// runs beside the wait instead of holding the deadline until it is done;
+// a PaymentIntent found succeeded at the deadline is waited on for at
+// most ownPaymentWait before the order is paid from the provider's
+// answer; another event of the payment that paid the order is recorded
+// APPLIED, not refunded as a duplicate.
+const settleChange = "settle-from-recorded-payments"
+
+// ownPaymentWait bounds the wait for the event of a payment the order's
+// own PaymentIntent took (the provider's answer to the cancel said it
+// succeeded): a webhook endpoint not subscribed to the event, or a
+// rotated webhook secret, must not leave a paid order AWAITING_PAYMENT
+// for ever.
+const ownPaymentWait = 10 * time.Minute
+
+// changed reports whether the saga runs with settleChange.
+func (s *orderSaga) changed(ctx workflow.Context) bool {
+	if s.settleVersion == nil {
+		v := workflow.GetVersion(ctx, settleChange, workflow.DefaultVersion, 1)
+		s.settleVersion = &v
+	}
+	return *s.settleVersion >= 1
 }
 
 // decision is how the wait for payment ended.
@@ -156,6 +191,7 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 	for _, id := range s.order.Handled {
 		s.seen[id] = true
 	}
+	s.paidWith = s.order.PaidWith
 	if s.order.Status.Terminal() {
 		// Payments still pending for a decided order: finish refunds them.
 		s.backlog = s.order.Payments
@@ -313,6 +349,7 @@ func (s *orderSaga) confirm(ctx workflow.Context, d decision) (seckill.SagaResul
 	if err != nil {
 		return seckill.SagaResult{}, err
 	}
+	s.paidWith = d.paid.PaymentIntentID
 	return s.finish(ctx, seckill.StatusPaid, "")
 }
 
@@ -335,7 +372,7 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 		if in.Status == seckill.IntentSucceeded {
 			s.log.Info("the payment intent had taken the payment before it could be cancelled: the buyer paid in time, the order is PAID",
 				"paymentIntentID", s.intent, "closeAs", d.closeAs)
-			ev := s.awaitOwnPayment(ctx)
+			ev := s.awaitOwnPayment(ctx, in)
 			return s.confirm(ctx, decision{paid: &ev})
 		}
 		s.log.Info("payment intent cancelled before the unit is given back", "paymentIntentID", s.intent, "closeAs", d.closeAs)
@@ -365,11 +402,30 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 
 // awaitOwnPayment waits for the provider's event of the payment the
 // order's own payment object took (the provider sends it, and retries),
-// handling any other payment that comes first as usual.
-func (s *orderSaga) awaitOwnPayment(ctx workflow.Context) seckill.PaymentEvent {
+// handling any other payment that comes first as usual. paid is the
+// provider's answer (amount and currency taken): if no event comes within
+// ownPaymentWait, the order is paid from it, and the event, when it
+// comes, finds the order PAID by its PaymentIntent.
+func (s *orderSaga) awaitOwnPayment(ctx workflow.Context, paid seckill.Intent) seckill.PaymentEvent {
+	var timer workflow.Future
+	if s.changed(ctx) {
+		timer = workflow.NewTimer(ctx, ownPaymentWait)
+	}
 	for {
 		var ev seckill.PaymentEvent
-		s.payments.Receive(ctx, &ev)
+		timedOut := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(s.payments, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &ev) })
+		if timer != nil {
+			sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+		}
+		sel.Select(ctx)
+		if timedOut {
+			s.log.Warn("no event came for the payment the order's PaymentIntent took: paying the order from the provider's answer",
+				"paymentIntentID", s.intent, "waited", ownPaymentWait)
+			return seckill.PaymentEvent{EventID: "intent:" + s.intent, Type: seckill.PaymentSucceeded, PaymentIntentID: s.intent,
+				AmountCents: paid.AmountCents, Currency: paid.Currency, ReceivedAt: workflow.Now(ctx).UTC()}
+		}
 		d := s.onPayment(ctx, ev)
 		switch {
 		case d != nil && d.paid != nil:
@@ -408,6 +464,12 @@ func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, rea
 			return
 		}
 		s.seen[ev.EventID] = true
+		if status == seckill.StatusPaid && ev.Type == seckill.PaymentSucceeded && ev.PaymentIntentID != "" &&
+			ev.PaymentIntentID == s.paidWith && s.changed(ctx) {
+			// The payment that paid the order, reported again.
+			s.recordOutcome(ctx, ev.EventID, seckill.OutcomeApplied)
+			return
+		}
 		s.log.Warn("payment after the order was decided", "eventID", ev.EventID, "outcome", outcome)
 		if ev.Type == seckill.PaymentSucceeded {
 			s.refund(ctx, ev, outcome)
@@ -428,6 +490,13 @@ func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, rea
 	// Cancel requests after the decision have nothing left to cancel.
 	for s.cancels.ReceiveAsync(nil) {
 	}
+	// Every refund started is done before the saga ends (each is retried
+	// until it is).
+	for _, f := range s.refunds {
+		if err := f.Get(ctx, nil); err != nil {
+			s.log.Error("refund payment", "error", err)
+		}
+	}
 	s.log.Info("order settled", "status", status, "closeReason", reason)
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"status": string(status), "reason": string(reason)}).
 		Counter(seckill.MetricSagaOutcomes).Inc(1)
@@ -441,14 +510,20 @@ func (s *orderSaga) setStatus(ctx workflow.Context, status seckill.OrderStatus) 
 
 // refund gives back a successful payment that was not applied, and
 // records why (outcome), in one activity retried until done: a payment
-// taken must end as a PAID order or a refund (docs/DESIGN.md invariant 5). It
-// is a regular activity: it calls the payment provider.
+// taken must end as a PAID order or a refund (docs/DESIGN.md invariant 5).
+// It is a regular activity: it calls the payment provider. It runs beside
+// the saga's other steps (finish waits for it): a provider that keeps
+// refusing must not hold the deadline or the decision with it.
 func (s *orderSaga) refund(ctx workflow.Context, ev seckill.PaymentEvent, outcome seckill.PaymentOutcome) {
-	err := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{
+	f := workflow.ExecuteActivity(ctx, a.RefundPayment, seckill.RefundInput{
 		EventID: ev.EventID, OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
 		PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
-	}).Get(ctx, nil)
-	if err != nil {
+	})
+	if s.changed(ctx) {
+		s.refunds = append(s.refunds, f)
+		return
+	}
+	if err := f.Get(ctx, nil); err != nil {
 		s.log.Error("refund payment", "eventID", ev.EventID, "error", err)
 	}
 }

@@ -558,7 +558,8 @@ func TestOrderSaga_ImpossibleTransitionsSettleTheOrderAsItStands(t *testing.T) {
 		s.pay(time.Minute, succeeded("evt_1"))
 
 		require.Equal(t, closed(seckill.CloseCancelled), s.run(t), "the order's own close reason")
-		require.Equal(t, []string{"StartOrder", "ConfirmPayment", "RefundPayment", "ReleaseOrder"}, s.calls)
+		// The refund runs beside the release; the saga ends once both are done.
+		require.ElementsMatch(t, []string{"StartOrder", "ConfirmPayment", "ReleaseOrder", "RefundPayment"}, s.calls)
 		require.Equal(t, []seckill.RefundInput{refund(receivedAt(succeeded("evt_1"), time.Minute), seckill.OutcomeLate)}, s.refunds)
 	})
 	t.Run("closing a paid order leaves it paid", func(t *testing.T) {
@@ -762,4 +763,50 @@ func TestOrderSaga_PaymentRecordedInTimeButNeverSignalledPays(t *testing.T) {
 	require.Empty(t, s.releases)
 	require.Empty(t, s.refunds)
 	require.Equal(t, []seckill.OrderStatus{seckill.StatusAwaitingPayment, seckill.StatusPaid}, s.statuses)
+}
+
+// A refund the provider keeps refusing runs beside the wait: the deadline
+// still closes the order on time, and the saga ends once the refund is
+// done.
+func TestOrderSaga_ARefundThatKeepsFailingDoesNotHoldTheDeadline(t *testing.T) {
+	s := newSagaTest(t)
+	// A payment of the wrong amount 5 s before pay_by: refunded, and the
+	// refund's retries run on past the deadline.
+	s.pay(paymentTimeout-5*time.Second, seckill.PaymentEvent{EventID: "evt_wrong", Type: seckill.PaymentSucceeded, PaymentIntentID: "pi_wrong",
+		AmountCents: 1, Currency: "usd"})
+	var attempts int
+	s.refundFn = func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// 8 failures, about 30 s of retries (the test suite stops an
+		// activity's retries at 10 attempts; a real server never does).
+		if attempts++; attempts < 9 {
+			return errors.New("stripe: 500")
+		}
+		return nil
+	}
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.Equal(t, []seckill.ReleaseOrderInput{closeAs(seckill.ClosePaymentTimeout, paymentTimeout+deliveryGrace, "")}, s.closes,
+		"closed at its deadline, not after the refund")
+	require.Equal(t, 9, attempts)
+}
+
+// A PaymentIntent found succeeded at the deadline whose event never comes
+// (an endpoint not subscribed to it, a rotated webhook secret): after
+// ownPaymentWait the order is paid from the provider's answer, and the
+// event, if it comes later, reports the payment that paid the order.
+func TestOrderSaga_IntentSucceededWithoutItsEventIsPaidFromTheProvidersAnswer(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.cancelIntent = func(int) (seckill.Intent, error) {
+		return seckill.Intent{Provider: "stripe", ID: orderIntent, Status: seckill.IntentSucceeded, AmountCents: 990, Currency: "usd"}, nil
+	}
+
+	require.Equal(t, paid(), s.run(t))
+	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ConfirmPayment"}, s.calls)
+	require.Len(t, s.confirms, 1)
+	require.Equal(t, orderIntent, s.confirms[0].PaymentIntentID)
+	require.Equal(t, start.Add(paymentTimeout+deliveryGrace+10*time.Minute), s.confirms[0].PaidAt)
+	require.Empty(t, s.refunds)
 }

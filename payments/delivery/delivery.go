@@ -48,9 +48,15 @@ type Deliverer struct {
 
 // Deliver signals ev to the saga of orderID and records the outcome. A saga
 // that has ended means the order is decided: a successful payment is then
-// LATE (order CLOSED) or a DUPLICATE (order PAID) and is refunded by a
-// PaymentRefund workflow of its own. It returns ErrNotYet when the order
-// may still be on its way, and UNKNOWN_ORDER when it never existed.
+// LATE (order CLOSED) or a DUPLICATE (order PAID by another payment) and
+// is refunded by a PaymentRefund workflow of its own. It returns ErrNotYet
+// when the order may still be on its way, and UNKNOWN_ORDER when it never
+// existed or can no longer come (no row, no admission, admitted longer
+// than PendingWindow ago): a successful payment is refunded then too, as
+// one for an order that can never be honoured (an event that names no
+// order is not seckill's payment: it is kept for operators). A repeat of
+// the payment that paid the order (same PaymentIntent) is APPLIED, and
+// kept.
 func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error) {
 	err := d.Sagas.Pay(ctx, orderID, ev)
 	switch {
@@ -74,6 +80,9 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 	}
 	var outcome seckill.PaymentOutcome
 	switch {
+	case err == nil && o.Status == seckill.StatusPaid && ev.PaymentIntentID != "" && ev.PaymentIntentID == o.PaidWith:
+		// The payment that paid the order, reported again.
+		outcome = seckill.OutcomeApplied
 	case err == nil && o.Status == seckill.StatusClosed:
 		outcome = seckill.OutcomeLate
 	case err == nil && o.Status == seckill.StatusPaid:
@@ -93,17 +102,23 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 		if waiting {
 			return "", ErrNotYet
 		}
+		// Never written, and no admission left: it can never be honoured
+		// (an admission lost in a failover after its buyer paid).
 		outcome = seckill.OutcomeUnknownOrder
 	}
 	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
 		outcome = seckill.OutcomeIgnored // a failure for a decided order changes nothing
 	}
-	if ev.Type == seckill.PaymentSucceeded && (outcome == seckill.OutcomeLate || outcome == seckill.OutcomeDuplicate) {
+	if ev.Type == seckill.PaymentSucceeded && outcome != seckill.OutcomeApplied && orderID != 0 {
 		// The money was taken for an order that cannot be honoured: give it
-		// back. The refund is a workflow of its own, one per event.
+		// back, whether or not the order has a row. The refund is a
+		// workflow of its own, one per event.
 		in := seckill.RefundInput{
-			EventID: ev.EventID, OrderID: orderID, SaleID: o.SaleID, UserID: o.UserID,
+			EventID: ev.EventID, OrderID: orderID,
 			PaymentIntentID: ev.PaymentIntentID, AmountCents: ev.AmountCents, Currency: ev.Currency, Reason: outcome,
+		}
+		if o != nil {
+			in.SaleID, in.UserID = o.SaleID, o.UserID
 		}
 		if err := d.Sagas.StartRefund(ctx, in); err != nil {
 			return "", err

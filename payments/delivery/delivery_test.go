@@ -75,4 +75,45 @@ func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
 	out, err = deliver("evt_nobody", seckill.PaymentSucceeded, 0)
 	require.NoError(t, err)
 	require.Equal(t, seckill.OutcomeUnknownOrder, out)
+	require.Len(t, temporal.refunded, 1, "an event naming no order is not seckill's payment: kept for operators")
+}
+
+// A payment for an order that was never written and whose admission is
+// gone (lost in a failover after the buyer paid; admitted long ago) can
+// never be honoured: it is refunded, not kept for ever as UNKNOWN_ORDER.
+// A second report of the payment that paid an order is APPLIED, not a
+// duplicate to refund.
+func TestDeliver_RefundsAPaymentForAnOrderThatCanNeverBe(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 5)
+	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	_, err = st.ConfirmPayment(ctx, 1001, "", "pi_ann", now)
+	require.NoError(t, err)
+	temporal := &sagas{}
+	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	deliver := func(id, intent string, orderID int64) seckill.PaymentOutcome {
+		t.Helper()
+		e, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
+			PaymentIntentID: intent, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+		require.NoError(t, err)
+		out, err := d.Deliver(ctx, e.Signal(), orderID)
+		require.NoError(t, err)
+		return out
+	}
+
+	// Order 1002's id dates from long before delivery.PendingWindow, and
+	// Redis holds no admission of it.
+	require.Equal(t, seckill.OutcomeUnknownOrder, deliver("evt_lost", "pi_lost", 1002))
+	require.Len(t, temporal.refunded, 1)
+	require.Equal(t, seckill.RefundInput{EventID: "evt_lost", OrderID: 1002, PaymentIntentID: "pi_lost", AmountCents: 990,
+		Currency: "usd", Reason: seckill.OutcomeUnknownOrder}, temporal.refunded[0])
+
+	require.Equal(t, seckill.OutcomeApplied, deliver("evt_ann_again", "pi_ann", 1001), "the payment that paid ann's order")
+	require.Equal(t, seckill.OutcomeDuplicate, deliver("evt_ann_twice", "pi_ann_2", 1001), "a second payment")
+	require.Len(t, temporal.refunded, 2)
+	require.Equal(t, "evt_ann_twice", temporal.refunded[1].EventID)
 }
