@@ -30,15 +30,18 @@ type RefundRequest struct {
 type PaymentIntents interface {
 	// Name is the provider's name on the order ("stripe").
 	Name() string
-	// CreateIntent makes the order's payment object, once per order
-	// however often it is called (its idempotency key is derived from the
-	// order id), and returns it. An error means the outcome is unknown:
-	// call again.
+	// CreateIntent makes the order's payment object, once per order and
+	// retry (its idempotency key is derived from the order id and
+	// r.Retry), and returns it. An error means the outcome is unknown:
+	// call again, with r.Retry counting the calls that failed. Calls with
+	// different Retry may make two objects: the caller keeps the first one
+	// recorded and cancels the other.
 	CreateIntent(ctx context.Context, r IntentRequest) (Intent, error)
 	// CancelIntent stops the order's payment object so it takes no
 	// payment. When it took one first, the result says IntentSucceeded
 	// with what was paid: the buyer paid in time by the provider's clock,
-	// and the order is honoured. Safe to repeat.
+	// and the order is honoured. Safe to repeat: each call is a request of
+	// its own, so a failure is never replayed to a later call.
 	CancelIntent(ctx context.Context, orderID int64, intentID string) (Intent, error)
 }
 
@@ -47,6 +50,10 @@ type IntentRequest struct {
 	OrderID     int64
 	AmountCents int64
 	Currency    string
+	// Retry is set on a request made again after one failed: a provider
+	// that replays its first answer to an idempotency key (Stripe does,
+	// errors included, for a day) must then be asked under another key.
+	Retry int
 }
 
 // IntentStatus is where a payment object stands.

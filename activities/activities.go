@@ -280,8 +280,9 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 // MakePaymentIntent makes the order's payment object at the provider
 // (Stripe: a PaymentIntent for the order's amount, metadata.order_id, one
 // idempotency key from the order id, the same the buyer's POST
-// /orders/{id}/payment uses) and records it; the one recorded first is
-// returned. Idempotent by order id.
+// /orders/{id}/payment uses, and one of its own for each retry after a
+// failure) and records it; the one recorded first is returned, and one
+// made but not recorded is cancelled. Idempotent by order id.
 func (a *Activities) MakePaymentIntent(ctx context.Context, in seckill.IntentInput) (seckill.Intent, error) {
 	if a.intents == nil {
 		return seckill.Intent{}, temporal.NewNonRetryableApplicationError("the payment provider makes no payment objects", "NoPaymentIntents", nil)
@@ -292,15 +293,26 @@ func (a *Activities) MakePaymentIntent(ctx context.Context, in seckill.IntentInp
 		}
 		return seckill.Intent{}, err
 	}
-	made, err := a.intents.CreateIntent(ctx, seckill.IntentRequest{OrderID: in.OrderID, AmountCents: in.AmountCents, Currency: in.Currency})
+	made, err := a.intents.CreateIntent(ctx, seckill.IntentRequest{OrderID: in.OrderID, AmountCents: in.AmountCents, Currency: in.Currency,
+		Retry: int(activity.GetInfo(ctx).Attempt) - 1})
 	if err != nil {
 		return seckill.Intent{}, err
 	}
 	saved, err := a.store.SavePaymentIntent(ctx, in.OrderID, made)
-	if err == nil {
-		a.changed(ctx, in.OrderID)
+	if err != nil {
+		return seckill.Intent{}, err
 	}
-	return saved, err
+	a.changed(ctx, in.OrderID)
+	if saved.ID != made.ID {
+		// The buyer's request recorded another first (it asked under the
+		// first key while this retry asked under its own): nobody can pay
+		// this one, whose client secret is shown to no one; cancel it all
+		// the same.
+		if _, err := a.intents.CancelIntent(ctx, in.OrderID, made.ID); err != nil {
+			activity.GetLogger(ctx).Warn("cancel a second payment intent", "orderID", in.OrderID, "paymentIntentID", made.ID, "error", err)
+		}
+	}
+	return saved, nil
 }
 
 // CancelPaymentIntent cancels the order's payment object before its unit

@@ -213,14 +213,24 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 		// The provider's checkout needs the order's payment object: make
 		// it now (the buyer may have asked for it already; one key, one
 		// object).
+		// Tried until pay_by at most: a provider that keeps failing must
+		// not keep the order from its deadline. Without its payment object
+		// the buyer could not pay through the provider, and the order
+		// closes at pay_by like any unpaid one.
 		var in seckill.Intent
-		if err := workflow.ExecuteLocalActivity(ctx, a.MakePaymentIntent, seckill.IntentInput{
+		mctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			ScheduleToCloseTimeout: max(s.order.PayBy.Sub(workflow.Now(ctx)), activityTimeout),
+			StartToCloseTimeout:    activityTimeout,
+			RetryPolicy:            retryPolicy,
+		})
+		if err := workflow.ExecuteLocalActivity(mctx, a.MakePaymentIntent, seckill.IntentInput{
 			OrderID: s.in.OrderID, AmountCents: s.order.AmountCents, Currency: s.order.Currency,
 		}).Get(ctx, &in); err != nil {
-			return seckill.SagaResult{}, err
+			s.log.Error("the payment intent could not be made by pay_by: the order closes at its deadline", "error", err)
+		} else {
+			s.intent = in.ID
+			s.log.Info("payment intent ready", "provider", in.Provider, "paymentIntentID", in.ID)
 		}
-		s.intent = in.ID
-		s.log.Info("payment intent ready", "provider", in.Provider, "paymentIntentID", in.ID)
 	}
 
 	var d *decision

@@ -42,6 +42,8 @@ type sagaTest struct {
 	releaseOrder func() (seckill.CloseReason, error)
 	refundFn     func() error
 	cancelIntent func(attempt int) (seckill.Intent, error)
+	// makeIntentFails makes every MakePaymentIntent fail.
+	makeIntentFails bool
 
 	// The mocks run on their own goroutines.
 	mu       sync.Mutex
@@ -142,6 +144,9 @@ func newSagaTest(t *testing.T) *sagaTest {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.calls = append(s.calls, "MakePaymentIntent")
+			if s.makeIntentFails {
+				return seckill.Intent{}, errors.New("stripe: 500 (replayed for its idempotency key)")
+			}
 			return seckill.Intent{Provider: "stripe", ID: orderIntent, ClientSecret: orderIntent + "_secret", Status: seckill.IntentOpen}, nil
 		}).Maybe()
 	s.env.OnActivity(acts.CancelPaymentIntent, mock.Anything, mock.Anything).Return(
@@ -809,4 +814,18 @@ func TestOrderSaga_IntentSucceededWithoutItsEventIsPaidFromTheProvidersAnswer(t 
 	require.Equal(t, orderIntent, s.confirms[0].PaymentIntentID)
 	require.Equal(t, start.Add(paymentTimeout+deliveryGrace+10*time.Minute), s.confirms[0].PaidAt)
 	require.Empty(t, s.refunds)
+}
+
+// A provider that keeps failing to make the order's PaymentIntent is
+// asked until pay_by, not for ever: the order then closes at its deadline
+// like any unpaid one (nothing to cancel), and its unit goes back.
+func TestOrderSaga_IntentThatCannotBeMadeDoesNotHoldTheDeadline(t *testing.T) {
+	s := newSagaTest(t)
+	s.startOrder = func(int) (seckill.StartOrderResult, error) { return withIntents(), nil }
+	s.makeIntentFails = true
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	require.NotContains(t, s.calls, "CancelPaymentIntent")
+	require.Len(t, s.closes, 1)
+	require.False(t, s.closes[0].ClosedAt.After(start.Add(paymentTimeout+deliveryGrace+time.Minute)), "closed at %s", s.closes[0].ClosedAt)
 }

@@ -1,6 +1,7 @@
 // Package stripepay is the Stripe payment provider, on the official
 // stripe-go client: a PaymentIntent per order, created once (idempotency
-// key from the order id), cancelled before the order's unit is given back,
+// key from the order id, and a new one per retry after a failure),
+// cancelled before the order's unit is given back,
 // and refunds (idempotency key from the payment event id). Payments
 // themselves reach seckill through the signed webhook (api/), as Stripe
 // sends them.
@@ -82,14 +83,18 @@ func CheckKey(key string) error {
 // Name is "stripe".
 func (p *Provider) Name() string { return "stripe" }
 
-// IntentKey is the idempotency key of order orderID's PaymentIntent: the
-// saga and the buyer's request both create it with this key, so Stripe
-// makes one.
-func IntentKey(orderID int64) string { return "seckill-order-" + strconv.FormatInt(orderID, 10) }
-
-// CancelKey is the idempotency key of the cancellation of order
-// orderID's PaymentIntent.
-func CancelKey(orderID int64) string { return "seckill-cancel-" + strconv.FormatInt(orderID, 10) }
+// IntentKey is the idempotency key of order orderID's PaymentIntent,
+// asked for the retry-th time after failures: the saga's first attempt and
+// the buyer's request share retry 0, so Stripe makes one; a retry after a
+// failure uses a key of its own, since Stripe replays the first answer to
+// a key, a 500 included, for 24 hours.
+func IntentKey(orderID int64, retry int) string {
+	key := "seckill-order-" + strconv.FormatInt(orderID, 10)
+	if retry > 0 {
+		key += "-retry-" + strconv.Itoa(retry)
+	}
+	return key
+}
 
 // CreateIntent creates the order's PaymentIntent (amount, currency,
 // metadata.order_id, which the webhook reads back), once per order.
@@ -99,7 +104,7 @@ func (p *Provider) CreateIntent(ctx context.Context, r seckill.IntentRequest) (s
 		Currency: stripe.String(r.Currency),
 	}
 	params.AddMetadata("order_id", strconv.FormatInt(r.OrderID, 10))
-	params.SetIdempotencyKey(IntentKey(r.OrderID))
+	params.SetIdempotencyKey(IntentKey(r.OrderID, r.Retry))
 	pi, err := p.c.V1PaymentIntents.Create(ctx, params)
 	if err != nil {
 		return seckill.Intent{}, fmt.Errorf("stripe: create the PaymentIntent of order %d: %w", r.OrderID, err)
@@ -113,8 +118,11 @@ func (p *Provider) CreateIntent(ctx context.Context, r seckill.IntentRequest) (s
 // canceled is an answer; one still processing a payment is an error, so
 // the caller asks again once it has settled.
 func (p *Provider) CancelIntent(ctx context.Context, orderID int64, intentID string) (seckill.Intent, error) {
+	// No idempotency key of ours: cancelling is safe to repeat (a
+	// cancelled intent answers payment_intent_unexpected_state, read back
+	// below), and a key per order would replay a first failure (a 500, or
+	// "processing") to every retry for a day.
 	params := &stripe.PaymentIntentCancelParams{CancellationReason: stripe.String(string(stripe.PaymentIntentCancellationReasonAbandoned))}
-	params.SetIdempotencyKey(CancelKey(orderID))
 	pi, err := p.c.V1PaymentIntents.Cancel(ctx, intentID, params)
 	if err == nil {
 		in := p.intent(pi)

@@ -49,7 +49,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Every request seckill makes of Stripe is one Stripe's own API mock
-// (its OpenAPI specification) accepts, each with its idempotency key.
+// (its OpenAPI specification) accepts, each with its idempotency key
+// (stripe-go's own, fresh per request, for the cancel).
 func TestProvider_RequestsStripeAccepts(t *testing.T) {
 	rec := &recorder{}
 	p, err := stripepay.New("sk_test_seckill", stripemock.Start(t), stripepay.WithTransport(rec))
@@ -82,7 +83,7 @@ func TestProvider_RequestsStripeAccepts(t *testing.T) {
 	require.Equal(t, "usd", create.form.Get("currency"))
 	require.Equal(t, "42", create.form.Get("metadata[order_id]"))
 	require.Equal(t, "/v1/payment_intents/"+in.ID+"/cancel", cancel.path)
-	require.Equal(t, "seckill-cancel-42", cancel.key)
+	require.NotContains(t, cancel.key, "42", "a cancel has no key of the order's: a failure must not be replayed to its retry")
 	require.Equal(t, "abandoned", cancel.form.Get("cancellation_reason"))
 	require.Equal(t, "/v1/refunds", ref.path)
 	require.Equal(t, "seckill-refund-evt_1", ref.key)
@@ -136,4 +137,61 @@ func TestNew_ExplainsABadKeyOrBase(t *testing.T) {
 	}
 	_, err := stripepay.New("sk_test_abc", "localhost:12111")
 	require.ErrorContains(t, err, "STRIPE_API_BASE must be an http(s) URL")
+}
+
+// replaying is a Stripe that answers a request the way Stripe answers
+// one under an idempotency key it has seen: with the first answer,
+// errors included. Its first answer to each path is a 500.
+type replaying struct {
+	mu    sync.Mutex
+	first map[string]int // key -> status of its first answer
+	seen  map[string]bool
+}
+
+func (f *replaying) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	key := r.Header.Get("Idempotency-Key")
+	status, replay := f.first[key]
+	if !replay {
+		status = http.StatusOK
+		if !f.seen[r.URL.Path] {
+			status = http.StatusInternalServerError
+		}
+		f.seen[r.URL.Path] = true
+		if key != "" {
+			f.first[key] = status
+		}
+	}
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+		fmt.Fprint(w, `{"error":{"type":"api_error","message":"Something went wrong on Stripe's end."}}`)
+		return
+	}
+	fmt.Fprint(w, `{"id":"pi_1","object":"payment_intent","status":"canceled","amount":990,"currency":"usd","client_secret":"pi_1_secret"}`)
+}
+
+// A create or cancel that failed once succeeds when asked again: neither
+// retry is sent under the key whose failure Stripe would replay for a day.
+func TestProvider_AFailureIsNotReplayedToTheRetry(t *testing.T) {
+	fake := httptest.NewServer(&replaying{first: map[string]int{}, seen: map[string]bool{}})
+	defer fake.Close()
+	p, err := stripepay.New("sk_test_seckill", fake.URL)
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	_, err = p.CreateIntent(ctx, seckill.IntentRequest{OrderID: 42, AmountCents: 990, Currency: "usd"})
+	require.Error(t, err)
+	_, err = p.CreateIntent(ctx, seckill.IntentRequest{OrderID: 42, AmountCents: 990, Currency: "usd"})
+	require.Error(t, err, "the same key: Stripe replays the failure")
+	in, err := p.CreateIntent(ctx, seckill.IntentRequest{OrderID: 42, AmountCents: 990, Currency: "usd", Retry: 1})
+	require.NoError(t, err, "a retry asks under its own key")
+	require.Equal(t, "pi_1", in.ID)
+
+	_, err = p.CancelIntent(ctx, 42, "pi_1")
+	require.Error(t, err)
+	got, err := p.CancelIntent(ctx, 42, "pi_1")
+	require.NoError(t, err, "a cancel asked again is a new request")
+	require.Equal(t, seckill.IntentCanceled, got.Status)
 }
