@@ -11,7 +11,9 @@
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
 -- ARGV[1] user id
--- ARGV[2] most entries the waitlist may hold (SECKILL_WAITLIST_MAX)
+-- ARGV[2] most entries this part's line may hold: SECKILL_WAITLIST_MAX
+--         less the buyers waiting in the sale's other parts (0 or less:
+--         the line is full)
 -- ARGV[3] a fresh order id, used only if a unit is in stock
 -- ARGV[4] sale id
 -- ARGV[5] payment timeout ms, ARGV[6] amount cents, ARGV[7] currency

@@ -59,3 +59,9 @@ func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id stri
 	_, err = s.give(ctx, saleID, dest, id, got, nil, nil, Terms{})
 	return err
 }
+
+// AimForTest aims parked move id of part from at part dest (aim.lua).
+func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id string, dest int) error {
+	_, _, _, err := s.aim(ctx, saleID, from, id, dest)
+	return err
+}

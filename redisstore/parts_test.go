@@ -5,7 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/internal/testenv"
@@ -390,4 +392,116 @@ func TestParts_RewarmCountsAMoveGivenButNotSettledOnce(t *testing.T) {
 	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	require.Equal(t, int64(9), remaining(t, sc))
+}
+
+// A claim whose part is empty while units are on their way between parts
+// and never land within its borrows is told SOLD_OUT for now: not
+// recorded for its Idempotency-Key, so asked again once they landed it is
+// admitted.
+func TestParts_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(2, 2))
+	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-stopped", 1, 1))
+	require.NoError(t, sc.TakeForTest(ctx, saleID, 1, "b-stopped-too", 1, 0))
+	user := userOfPart(t, 0, 2)
+
+	res, err := sc.Claim(ctx, saleID, user, 100, "key-1", terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.SoldOut, res.Outcome)
+	require.True(t, res.Tentative, "two units are still in flight")
+
+	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	res, err = sc.Claim(ctx, saleID, user, 101, "key-1", terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.Admitted, res.Outcome, "the first answer was not recorded")
+}
+
+// A part whose line has waiting buyers borrows nothing for a new claim:
+// any unit that reaches the part is theirs first.
+func TestParts_APartWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(4, 2))
+	home := userOfPart(t, 0, 2)
+	// Part 0 is empty and a buyer waits in its line (as between a join and
+	// its hand-over) while part 1 has units.
+	require.NoError(t, sc.Client().Set(ctx, sc.PartKeys(saleID, 0).Stock, 0, 0).Err())
+	require.NoError(t, sc.Client().ZAdd(ctx, sc.PartKeys(saleID, 0).Wait, redis.Z{Score: 1, Member: "waiting"}).Err())
+	p1, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	require.NoError(t, err)
+
+	res := claim(t, sc, home, 700)
+	require.Equal(t, redisstore.SoldOut, res.Outcome)
+	require.True(t, res.Tentative)
+	after, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, p1, after, "nothing was borrowed from part 1")
+}
+
+// SECKILL_WAITLIST_MAX bounds a sale's whole line, however many parts
+// its stock has, not each part's.
+func TestParts_TheWaitlistBoundIsTheSales(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(0, 4))
+	outcomes := map[redisstore.JoinOutcome]int{}
+	for i := range 40 {
+		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), 10, int64(1000+i), terms)
+		require.NoError(t, err)
+		outcomes[j.Outcome]++
+	}
+	require.Equal(t, map[redisstore.JoinOutcome]int{redisstore.JoinWaiting: 10, redisstore.JoinFull: 30}, outcomes)
+	counts, err := sc.Counts(ctx, []int64{saleID})
+	require.NoError(t, err)
+	require.Equal(t, int64(10), counts[saleID].Waiting)
+}
+
+// aim.lua's write waits for the replicas like every step of a move: lost
+// in a failover, a parked unit could be aimed again and land twice.
+func TestParts_AnAimWaitsForTheReplicas(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openParts(2, 2))
+	holder := userOfPart(t, 1, 2)
+	require.Equal(t, redisstore.Admitted, claim(t, sc, holder, 500).Outcome)
+	require.NoError(t, sc.Client().HSet(ctx, sc.PartKeys(saleID, 1).Moves, "r500", `{"units":1,"dest":-1,"at":1}`).Err())
+
+	err := sc.WithReplicas(1, 20*time.Millisecond).AimForTest(ctx, saleID, 1, "r500", 0)
+	require.ErrorIs(t, err, redisstore.ErrNotReplicated, "this Redis has no replica")
+}
+
+// userOfPart is a user id that belongs to part p of a sale of n parts.
+func userOfPart(t *testing.T, p, n int) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		if u := fmt.Sprint("buyer-", i); redisstore.PartOf(u, n) == p {
+			return u
+		}
+	}
+}
+
+// The waitlist's admissions expire with the sale, also the record of a
+// waiting buyer found holding an order already.
+func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSale(1))
+	require.Equal(t, redisstore.Admitted, claim(t, sc, "holder", 1).Outcome)
+	j, err := sc.Join(ctx, saleID, "waiter", 10, 2, terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	// waiter's claim comes back from a re-load while she waits.
+	require.NoError(t, sc.Client().HSet(ctx, sc.SaleKeys(saleID).Claims, "waiter", "99").Err())
+	_, err = sc.Release(ctx, saleID, "holder", 1, next(3))
+	require.NoError(t, err)
+	ttl, err := sc.Client().PTTL(ctx, sc.SaleKeys(saleID).Waited).Result()
+	require.NoError(t, err)
+	require.Positive(t, ttl, "the waited record expires")
 }

@@ -18,7 +18,6 @@ var (
 	handOverScript = redis.NewScript(lua.HandOver)
 	warmScript     = redis.NewScript(lua.Warm)
 	rewarmScript   = redis.NewScript(lua.Rewarm)
-	sequenceScript = redis.NewScript(lua.Sequence)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.
@@ -95,7 +94,7 @@ func (s *Store) PublishOrderChange(ctx context.Context, orderID int64) error {
 // Preload loads every script into the script cache, so the first claims of
 // a burst do not pay for an EVAL fallback.
 func (s *Store) Preload(ctx context.Context) error {
-	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, settleScript, aimScript, restoreScript, unlockScript, sequenceScript} {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, settleScript, aimScript, restoreScript, unlockScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load script: %w", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
 )
 
 // JoinOutcome is the decision of join.lua.
@@ -53,18 +55,18 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if err != nil {
 		return JoinResult{}, err
 	}
-	seq := ""
+	seq, room := "", int64(maxEntries)
 	if n > 1 {
-		v, err := sequenceScript.Run(ctx, s.rdb, []string{s.SaleKeys(saleID).Meta}).Int64()
+		v, others, err := s.sequenceAndOthers(ctx, saleID, n, partOf(userID, n))
 		if err != nil {
-			return JoinResult{}, fmt.Errorf("number the join: %w", err)
+			return JoinResult{}, err
 		}
 		if v < 0 {
 			return JoinResult{Outcome: JoinNotWarmed}, nil
 		}
-		seq = strconv.FormatInt(v, 10)
+		seq, room = strconv.FormatInt(v, 10), int64(maxEntries)-others
 	}
-	args := append([]any{userID, maxEntries, orderID, saleID}, terms.args()...)
+	args := append([]any{userID, room, orderID, saleID}, terms.args()...)
 	args = append(args, seq)
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
@@ -115,6 +117,40 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		}
 	}
 	return r, nil
+}
+
+// sequenceAndOthers numbers a join on a sale of n parts (sequence.lua in
+// part 0: -1 when part 0 is not warmed) and counts the buyers waiting in
+// every part but home, in one round trip: the line's bound
+// (SECKILL_WAITLIST_MAX) is the sale's, so home may hold what the others
+// leave. Joins in several parts at the same moment may pass it by as many
+// as join at once, never more.
+func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int) (int64, int64, error) {
+	var seq *redis.Cmd
+	lens := make([]*redis.IntCmd, 0, n-1)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		// The script's source, not its hash: a pipeline cannot fall back
+		// from NOSCRIPT, and it is a few lines.
+		seq = p.Eval(ctx, lua.Sequence, []string{s.SaleKeys(saleID).Meta})
+		for q := range n {
+			if q != home {
+				lens = append(lens, p.ZCard(ctx, s.PartKeys(saleID, q).Wait))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("number the join: %w", err)
+	}
+	v, err := seq.Int64()
+	if err != nil {
+		return 0, 0, fmt.Errorf("number the join: %w", err)
+	}
+	var others int64
+	for _, l := range lens {
+		others += l.Val()
+	}
+	return v, others, nil
 }
 
 // stocksAndPosition reads, in one round trip per node, the units in the
