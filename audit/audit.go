@@ -1,6 +1,6 @@
-// Package audit checks the six invariants of docs/DESIGN.md for one sale, from
-// the outside: it reads Postgres, Redis and Temporal and reports every
-// violation it finds. `seckill audit` and the tests use it.
+// Package audit checks the eight invariants of docs/DESIGN.md for one
+// sale, from the outside: it reads Postgres, Redis and Temporal and reports
+// every violation it finds. `seckill audit` and the tests use it.
 package audit
 
 import (
@@ -75,13 +75,24 @@ type orderRow struct {
 	PaymentIntentID *string
 }
 
+// eventRow is a successful payment event with what became of it: its
+// order (Status "" when the order has no row) and its refund.
 type eventRow struct {
 	ID              string
 	OrderID         int64
 	PaymentIntentID *string
+	AmountCents     int64
+	Currency        string
 	Outcome         string
 	ReceivedAt      time.Time
 	RefundStatus    *string
+	Status          string
+	CloseReason     *string
+	PayBy           *time.Time
+	AwaitingAt      *time.Time
+	OrderAmount     int64
+	OrderCurrency   string
+	PaidWith        *string
 }
 
 // Run audits sale saleID at now.
@@ -112,11 +123,17 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		FROM orders WHERE sale_id = ?`, saleID).Scan(&orders).Error; err != nil {
 		return nil, fmt.Errorf("read orders: %w", err)
 	}
+	// Every successful payment of the sale's orders, and every one naming
+	// an order that has no row (no sale's orders lead to those: each
+	// sale's audit reports them).
 	var events []eventRow
-	if err := a.DB.WithContext(ctx).Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.outcome, e.received_at, r.status AS refund_status
-		FROM payment_events e JOIN orders o ON o.id = e.order_id
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.amount_cents, e.currency, e.outcome, e.received_at,
+			r.status AS refund_status, COALESCE(o.status, '') AS status, o.close_reason, o.pay_by, o.awaiting_at,
+			COALESCE(o.amount_cents, 0) AS order_amount, COALESCE(o.currency, '') AS order_currency, o.payment_intent_id AS paid_with
+		FROM payment_events e LEFT JOIN orders o ON o.id = e.order_id
 		LEFT JOIN refunds r ON r.event_id = e.id
-		WHERE o.sale_id = ? AND e.type = ?`, saleID, string(seckill.PaymentSucceeded)).Scan(&events).Error; err != nil {
+		WHERE e.type = ? AND e.order_id IS NOT NULL AND (o.sale_id = ? OR o.id IS NULL)`,
+		string(seckill.PaymentSucceeded), saleID).Scan(&events).Error; err != nil {
 		return nil, fmt.Errorf("read payment events: %w", err)
 	}
 
@@ -186,12 +203,9 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	rep.Checks = append(rep.Checks, finish(c1))
 
-	// 2. At rest, Redis remaining == DB available, and no unit waits in
-	// the stock while a buyer waits for one.
-	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available; no unit left in stock while buyers wait"}
-	if rep.AtRest && remaining > 0 && rep.Waiting > 0 && now.Before(sale.EndsAt) {
-		c2.Violations = append(c2.Violations, fmt.Sprintf("%d units in stock while %d buyers wait on the waitlist", remaining, rep.Waiting))
-	}
+	// 2. At rest, Redis remaining (stocks and units in flight between
+	// parts, each once) == DB available.
+	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
 	switch {
 	case !warmed:
 		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
@@ -269,21 +283,29 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	rep.Checks = append(rep.Checks, finish(c4))
 
-	// 5. Every successful payment ends as a PAID order or a refund.
-	c5 := Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund"}
+	// 5. Every successful payment ends as a PAID order or a refund,
+	// checked from the payment events, whether or not the order has a row.
+	c5 := Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund (from the payment events)"}
 	for _, e := range events {
-		o := byID[e.OrderID]
 		refunded := e.RefundStatus != nil && *e.RefundStatus == store.RefundSucceeded
-		appliedHere := o.Status == string(seckill.StatusPaid) && o.PaymentIntentID != nil && e.PaymentIntentID != nil && *o.PaymentIntentID == *e.PaymentIntentID
+		appliedHere := e.Status == string(seckill.StatusPaid) && e.PaidWith != nil && e.PaymentIntentID != nil && *e.PaidWith == *e.PaymentIntentID
+		order := fmt.Sprintf("order %d (%s)", e.OrderID, e.Status)
+		if e.Status == "" {
+			order = fmt.Sprintf("order %d (never written)", e.OrderID)
+		}
+		age := now.Sub(e.ReceivedAt)
 		switch {
 		case appliedHere && refunded:
-			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid order %d and was refunded", e.ID, e.OrderID))
+			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid %s and was refunded", e.ID, order))
 		case appliedHere || refunded:
-		case now.Sub(e.ReceivedAt) <= opts.Grace+timeout && o.Status != string(seckill.StatusClosed) && o.Status != string(seckill.StatusPaid):
-			// Still in flight: the order is undecided.
-		case now.Sub(e.ReceivedAt) <= opts.Grace:
+		case e.Outcome == string(seckill.OutcomeReceived) && age > opts.Grace:
+			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s for %s still RECEIVED after %s: never delivered", e.ID, order, age.Round(time.Second)))
+		case age <= opts.Grace+timeout && (e.RefundStatus != nil ||
+			e.Outcome == string(seckill.OutcomeDelivered) && e.Status != string(seckill.StatusClosed) && e.Status != string(seckill.StatusPaid)):
+			// Still in flight: its refund is under way, or its order undecided.
+		case age <= opts.Grace:
 		default:
-			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s (outcome %s) for order %d (%s): neither paid nor refunded", e.ID, e.Outcome, e.OrderID, o.Status))
+			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s (outcome %s) for %s: neither paid nor refunded", e.ID, e.Outcome, order))
 		}
 	}
 	rep.Checks = append(rep.Checks, finish(c5))
@@ -297,7 +319,56 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		c6.Violations = append(c6.Violations, fmt.Sprintf("remaining %d < 0", remaining))
 	}
 	rep.Checks = append(rep.Checks, finish(c6))
+
+	// 7. A unit is counted once wherever it is, and none is stranded: no
+	// move between parts left half done past the grace (Remaining counts
+	// one that is once; a mover that stopped leaves it for reconciliation
+	// to finish), no unit in a stock while buyers wait for one.
+	c7 := Check{Invariant: 7, Name: "no unit stranded between segments, moves and the waitlist"}
+	moves, err := a.Redis.Moves(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range moves {
+		if age := now.Sub(m.At); age > opts.Grace {
+			state := "in flight to part " + fmt.Sprint(m.Dest)
+			switch {
+			case m.Dest < 0:
+				state = "released and not aimed"
+			case m.Given:
+				state = fmt.Sprintf("given to part %d, not settled", m.Dest)
+			}
+			c7.Violations = append(c7.Violations, fmt.Sprintf("move %s of %d units from part %d %s for %s", m.ID, m.Units, m.From, state, age.Round(time.Second)))
+		}
+	}
+	if rep.AtRest && remaining > 0 && rep.Waiting > 0 && now.Before(sale.EndsAt) {
+		c7.Violations = append(c7.Violations, fmt.Sprintf("%d units in stock while %d buyers wait", remaining, rep.Waiting))
+	}
+	rep.Checks = append(rep.Checks, finish(c7))
+
+	// 8. A payment counts when seckill received it: one received by
+	// pay_by, for the order's amount, makes the order PAID however late
+	// its signal came. An order that never held a unit (refused: SOLD_OUT,
+	// or a second active order of its buyer) cannot be paid: its payment
+	// is refunded, and invariant 5 checks that.
+	c8 := Check{Invariant: 8, Name: "a payment received by pay_by makes its order PAID"}
+	for _, e := range events {
+		inTime := e.PayBy != nil && !e.ReceivedAt.After(*e.PayBy) && e.AmountCents == e.OrderAmount && e.Currency == e.OrderCurrency
+		heldUnit := e.AwaitingAt != nil && (e.CloseReason == nil || *e.CloseReason != string(seckill.CloseSoldOut))
+		if inTime && heldUnit && e.Status == string(seckill.StatusClosed) {
+			c8.Violations = append(c8.Violations, fmt.Sprintf("event %s received %s, by pay_by %s, but order %d closed as %s",
+				e.ID, e.ReceivedAt.UTC().Format(time.RFC3339Nano), e.PayBy.UTC().Format(time.RFC3339Nano), e.OrderID, deref(e.CloseReason)))
+		}
+	}
+	rep.Checks = append(rep.Checks, finish(c8))
 	return rep, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func finish(c Check) Check {

@@ -1,13 +1,17 @@
 package audit_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
 )
 
 // The audit passes a sale whose stores agree, and names the invariant a
@@ -58,6 +62,82 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 
 	require.NoError(t, err)
 	require.Equal(t, int64(1), rep.Waiting)
-	require.False(t, rep.Checks[1].OK, "%s", rep)
+	require.Equal(t, []int{7}, failed(rep), "%s", rep)
 	require.Contains(t, rep.String(), "1 units in stock while 1 buyers wait")
+}
+
+// failed lists the invariants rep finds broken.
+func failed(rep *audit.Report) []int {
+	var out []int
+	for _, c := range rep.Checks {
+		if !c.OK {
+			out = append(out, c.Invariant)
+		}
+	}
+	return out
+}
+
+// A move between parts left half done (its mover stopped after giving)
+// past the grace breaks invariant 7, though the units are counted once.
+func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, store.NewSale{Name: "segments", PriceCents: 990, Currency: "usd", Stock: 10,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: 2}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 10, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: 2})
+	require.NoError(t, err)
+	p0, p1 := rs.PartKeys(sale.ID, 0), rs.PartKeys(sale.ID, 1)
+	require.NoError(t, rdb.DecrBy(ctx, p1.Stock, 3).Err())
+	require.NoError(t, rdb.HSet(ctx, p1.Moves, "b-stopped", fmt.Sprintf(`{"units":3,"dest":0,"at":%d}`, now.Add(-time.Hour).UnixMilli())).Err())
+	require.NoError(t, rdb.IncrBy(ctx, p0.Stock, 3).Err())
+	require.NoError(t, rdb.SAdd(ctx, p0.Moved, "b-stopped").Err())
+
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
+
+	require.NoError(t, err)
+	require.Equal(t, int64(10), rep.Stock.Remaining, "counted once")
+	require.Equal(t, []int{7}, failed(rep), "%s", rep)
+	require.Contains(t, rep.String(), "move b-stopped of 3 units from part 1 given to part 0, not settled")
+}
+
+// Invariants 5 and 8 are checked from the payment events: a payment kept
+// for an order that was never written, one never delivered, and one
+// received by pay_by whose order was closed all fail.
+func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 5)
+	testenv.Warm(t, rs, sale, 5)
+	a := &audit.Auditor{DB: st.Gorm(), Redis: rs}
+	record := func(id string, orderID int64, outcome seckill.PaymentOutcome) {
+		t.Helper()
+		_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
+			PaymentIntentID: "pi_" + id, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: outcome})
+		require.NoError(t, err)
+	}
+	opts := audit.Options{Grace: time.Nanosecond}
+
+	record("evt_unwritten", 7001, seckill.OutcomeUnknownOrder)
+	rep, err := a.Run(ctx, sale.ID, opts)
+	require.NoError(t, err)
+	require.Contains(t, failed(rep), 5, "%s", rep)
+	require.Contains(t, rep.String(), "order 7001 (never written): neither paid nor refunded")
+
+	// ann paid by pay_by; her order was closed all the same.
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	record("evt_ann", 1001, seckill.OutcomeReceived)
+	_, err = st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
+	require.NoError(t, err)
+	rep, err = a.Run(ctx, sale.ID, opts)
+	require.NoError(t, err)
+	require.Contains(t, failed(rep), 8, "%s", rep)
+	require.Contains(t, rep.String(), "event evt_ann for order 1001 (CLOSED) still RECEIVED")
+	require.Contains(t, rep.String(), "but order 1001 closed as PAYMENT_TIMEOUT")
 }
