@@ -182,6 +182,7 @@ const (
 var DriftKinds = []string{
 	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedEarly, DriftRedisAboveDB,
 	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting, DriftMoveUnfinished,
+	DriftCheckFailed,
 }
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

@@ -2,39 +2,51 @@
 // Postgres and Temporal each believe, fixes what is safe to fix, and
 // reports every drift as a metric and a structured log line. A Temporal
 // Schedule runs it every minute (visible in the Temporal UI as
-// "seckill-reconcile").
+// "seckill-reconcile"). Each drift kind (seckill.DriftKinds):
 //
-// What it fixes, and why that is safe:
+//   - claim_without_saga: an admitted claim (in Redis) with no order row
+//     and no saga after a grace period (its outbox entry was lost): start
+//     its saga, with the relay's workflow ID and options, so a late relay
+//     finds it started;
 //
-//   - an admitted claim (in Redis) with no order row and no saga after a
-//     grace period (its outbox entry was lost): start its saga, with the
-//     relay's workflow ID and options, so a late relay finds it started;
+//   - order_without_saga, saga_ended_order_unsettled: an unsettled order
+//     (QUEUED or AWAITING_PAYMENT) with no running saga: Temporal lost its
+//     state, or the saga failed, was terminated or was cancelled before it
+//     decided: start its saga again (a new run of the same workflow ID);
+//     it reads the order as it stands and resumes, doing nothing twice. A
+//     saga that completed with its order unsettled is only reported (it
+//     would be a bug);
 //
-//   - an unsettled order (QUEUED or AWAITING_PAYMENT) with no running saga:
-//     Temporal lost its state, or the saga failed, was terminated or was
-//     cancelled before it decided: start its saga again (a new run of the
-//     same workflow ID, which the saga's ID reuse policy allows for runs
-//     that did not complete); it reads the order as it stands and
-//     resumes, doing nothing twice;
+//   - stale_claim: a claim naming an order that is CLOSED (its release
+//     was lost to a re-warm from an older snapshot): release it as the
+//     saga would have;
 //
-//   - a claim naming an order that is CLOSED (its release was lost to a
-//     re-warm from an older snapshot): release it as the saga would have;
+//   - claim_missing: an active (not CLOSED) order whose user has no claim
+//     in Redis: write it back, unless its release ran since (restore.lua
+//     reads the release's mark where it writes: an order read active at
+//     the start of the pass may have closed since);
 //
-//   - an active (not CLOSED) order whose user has no claim in Redis: write
-//     it back, unless its release ran since (the script that writes it
-//     reads the release's mark: an order read active at the start of the
-//     pass may have closed since);
+//   - move_unfinished: units a mover left between the parts of a sale
+//     (it stopped between take, give and settle): finish each move from
+//     the state it is in;
 //
-//   - Redis remaining above Postgres available (impossible in normal
-//     operation: admission takes from Redis first and compensation gives
-//     to Postgres first): lower Redis to the database's figure, only if no
-//     claim or release moved it meanwhile. Redis is never raised.
+//   - redis_above_db: Redis remaining above Postgres available (impossible
+//     in normal operation: admission takes from Redis first and
+//     compensation gives to Postgres first): lower Redis to the database's
+//     figure, only if no claim or release moved it meanwhile. Redis is
+//     never raised;
 //
-//   - a payment event recorded while its order's saga could not take it
-//     (not started yet, or being restarted): deliver it now.
+//   - stock_while_waiting: units in stock while buyers wait for one: hand
+//     them to the waitlist, first come first served;
 //
-// What it only reports: a saga that completed while its order is
-// unsettled (a completed saga decided its order; this would be a bug).
+//   - payment_undelivered: a payment event recorded while its order's saga
+//     could not take it (not started yet, being restarted), or for an
+//     order never written: deliver it now. Delivery refunds a successful
+//     payment whose order can never be honoured (closed, refused, never
+//     written and its admission gone);
+//
+//   - check_failed: a check or fix that failed (Redis, Postgres or
+//     Temporal did not answer): the next pass tries again.
 package reconcile
 
 import (
