@@ -178,26 +178,37 @@ func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, er
 // holdings reads what Redis holds of several sales (sale id -> parts):
 // one round trip (per node on a Cluster) for the stocks and the move
 // records, and a second only when a record has a destination, to learn
-// whether it was given. Each part's stock is read before any moved set,
-// so a give that runs between the reads can only hide its units (counted
+// whether it was given. On one server (or a Sentinel group) the first read
+// is one MULTI, a snapshot, and every moved set is read after it, so a
+// give that runs between the reads can only hide its units (counted
 // neither in flight nor in the stock it reached), never count them twice:
-// a count taken while moves run may be low, never high. At rest it is
-// exact.
+// a count taken while moves run may be low, never high. On a Cluster a
+// MULTI cannot span slots: the parts are read at different moments, and a
+// move between two parts that runs between their reads may be counted
+// high too, for that one read; LowerRemaining acts only on a second read
+// that agrees, part by part (docs/DESIGN.md). At rest it is exact.
 func (s *Store) holdings(ctx context.Context, parts map[int64]int) (map[int64]holding, error) {
 	type cmds struct {
 		stock []*redis.StringCmd
 		moves []*redis.MapStringStringCmd
 	}
 	all := make(map[int64]cmds, len(parts))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	read := s.rdb.TxPipelined
+	if s.topology == Cluster {
+		// A MULTI cannot span slots there. Each part's move records are
+		// read before its stock, so a take between the two reads hides
+		// its units rather than counting them twice.
+		read = s.rdb.Pipelined
+	}
+	_, err := read(ctx, func(p redis.Pipeliner) error {
 		for id, n := range parts {
 			c := cmds{stock: make([]*redis.StringCmd, n)}
 			for q := range n {
 				k := s.PartKeys(id, q)
-				c.stock[q] = p.Get(ctx, k.Stock)
 				if n > 1 {
 					c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
 				}
+				c.stock[q] = p.Get(ctx, k.Stock)
 			}
 			all[id] = c
 		}
