@@ -132,4 +132,15 @@ type ReleaseOrderInput struct {
 	// EventID is the failed payment that closed the order, if any: it is
 	// recorded APPLIED in the same transaction.
 	EventID string
+	// IntentID is the order's own PaymentIntent as the saga knows it (""
+	// when it made none): a payment through it counts whenever it was
+	// received, as the saga counts it.
+	IntentID string
 }
+
+// OwnPaymentWait bounds a saga's wait for the event of a payment the
+// order's own PaymentIntent took (the provider's answer to its cancel said
+// it had succeeded): past it the order is paid from that answer, so a
+// webhook endpoint not subscribed to the event, or a rotated webhook
+// secret, never leaves a paid order AWAITING_PAYMENT for ever.
+const OwnPaymentWait = 10 * time.Minute

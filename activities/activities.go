@@ -117,17 +117,28 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 // record naming this order), so a retry after either half does nothing
 // twice. It returns the order's close reason as stored (an order closed
 // before keeps its own). Non-retryable: OrderPaid (the order was paid
-// meanwhile; nothing is released), PaidInTime (a payment that counts was
+// meanwhile, by the PaymentIntent in the error's details; nothing is
+// released), PaidInTime (a payment that counts was
 // recorded for the order, its event in the error's details: the order is
 // to be paid, nothing is released).
 func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderInput) (seckill.CloseReason, error) {
 	var o *seckill.Order
 	err := a.withStockSlot(ctx, func() (err error) {
-		o, err = a.store.CloseUnpaid(ctx, in.OrderID, in.Reason, in.EventID, in.ClosedAt)
+		o, err = a.store.CloseUnpaid(ctx, in.OrderID, in.Reason, in.EventID, in.IntentID, in.ClosedAt)
 		return err
 	})
 	if paid, ok := errors.AsType[*store.PaidInTimeError](err); ok {
 		return "", temporal.NewNonRetryableApplicationError(paid.Error(), seckill.ErrTypePaidInTime, err, paid.Event.Signal())
+	}
+	if errors.Is(err, store.ErrOrderPaid) {
+		// Paid already (by an earlier attempt of this very step, whose
+		// workflow task was then retried): say with which PaymentIntent,
+		// so another report of that payment is not taken for a second one.
+		paid, rerr := a.store.Order(ctx, in.OrderID)
+		if rerr != nil {
+			return "", rerr
+		}
+		return "", temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, err, paid.PaidWith)
 	}
 	if err != nil {
 		return "", refusal(err)

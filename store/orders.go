@@ -340,14 +340,16 @@ func (e *PaidInTimeError) Error() string {
 // CloseUnpaid is CloseOrder for a saga that decided its order was not
 // paid (the deadline, a cancel, a failed payment): in the same transaction
 // it reads the payments recorded for the order, and a successful one that
-// counts (received by pay_by or through the order's own PaymentIntent,
-// for the order's amount, not yet acted on) refuses the close with
-// *PaidInTimeError: a payment counts when seckill received it, however
-// late its signal reached the saga (docs/DESIGN.md invariant 8).
-func (s *Store) CloseUnpaid(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
+// counts (received by pay_by or through ownIntent, the order's own
+// PaymentIntent as the saga knows it; for the order's amount; not yet
+// acted on) refuses the close with *PaidInTimeError: a payment counts when
+// seckill received it, however late its signal reached the saga
+// (docs/DESIGN.md invariant 8). The saga judges a payment by the same
+// rule, so one it refunds as late never stops the close.
+func (s *Store) CloseUnpaid(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID, ownIntent string, closedAt time.Time) (*seckill.Order, error) {
 	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
 		if row.Status == string(seckill.StatusQueued) || row.Status == string(seckill.StatusAwaitingPayment) {
-			if e, err := paidInTime(tx, row); err != nil || e != nil {
+			if e, err := paidInTime(tx, row, ownIntent); err != nil || e != nil {
 				if e != nil {
 					return &PaidInTimeError{Event: e}
 				}
@@ -360,15 +362,15 @@ func (s *Store) CloseUnpaid(ctx context.Context, orderID int64, reason seckill.C
 
 // paidInTime is the first successful payment recorded for the order that
 // counts and that no saga has acted on, or nil.
-func paidInTime(tx *gorm.DB, row *orderRow) (*PaymentEvent, error) {
+func paidInTime(tx *gorm.DB, row *orderRow, ownIntent string) (*PaymentEvent, error) {
 	var rows []paymentEventRow
 	err := tx.Raw(`SELECT e.* FROM payment_events e
 		WHERE e.order_id = ? AND e.type = ? AND e.outcome IN (?, ?)
 		  AND e.amount_cents = ? AND e.currency = ?
-		  AND (e.received_at <= ? OR e.payment_intent_id = (SELECT intent_id FROM payment_intents WHERE order_id = ?))
+		  AND (e.received_at <= ? OR (? <> '' AND e.payment_intent_id = ?))
 		ORDER BY e.received_at, e.id LIMIT 1`,
 		row.ID, string(seckill.PaymentSucceeded), string(seckill.OutcomeReceived), string(seckill.OutcomeDelivered),
-		row.AmountCents, row.Currency, row.PayBy, row.ID).Scan(&rows).Error
+		row.AmountCents, row.Currency, row.PayBy, ownIntent, ownIntent).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the payments of order %d: %w", row.ID, err)
 	}

@@ -843,3 +843,34 @@ func TestConfirmAndClose_RecordTheDecidingEventInTheSameTransaction(t *testing.T
 	require.Len(t, pending, 1)
 	require.False(t, pending[0].Pending(), "acted on: a saga that sees it again knows")
 }
+
+// CloseUnpaid counts a payment received after pay_by only when it came
+// through the order's own PaymentIntent as the saga knows it, the rule the
+// saga judges payments by: one the saga refunds as late (a PaymentIntent
+// the buyer made after the saga gave up making one) never stops the close.
+func TestCloseUnpaid_CountsALatePaymentOnlyThroughTheSagasOwnIntent(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	ctx := t.Context()
+	sale := createSale(t, st, 2)
+	past := time.Now().Add(-time.Minute)
+	for _, id := range []int64{7, 8} {
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: fmt.Sprint("u", id), CreatedAt: past.Add(-time.Minute), PayBy: past})
+		require.NoError(t, err)
+		_, err = st.SavePaymentIntent(ctx, id, seckill.Intent{Provider: "stripe", ID: fmt.Sprint("pi_", id), ClientSecret: "s"})
+		require.NoError(t, err)
+		_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: fmt.Sprint("evt_", id), Type: string(seckill.PaymentSucceeded), OrderID: id,
+			PaymentIntentID: fmt.Sprint("pi_", id), AmountCents: sale.PriceCents, Currency: sale.Currency, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+		require.NoError(t, err)
+	}
+
+	_, err := st.CloseUnpaid(ctx, 7, seckill.ClosePaymentTimeout, "", "", time.Now())
+	require.NoError(t, err, "the saga knows no PaymentIntent of order 7: its late payment is refunded, the order closes")
+	require.Equal(t, seckill.StatusClosed, order(t, st, 7).Status)
+
+	_, err = st.CloseUnpaid(ctx, 8, seckill.ClosePaymentTimeout, "", "pi_8", time.Now())
+	var paid *store.PaidInTimeError
+	require.ErrorAs(t, err, &paid, "a payment through the saga's own PaymentIntent counts, however late")
+	require.Equal(t, "evt_8", paid.Event.ID)
+	require.Equal(t, seckill.StatusAwaitingPayment, order(t, st, 8).Status)
+}

@@ -143,17 +143,10 @@ type orderSaga struct {
 // together (version 1): a refund started while the saga waits for payment
 // runs beside the wait instead of holding the deadline until it is done;
 // a PaymentIntent found succeeded at the deadline is waited on for at
-// most ownPaymentWait before the order is paid from the provider's
+// most seckill.OwnPaymentWait before the order is paid from the provider's
 // answer; another event of the payment that paid the order is recorded
 // APPLIED, not refunded as a duplicate.
 const settleChange = "settle-from-recorded-payments"
-
-// ownPaymentWait bounds the wait for the event of a payment the order's
-// own PaymentIntent took (the provider's answer to the cancel said it
-// succeeded): a webhook endpoint not subscribed to the event, or a
-// rotated webhook secret, must not leave a paid order AWAITING_PAYMENT
-// for ever.
-const ownPaymentWait = 10 * time.Minute
 
 // changed reports whether the saga runs with settleChange.
 func (s *orderSaga) changed(ctx workflow.Context) bool {
@@ -392,10 +385,14 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 	var reason seckill.CloseReason
 	err := workflow.ExecuteLocalActivity(ctx, a.ReleaseOrder, seckill.ReleaseOrderInput{
 		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
-		Reason: d.closeAs, ClosedAt: workflow.Now(ctx).UTC(), EventID: d.event,
+		Reason: d.closeAs, ClosedAt: workflow.Now(ctx).UTC(), EventID: d.event, IntentID: s.intent,
 	}).Get(ctx, &reason)
 	if isErrorType(err, seckill.ErrTypeOrderPaid) {
 		s.log.Warn("order paid meanwhile: nothing to release", "closeAs", d.closeAs)
+		var paidWith string
+		if details(err, &paidWith) {
+			s.paidWith = paidWith
+		}
 		return s.finish(ctx, seckill.StatusPaid, "")
 	}
 	if ev, ok := paidInTime(err); ok {
@@ -414,12 +411,12 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 // order's own payment object took (the provider sends it, and retries),
 // handling any other payment that comes first as usual. paid is the
 // provider's answer (amount and currency taken): if no event comes within
-// ownPaymentWait, the order is paid from it, and the event, when it
+// seckill.OwnPaymentWait, the order is paid from it, and the event, when it
 // comes, finds the order PAID by its PaymentIntent.
 func (s *orderSaga) awaitOwnPayment(ctx workflow.Context, paid seckill.Intent) seckill.PaymentEvent {
 	var timer workflow.Future
 	if s.changed(ctx) {
-		timer = workflow.NewTimer(ctx, ownPaymentWait)
+		timer = workflow.NewTimer(ctx, seckill.OwnPaymentWait)
 	}
 	for {
 		var ev seckill.PaymentEvent
@@ -432,7 +429,7 @@ func (s *orderSaga) awaitOwnPayment(ctx workflow.Context, paid seckill.Intent) s
 		sel.Select(ctx)
 		if timedOut {
 			s.log.Warn("no event came for the payment the order's PaymentIntent took: paying the order from the provider's answer",
-				"paymentIntentID", s.intent, "waited", ownPaymentWait)
+				"paymentIntentID", s.intent, "waited", seckill.OwnPaymentWait)
 			return seckill.PaymentEvent{EventID: "intent:" + s.intent, Type: seckill.PaymentSucceeded, PaymentIntentID: s.intent,
 				AmountCents: paid.AmountCents, Currency: paid.Currency, ReceivedAt: workflow.Now(ctx).UTC()}
 		}
@@ -490,22 +487,32 @@ func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, rea
 	for _, ev := range s.backlog {
 		settle(ev)
 	}
+	// Every payment that came is handled, and every refund started is done,
+	// before the saga ends: a payment that comes while a refund runs is
+	// handled too, never left unread.
 	for {
-		var ev seckill.PaymentEvent
-		if !s.payments.ReceiveAsync(&ev) {
+		for {
+			var ev seckill.PaymentEvent
+			if !s.payments.ReceiveAsync(&ev) {
+				break
+			}
+			settle(ev)
+		}
+		if len(s.refunds) == 0 {
 			break
 		}
-		settle(ev)
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(s.refunds[0], func(f workflow.Future) {
+			if err := f.Get(ctx, nil); err != nil {
+				s.log.Error("refund payment", "error", err)
+			}
+			s.refunds = s.refunds[1:]
+		})
+		sel.AddReceive(s.payments, func(workflow.ReceiveChannel, bool) {}) // handled at the top
+		sel.Select(ctx)
 	}
 	// Cancel requests after the decision have nothing left to cancel.
 	for s.cancels.ReceiveAsync(nil) {
-	}
-	// Every refund started is done before the saga ends (each is retried
-	// until it is).
-	for _, f := range s.refunds {
-		if err := f.Get(ctx, nil); err != nil {
-			s.log.Error("refund payment", "error", err)
-		}
 	}
 	s.log.Info("order settled", "status", status, "closeReason", reason)
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"status": string(status), "reason": string(reason)}).
@@ -550,12 +557,18 @@ func (s *orderSaga) recordOutcome(ctx workflow.Context, eventID string, outcome 
 // paidInTime is the payment event carried by ReleaseOrder's PaidInTime
 // refusal.
 func paidInTime(err error) (seckill.PaymentEvent, bool) {
-	var appErr *temporal.ApplicationError
 	var ev seckill.PaymentEvent
-	if !errors.As(err, &appErr) || appErr.Type() != seckill.ErrTypePaidInTime || appErr.Details(&ev) != nil {
+	if !isErrorType(err, seckill.ErrTypePaidInTime) || !details(err, &ev) {
 		return seckill.PaymentEvent{}, false
 	}
 	return ev, true
+}
+
+// details decodes the details of err, an ApplicationError, into v; false
+// when it has none (an older attempt's error).
+func details(err error, v any) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(v) == nil
 }
 
 // isErrorType reports whether err is an ApplicationError of type typ.

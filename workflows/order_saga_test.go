@@ -829,3 +829,22 @@ func TestOrderSaga_IntentThatCannotBeMadeDoesNotHoldTheDeadline(t *testing.T) {
 	require.Len(t, s.closes, 1)
 	require.False(t, s.closes[0].ClosedAt.After(start.Add(paymentTimeout+deliveryGrace+time.Minute)), "closed at %s", s.closes[0].ClosedAt)
 }
+
+// The order was PAID by an earlier attempt of the release step (a payment
+// recorded in time, found as it closed; the workflow task was retried): the
+// step answers OrderPaid with the paying PaymentIntent, and the signal of
+// that same payment is the payment that paid it (APPLIED), not a second
+// one to refund as a duplicate. Seen in the operator-cancellation race.
+func TestOrderSaga_OrderPaidByAnEarlierAttemptKeepsItsPayment(t *testing.T) {
+	s := newSagaTest(t)
+	ev := succeeded("evt_1")
+	s.releaseOrder = func() (seckill.CloseReason, error) {
+		s.env.SignalWorkflow(seckill.PaymentSignal, receivedAt(ev, time.Minute-time.Second))
+		return "", temporal.NewNonRetryableApplicationError("the order is paid", seckill.ErrTypeOrderPaid, nil, ev.PaymentIntentID)
+	}
+	s.signal(time.Minute, seckill.CancelSignal, nil)
+
+	require.Equal(t, paid(), s.run(t))
+	require.Empty(t, s.refunds, "the payment that paid the order is kept")
+	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
+}
