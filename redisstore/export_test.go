@@ -65,3 +65,14 @@ func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id strin
 	_, _, _, err := s.aim(ctx, saleID, from, id, dest)
 	return err
 }
+
+// GiveOnlyForTest runs give.lua alone: a concurrent mover's second step.
+func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id string, units int64) error {
+	_, err := s.give(ctx, saleID, dest, id, units, nil, nil, Terms{})
+	return err
+}
+
+// SettleOnlyForTest runs settle.lua alone: a concurrent mover's last step.
+func (s *Store) SettleOnlyForTest(ctx context.Context, saleID int64, from int, id string) error {
+	return s.settle(ctx, saleID, from, id)
+}

@@ -354,6 +354,24 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 			donor = q
 		}
 	}
+	if donor < 0 && h.inFlight() == 0 {
+		// "None anywhere" makes a final SOLD_OUT: only a read that a second
+		// one confirms may say so (a move given between the two round trips
+		// of one read hides its units).
+		stable, err := s.stableHolding(ctx, saleID, n)
+		if errors.Is(err, errUnsettled) {
+			return borrowedInFlight, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		h = stable
+		for q, v := range h.stock {
+			if q != home && v > 0 && (donor < 0 || v > h.stock[donor]) {
+				donor = q
+			}
+		}
+	}
 	switch {
 	case donor < 0 && h.inFlight() > 0:
 		return borrowedInFlight, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -91,7 +92,7 @@ type ActiveClaim struct {
 func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
 	n := spec.parts()
 	s.rememberParts(spec.SaleID, n)
-	live, err := s.holdingOf(ctx, spec.SaleID, n)
+	live, err := s.stableHolding(ctx, spec.SaleID, n)
 	if err != nil {
 		return false, err
 	}
@@ -173,6 +174,53 @@ func (h holding) total() (n int64, ok bool) {
 func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, error) {
 	all, err := s.holdings(ctx, map[int64]int{saleID: n})
 	return all[saleID], err
+}
+
+// stableReads bounds how often stableHolding reads a sale whose moves keep
+// running.
+const stableReads = 10
+
+// errUnsettled is stableHolding's answer when moves kept running through
+// every read: the caller tries again later.
+var errUnsettled = errors.New("redisstore: the sale's units kept moving between parts while they were counted")
+
+// stableHolding reads sale saleID's n parts until two reads in a row
+// agree, for an answer that acts on the count (re-warm loading what the
+// live parts lack, a claim's final SOLD_OUT, reconciliation lowering
+// Redis): a single read taken while a move runs may miss units, or on a
+// Cluster count some twice; two equal reads in a row saw no move step
+// between them.
+func (s *Store) stableHolding(ctx context.Context, saleID int64, n int) (holding, error) {
+	prev, err := s.holdingOf(ctx, saleID, n)
+	if err != nil || n == 1 {
+		return prev, err
+	}
+	for range stableReads {
+		cur, err := s.holdingOf(ctx, saleID, n)
+		if err != nil {
+			return holding{}, err
+		}
+		if cur.equal(prev) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return holding{}, errUnsettled
+}
+
+// equal reports whether h and o read the same stocks and move records.
+func (h holding) equal(o holding) bool {
+	if !slices.Equal(h.stock, o.stock) || len(h.moves) != len(o.moves) {
+		return false
+	}
+	key := func(m pending) string { return fmt.Sprintf("%d/%s/%d/%d/%t", m.from, m.id, m.Units, m.Dest, m.given) }
+	a, b := make([]string, len(h.moves)), make([]string, len(o.moves))
+	for i := range h.moves {
+		a[i], b[i] = key(h.moves[i]), key(o.moves[i])
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // holdings reads what Redis holds of several sales (sale id -> parts):
@@ -330,7 +378,10 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 	if err != nil {
 		return false, err
 	}
-	st, err := s.holdingOf(ctx, saleID, n)
+	st, err := s.stableHolding(ctx, saleID, n)
+	if errors.Is(err, errUnsettled) {
+		return false, nil // moves running: the next pass looks again
+	}
 	if err != nil {
 		return false, err
 	}
