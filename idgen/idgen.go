@@ -65,6 +65,12 @@ func (g *Generator) Next() int64 { return g.node.Load().Generate().Int64() }
 // NodeID is the node number this process holds.
 func (g *Generator) NodeID() int64 { return g.nodeID.Load() }
 
+// At is the smallest id minted at t (node 0, sequence 0): an id as old as
+// t, for comparisons and tests.
+func At(t time.Time) int64 {
+	return (t.UnixMilli() - snowflake.Epoch) << (snowflake.NodeBits + snowflake.StepBits)
+}
+
 // Time is when id was minted.
 func Time(id int64) time.Time { return time.UnixMilli(snowflake.ID(id).Time()).UTC() }
 

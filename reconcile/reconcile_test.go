@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/reconcile"
@@ -222,7 +223,8 @@ func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
-	_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: 1002,
+	lost := idgen.At(time.Now().Add(-20 * time.Minute)) // admitted past delivery.PendingWindow
+	_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: lost,
 		PaymentIntentID: "pi_lost", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
 	require.NoError(t, err)
 	temporal := &payments{}

@@ -54,7 +54,8 @@ type Deliverer struct {
 // existed or can no longer come (no row, no admission, admitted longer
 // than PendingWindow ago): a successful payment is refunded then too, as
 // one for an order that can never be honoured (an event that names no
-// order is not seckill's payment: it is kept for operators). A repeat of
+// order, or a number that is not a recent seckill order id, is not
+// seckill's payment: it is kept for operators). A repeat of
 // the payment that paid the order (same PaymentIntent) is APPLIED, and
 // kept.
 func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error) {
@@ -109,7 +110,7 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 	if ev.Type == seckill.PaymentFailed && outcome != seckill.OutcomeUnknownOrder {
 		outcome = seckill.OutcomeIgnored // a failure for a decided order changes nothing
 	}
-	if ev.Type == seckill.PaymentSucceeded && outcome != seckill.OutcomeApplied && orderID != 0 {
+	if ev.Type == seckill.PaymentSucceeded && outcome != seckill.OutcomeApplied && (o != nil || ours(orderID)) {
 		// The money was taken for an order that cannot be honoured: give it
 		// back, whether or not the order has a row. The refund is a
 		// workflow of its own, one per event.
@@ -127,6 +128,21 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 	d.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
 		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)
 	return outcome, d.Store.SetPaymentOutcome(ctx, ev.EventID, outcome, true)
+}
+
+// OrdersAge is how old an order id may be and still be taken for one
+// seckill minted, when no row of it exists: a sale's orders are admitted
+// and paid within days (Stripe retries a webhook for three).
+const OrdersAge = 30 * 24 * time.Hour
+
+// ours reports whether orderID, which has no row, looks like an order id
+// seckill minted (a snowflake of the last OrdersAge): a payment naming it
+// is a buyer's, to refund if the order can never be honoured. Any other
+// number in an event's metadata.order_id (another checkout on the same
+// Stripe account) is not seckill's to refund: kept for operators.
+func ours(orderID int64) bool {
+	at := idgen.Time(orderID)
+	return orderID > 0 && at.After(time.Now().Add(-OrdersAge)) && at.Before(time.Now().Add(time.Minute))
 }
 
 // admitted reports whether orderID may still get its saga: Redis holds its

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/saga"
@@ -105,12 +106,18 @@ func TestDeliver_RefundsAPaymentForAnOrderThatCanNeverBe(t *testing.T) {
 		return out
 	}
 
-	// Order 1002's id dates from long before delivery.PendingWindow, and
-	// Redis holds no admission of it.
-	require.Equal(t, seckill.OutcomeUnknownOrder, deliver("evt_lost", "pi_lost", 1002))
+	// The lost order's id was minted 20 minutes ago, past
+	// delivery.PendingWindow, and Redis holds no admission of it.
+	lost := idgen.At(now.Add(-20 * time.Minute))
+	require.Equal(t, seckill.OutcomeUnknownOrder, deliver("evt_lost", "pi_lost", lost))
 	require.Len(t, temporal.refunded, 1)
-	require.Equal(t, seckill.RefundInput{EventID: "evt_lost", OrderID: 1002, PaymentIntentID: "pi_lost", AmountCents: 990,
+	require.Equal(t, seckill.RefundInput{EventID: "evt_lost", OrderID: lost, PaymentIntentID: "pi_lost", AmountCents: 990,
 		Currency: "usd", Reason: seckill.OutcomeUnknownOrder}, temporal.refunded[0])
+
+	// 1002 is no id seckill minted lately (another checkout's order number
+	// on the same Stripe account): kept for operators, not refunded.
+	require.Equal(t, seckill.OutcomeUnknownOrder, deliver("evt_foreign", "pi_foreign", 1002))
+	require.Len(t, temporal.refunded, 1)
 
 	require.Equal(t, seckill.OutcomeApplied, deliver("evt_ann_again", "pi_ann", 1001), "the payment that paid ann's order")
 	require.Equal(t, seckill.OutcomeDuplicate, deliver("evt_ann_twice", "pi_ann_2", 1001), "a second payment")
