@@ -73,6 +73,8 @@ type orderRow struct {
 	PayBy           *time.Time
 	CreatedAt       time.Time
 	PaymentIntentID *string
+	// HasIntent: the provider made a payment object for the order.
+	HasIntent bool
 }
 
 // eventRow is a successful payment event with what became of it: its
@@ -89,6 +91,7 @@ type eventRow struct {
 	Status          string
 	CloseReason     *string
 	PayBy           *time.Time
+	ClosedAt        *time.Time
 	AwaitingAt      *time.Time
 	OrderAmount     int64
 	OrderCurrency   string
@@ -119,7 +122,8 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	a.Redis.KnowParts(saleID, sale.StockSegments)
 	var orders []orderRow
-	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id
+	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id,
+			EXISTS (SELECT 1 FROM payment_intents pi WHERE pi.order_id = orders.id) AS has_intent
 		FROM orders WHERE sale_id = ?`, saleID).Scan(&orders).Error; err != nil {
 		return nil, fmt.Errorf("read orders: %w", err)
 	}
@@ -128,7 +132,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	// sale's audit reports them).
 	var events []eventRow
 	if err := a.DB.WithContext(ctx).Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.amount_cents, e.currency, e.outcome, e.received_at,
-			r.status AS refund_status, COALESCE(o.status, '') AS status, o.close_reason, o.pay_by, o.awaiting_at,
+			r.status AS refund_status, COALESCE(o.status, '') AS status, o.close_reason, o.pay_by, o.closed_at, o.awaiting_at,
 			COALESCE(o.amount_cents, 0) AS order_amount, COALESCE(o.currency, '') AS order_currency, o.payment_intent_id AS paid_with
 		FROM payment_events e LEFT JOIN orders o ON o.id = e.order_id
 		LEFT JOIN refunds r ON r.event_id = e.id
@@ -236,7 +240,13 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d QUEUED since %s", o.ID, o.CreatedAt.Format(time.RFC3339)))
 			}
 		case string(seckill.StatusAwaitingPayment):
-			if o.PayBy != nil && now.Sub(*o.PayBy) > opts.Grace {
+			late := opts.Grace
+			if o.HasIntent {
+				// Its saga may be waiting for the event of a payment the
+				// PaymentIntent took before its cancel (seckill.OwnPaymentWait).
+				late += seckill.OwnPaymentWait
+			}
+			if o.PayBy != nil && now.Sub(*o.PayBy) > late {
 				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d AWAITING_PAYMENT %s past its deadline", o.ID, now.Sub(*o.PayBy).Round(time.Second)))
 			}
 		default:
@@ -347,13 +357,16 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	rep.Checks = append(rep.Checks, finish(c7))
 
 	// 8. A payment counts when seckill received it: one received by
-	// pay_by, for the order's amount, makes the order PAID however late
-	// its signal came. An order that never held a unit (refused: SOLD_OUT,
+	// pay_by (and before its order closed), for the order's amount, makes
+	// the order PAID however late its signal came. An order that never held a unit (refused: SOLD_OUT,
 	// or a second active order of its buyer) cannot be paid: its payment
 	// is refunded, and invariant 5 checks that.
 	c8 := Check{Invariant: 8, Name: "a payment received by pay_by makes its order PAID"}
 	for _, e := range events {
-		inTime := e.PayBy != nil && !e.ReceivedAt.After(*e.PayBy) && e.AmountCents == e.OrderAmount && e.Currency == e.OrderCurrency
+		// Received by pay_by and before the order closed (a buyer who paid
+		// after cancelling pays for a unit given back: refunded).
+		inTime := e.PayBy != nil && !e.ReceivedAt.After(*e.PayBy) && e.AmountCents == e.OrderAmount && e.Currency == e.OrderCurrency &&
+			(e.ClosedAt == nil || e.ReceivedAt.Before(*e.ClosedAt))
 		heldUnit := e.AwaitingAt != nil && (e.CloseReason == nil || *e.CloseReason != string(seckill.CloseSoldOut))
 		if inTime && heldUnit && e.Status == string(seckill.StatusClosed) {
 			c8.Violations = append(c8.Violations, fmt.Sprintf("event %s received %s, by pay_by %s, but order %d closed as %s",

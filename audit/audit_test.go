@@ -133,11 +133,26 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 	record("evt_ann", 1001, seckill.OutcomeReceived)
-	_, err = st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
+	_, err = st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", time.Now())
 	require.NoError(t, err)
 	rep, err = a.Run(ctx, sale.ID, opts)
 	require.NoError(t, err)
 	require.Contains(t, failed(rep), 8, "%s", rep)
 	require.Contains(t, rep.String(), "event evt_ann for order 1001 (CLOSED) still RECEIVED")
 	require.Contains(t, rep.String(), "but order 1001 closed as PAYMENT_TIMEOUT")
+
+	// bob cancelled, then paid before his pay_by: the unit was given back
+	// when he paid, and his payment was refunded. Nothing is broken.
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1002, SaleID: sale.ID, UserID: "bob", CreatedAt: now})
+	require.NoError(t, err)
+	_, err = st.CloseOrder(ctx, 1002, seckill.CloseCancelled, "", time.Now())
+	require.NoError(t, err)
+	record("evt_bob", 1002, seckill.OutcomeLate)
+	status, err := st.StartRefund(ctx, store.NewRefund{EventID: "evt_bob", OrderID: 1002, PaymentIntentID: "pi_evt_bob", AmountCents: 990, Currency: "usd", Reason: seckill.OutcomeLate})
+	require.NoError(t, err)
+	require.Equal(t, store.RefundPending, status)
+	require.NoError(t, st.FinishRefund(ctx, "evt_bob", "re_1"))
+	rep, err = a.Run(ctx, sale.ID, opts)
+	require.NoError(t, err)
+	require.NotContains(t, rep.String(), "evt_bob", "%s", rep)
 }
