@@ -848,3 +848,29 @@ func TestOrderSaga_OrderPaidByAnEarlierAttemptKeepsItsPayment(t *testing.T) {
 	require.Empty(t, s.refunds, "the payment that paid the order is kept")
 	require.Equal(t, []seckill.PaymentOutcomeInput{outcome("evt_1", seckill.OutcomeApplied)}, s.outcomes)
 }
+
+// A payment that reaches the saga while it waits, after its decision, for
+// a refund it started is handled too (refunded as late), never left
+// unread when the saga ends.
+func TestOrderSaga_APaymentWhileARefundRunsIsHandled(t *testing.T) {
+	s := newSagaTest(t)
+	s.pay(paymentTimeout-5*time.Second, seckill.PaymentEvent{EventID: "evt_wrong", Type: seckill.PaymentSucceeded, PaymentIntentID: "pi_wrong",
+		AmountCents: 1, Currency: "usd"})
+	var attempts int
+	s.refundFn = func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if attempts++; attempts < 9 { // about 30 s of retries
+			return errors.New("stripe: 500")
+		}
+		return nil
+	}
+	s.pay(paymentTimeout+10*time.Second, succeeded("evt_late"))
+
+	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	var refunded []string
+	for _, r := range s.refunds {
+		refunded = append(refunded, r.EventID)
+	}
+	require.Contains(t, refunded, "evt_late")
+}
