@@ -116,9 +116,9 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 		}, 20*time.Second, 200*time.Millisecond, "%d orders for %s", want, query)
 	}
 
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "v3-paid")
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "v3-payment_failed")
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "v3-timeout_then_late_payment")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, paid)), "v4-paid")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, failed)), "v4-payment_failed")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, slept)), "v4-timeout_then_late_payment")
 
 	// The Temporal Web UI finds the sale's orders by SaleId too.
 	ui, err := http.Get(s.info.UIURL + "/api/v1/namespaces/" + s.cfg.Namespace + "/workflows?query=" + url.QueryEscape(fmt.Sprintf("SaleId=%q", sale)))

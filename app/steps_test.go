@@ -91,6 +91,6 @@ func TestSaga_TemporalStepsPerOrder(t *testing.T) {
 		require.LessOrEqual(t, got[user].events, 20, "%s: %s", user, got[user])
 		require.Zero(t, got[user].activityTasks, "%s: %s", user, got[user])
 	}
-	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, ids["cancelled"])), "v3-cancelled")
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, ids["cancelled"])), "v4-cancelled")
 	s.requireAudit(sale)
 }
