@@ -38,13 +38,17 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
-chaos: services ## fault-injection suite: 3 seeds each on one Redis (wiped) and on a Sentinel group (failed over); 300 units, 3000 buyers, 40 s of faults
+chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); 300 units, 3000 buyers, 40 s of faults
 	$(GO) run ./chaos --seeds 1,2,3
 	$(GO) run ./chaos --seeds 1,2,3 --redis sentinel
+	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel
+	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis cluster
+	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel --payments stripe
 
-chaos-short: services ## two short chaos runs (what CI runs), one per Redis kind: 60 units, 600 buyers, 20 s of faults
+chaos-short: services ## three short chaos runs (what CI runs): one Redis, a Sentinel group, and 4 segments + waitlist on Sentinel; 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --redis sentinel
+	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --segments 4 --waitlist 0.5 --redis sentinel
 
 BENCH_ARGS ?=
 bench: services build ## the flash-sale benchmark with both anchors (BENCHMARKS.md); BENCH_ARGS adds flags

@@ -1,7 +1,9 @@
 // Command chaos runs a flash sale while it breaks seckill's processes and
-// stores, then checks the six invariants with `seckill audit`.
+// stores, then checks the invariants with `seckill audit` and its own
+// counts from PostgreSQL.
 //
 //	go run ./chaos --seeds 1,2,3
+//	go run ./chaos --seeds 1 --segments 4 --waitlist 0.5 --redis cluster --payments stripe
 //
 // Per seed (reproducible: the seed picks the faults, their moments and the
 // buyers' fates): a sale of --units units meets --buyers buyers; a third
@@ -12,11 +14,48 @@
 // persistence) is killed and restarted empty, or PostgreSQL is restarted.
 // With --redis sentinel, Redis is a Sentinel group instead: its primary is
 // killed (the Sentinels fail over, the killed node returns as a replica)
-// or a replica is, and no 202 may be lost (admitted-but-lost must be 0).
-// Alongside, toxiproxy (in this process, between the API and worker and
-// their stores) injects latency, stalls that end in a closed connection,
-// and connection resets on the way to Redis and to PostgreSQL.
-// Then the system settles and `seckill audit --wait` must pass.
+// or a replica is. With --redis cluster, Redis is a Cluster of three
+// primaries with replicas (internal/redistopo): the primary serving the
+// slot of one of the sale's stock parts, drawn by the seed, is killed, the
+// Cluster fails over, and the node rejoins as a replica 1-3 s later. With
+// a replica to fail over to, no 202 may be lost (admitted_but_lost must be
+// 0). Alongside, toxiproxy (in this process, between the API and worker
+// and their stores) injects latency, stalls that end in a closed
+// connection, and connection resets on the way to PostgreSQL, and to
+// Redis when it is one server.
+//
+// --segments N creates the sale with stock_segments N. Then the sale opens
+// with a burst (the first min(buyers/3, 2*units) buyers at once, the rest
+// paced as usual) and one more fault, api-borrow: a watcher reading the
+// parts' stocks every 2 ms SIGKILLs the API while claims borrow between
+// parts (a part empty while another still holds units, a part down to a
+// tenth of its share, or a move in flight), at most twice per run, 5 s
+// apart; it is restarted like any other.
+//
+// --waitlist SHARE (0..1): that share of the buyers answered SOLD_OUT join
+// the sale's waitlist at once (POST /api/v1/sales/{id}/waitlist), as the
+// shop page offers; the orders the waitlist gives them (read from Redis,
+// as bench does) are paid, failed or left by the same fate rule as the
+// 202s, and the run settles only when no order waits for its saga or its
+// payment and no admission waits in the outbox.
+//
+// --payments stripe starts stripe-mock (scripts/ensure-stripe-mock.sh
+// installs it) and runs seckill with SECKILL_PAYMENT_PROVIDER=stripe:
+// payers ask for the order's PaymentIntent (POST /api/v1/orders/{id}/payment)
+// and then deliver a signed payment_intent.succeeded (or .payment_failed)
+// webhook naming it and metadata.order_id.
+//
+// Each seed's run ends with one JSON line, the only line of the output that
+// starts with "{": variant, seed, admitted (202s), paid, closed,
+// admitted_but_lost (202s whose order never got a row), unsettled,
+// payments_kept_without_refund (successful payment events that neither
+// paid their order through their PaymentIntent nor have a SUCCEEDED
+// refund, orders without a row included), units_stranded (the database's
+// available minus what Redis holds, signed, plus the units left in stock
+// while buyers wait), orders_stuck (QUEUED or AWAITING_PAYMENT past pay_by
+// plus the grace), audit_ok (`seckill audit --wait` passed), ok (all of
+// these held), and the faults, refunds, waitlist and stock figures.
+// The command exits non-zero when a run is not ok.
 //
 // Everything listens on loopback; every loop is bounded in count and time.
 package main
@@ -25,6 +64,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -32,6 +72,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill/internal/stripemock"
+	"github.com/seckill/seckill/redisstore"
 )
 
 type options struct {
@@ -44,8 +87,20 @@ type options struct {
 	binary    string
 	keep      bool
 	workDir   string
-	redis     string // "single" or "sentinel"
+	redis     string  // "single", "sentinel" or "cluster"
+	segments  int     // the sale's stock_segments
+	waitlist  float64 // share of SOLD_OUT buyers who join the waitlist
+	payments  string  // "dev" or "stripe"
+	stripe    string  // the stripe-mock binary (--payments stripe)
 }
+
+// variant names the configuration of a run, as the JSON line reports it.
+func (o options) variant() string {
+	return fmt.Sprintf("redis=%s segments=%d waitlist=%g payments=%s", o.redis, o.segments, o.waitlist, o.payments)
+}
+
+// replicated: Redis has a replica to fail over to, so no 202 may be lost.
+func (o options) replicated() bool { return o.redis != "single" }
 
 func main() {
 	var o options
@@ -57,19 +112,35 @@ func main() {
 	flag.BoolVar(&o.pgRestart, "pg-restart", true, "include PostgreSQL restarts (pg_ctlcluster; the machine's server)")
 	flag.StringVar(&o.binary, "binary", "", "seckill binary (default: build one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, Temporal's database)")
-	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed`)
+	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed; "cluster": a Redis Cluster of three primaries with replicas, the primary of a sale part's slot killed and failed over`)
+	flag.IntVar(&o.segments, "segments", 1, "the sale's stock_segments (1..64); above 1 adds the opening burst and the api-borrow fault")
+	flag.Float64Var(&o.waitlist, "waitlist", 0, "share (0..1) of the buyers answered SOLD_OUT who join the sale's waitlist at once")
+	flag.StringVar(&o.payments, "payments", "dev", `"dev": signed webhooks for the dev provider; "stripe": seckill on stripe-mock, payers pay through the order's PaymentIntent`)
 	flag.Parse()
-	if o.redis != "single" && o.redis != "sentinel" {
-		fmt.Fprintf(os.Stderr, "chaos: --redis must be single or sentinel, got %q\n", o.redis)
-		os.Exit(2)
+	var bad []string
+	if o.redis != "single" && o.redis != "sentinel" && o.redis != "cluster" {
+		bad = append(bad, fmt.Sprintf("--redis must be single, sentinel or cluster, got %q", o.redis))
+	}
+	if o.segments < 1 || o.segments > 64 {
+		bad = append(bad, fmt.Sprintf("--segments must be 1..64, got %d", o.segments))
+	}
+	if o.waitlist < 0 || o.waitlist > 1 {
+		bad = append(bad, fmt.Sprintf("--waitlist must be a share 0..1, got %g", o.waitlist))
+	}
+	if o.payments != "dev" && o.payments != "stripe" {
+		bad = append(bad, fmt.Sprintf("--payments must be dev or stripe, got %q", o.payments))
 	}
 	for _, s := range strings.Split(*seeds, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "chaos: bad seed %q\n", s)
-			os.Exit(2)
+			bad = append(bad, fmt.Sprintf("bad seed %q", s))
+			continue
 		}
 		o.seeds = append(o.seeds, n)
+	}
+	if len(bad) > 0 {
+		fmt.Fprintln(os.Stderr, "chaos:", strings.Join(bad, "; "))
+		os.Exit(2)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
@@ -86,6 +157,9 @@ func run(o options) error {
 	if !o.keep {
 		defer func() { _ = os.RemoveAll(dir) }()
 	}
+	// The referee's Redis client would log every failed dial of a failover
+	// between the run's lines.
+	redisstore.LogTo(slog.New(slog.DiscardHandler))
 	if o.binary == "" {
 		o.binary = filepath.Join(dir, "seckill")
 		fmt.Println("building seckill ...")
@@ -101,6 +175,19 @@ func run(o options) error {
 			o.pgRestart = false
 		}
 	}
+	if o.payments == "stripe" {
+		if o.stripe, err = stripemock.Binary(); err != nil {
+			fmt.Println("no stripe-mock: installing it (scripts/ensure-stripe-mock.sh) ...")
+			install := exec.Command("bash", "scripts/ensure-stripe-mock.sh")
+			install.Stdout, install.Stderr = os.Stdout, os.Stderr
+			if err := install.Run(); err != nil {
+				return fmt.Errorf("install stripe-mock: %w", err)
+			}
+			if o.stripe, err = stripemock.Binary(); err != nil {
+				return err
+			}
+		}
+	}
 	failed := 0
 	var results []*result
 	for _, seed := range o.seeds {
@@ -109,19 +196,19 @@ func run(o options) error {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 		results = append(results, r)
-		if !r.auditOK {
+		if !r.ok() {
 			failed++
 		}
 	}
 	fmt.Println()
-	fmt.Println("== chaos summary")
+	fmt.Println("== chaos summary (" + o.variant() + ")")
 	for _, r := range results {
 		fmt.Println(r.summary())
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d runs violated an invariant", failed, len(results))
 	}
-	fmt.Printf("%d runs, every audit passed\n", len(results))
+	fmt.Printf("%d runs, every invariant held\n", len(results))
 	return nil
 }
 

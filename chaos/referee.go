@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/redisstore"
+)
+
+// referee reads the sale's Redis keys directly (never through toxiproxy),
+// as the audit does: the parts' stocks, the moves between them, the
+// waitlist's admissions and the outbox.
+type referee struct {
+	rdb    redis.UniversalClient
+	rs     *redisstore.Store
+	sale   int64
+	parts  int
+	prefix string
+}
+
+func openReferee(rawURL string, sale int64, parts int) (*referee, error) {
+	rdb, err := redisClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	rs := redisstore.New(rdb, redisPrefix)
+	rs.KnowParts(sale, parts)
+	return &referee{rdb: rdb, rs: rs, sale: sale, parts: parts}, nil
+}
+
+func (r *referee) close() { _ = r.rdb.Close() }
+
+// redisClient connects to a REDIS_URL of any of the three forms
+// (redis://, redis-sentinel://, redis-cluster://), with short timeouts:
+// the referee polls, and a failover must not hold it.
+func redisClient(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	kind := ""
+	for _, k := range []string{"sentinel", "cluster"} {
+		if base, ok := strings.CutSuffix(u.Scheme, "-"+k); ok {
+			u.Scheme, kind = base, k
+		}
+	}
+	switch kind {
+	case "sentinel":
+		o, err := redis.ParseFailoverURL(u.String())
+		if err != nil {
+			return nil, err
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
+		return redis.NewFailoverClient(o), nil
+	case "cluster":
+		o, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, err
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(u.String())
+	if err != nil {
+		return nil, err
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
+	return redis.NewClient(o), nil
+}
+
+// stockKey is the stock key of part p of the sale (its Cluster slot is
+// the part's).
+func (r *referee) stockKey(p int) string { return r.rs.PartKeys(r.sale, p).Stock }
+
+// stocks reads every part's stock (-1: a part not loaded).
+func (r *referee) stocks(ctx context.Context) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, r.parts)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range r.parts {
+			cmds[q] = p.Get(ctx, r.stockKey(q))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]int64, r.parts)
+	for q, c := range cmds {
+		v, err := c.Int64()
+		if err != nil {
+			v = -1
+		}
+		out[q] = v
+	}
+	return out, nil
+}
+
+func (r *referee) outboxBacklog() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return r.rs.OutboxBacklog(ctx, []int64{r.sale})
+}
+
+// followWaitlist hands every order the sale's waitlist gives to its buyer
+// (s.waitlistOrder pays it by the buyer's fate) until ctx is done.
+func (r *referee) followWaitlist(ctx context.Context, s *shop) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		given, err := r.rs.WaitlistAdmissions(rctx, r.sale)
+		cancel()
+		if err == nil {
+			for user, id := range given {
+				if i := s.buyerOf(user); i >= 0 {
+					s.waitlistOrder(fmt.Sprint(id), i)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// borrowKill is one SIGKILL of the API while claims borrowed between the
+// sale's parts, as the JSON line reports it.
+type borrowKill struct {
+	AtSeconds float64 `json:"at_s"`
+	// Stocks are the parts' stocks read just before the kill.
+	Stocks []int64 `json:"stocks"`
+	// MovesLeft: the moves between parts in flight just after the kill
+	// (the killed API's among them, left for the next mover or
+	// reconciliation to finish).
+	MovesLeft int `json:"moves_left"`
+	// Borrowing: a part was empty while another held units (claims of the
+	// empty part's buyers borrow), a part was about to be (down to a tenth
+	// of its share), or a move was in flight. False: no such moment came while buyers
+	// claimed, and the API was killed when they were done.
+	Borrowing bool `json:"borrowing"`
+}
+
+// killWhileBorrowing SIGKILLs the API (its supervisor restarts it) while
+// claims borrow between the sale's parts: it polls the parts' stocks every
+// 2 ms (and their moves every 20 ms) and kills the API a moment (0-5 ms,
+// from rng) after one part is empty while another holds units, a part is
+// down to a tenth of its share of the units (at least its last one), or a
+// move is in flight. At most twice, 5 s apart,
+// while buyers claim; if no such moment came during the claims, once when
+// they end. It returns the kills.
+func (r *referee) killWhileBorrowing(ctx context.Context, claimsDone <-chan struct{}, apiProc *proc.Proc, base string, share int64, rng *rand.Rand, start time.Time) []borrowKill {
+	var kills []borrowKill
+	kill := func(st []int64, borrowing bool) {
+		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+		apiProc.Kill()
+		k := borrowKill{AtSeconds: time.Since(start).Seconds(), Stocks: st, Borrowing: borrowing}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		if moves, err := r.rs.Moves(rctx, r.sale); err == nil {
+			k.MovesLeft = len(moves)
+		}
+		cancel()
+		kills = append(kills, k)
+		fmt.Printf("  %5.1fs fault: api-borrow (parts %v, %d moves in flight after the kill, borrowing %v)\n", k.AtSeconds, st, k.MovesLeft, borrowing)
+		_ = proc.WaitHTTP(base+"/readyz", 60*time.Second)
+	}
+	// The parts drain evenly (a claim borrows half of the fullest part), so
+	// the borrowing is the burst's last few units and can pass between two
+	// polls: a part down to a tenth of its share counts as borrowing.
+	lowMark := max(1, share/10)
+	var last time.Time
+	for poll := 0; len(kills) < 2; poll++ {
+		select {
+		case <-ctx.Done():
+			return kills
+		case <-claimsDone:
+			if len(kills) == 0 {
+				st, _ := r.stocks(context.Background())
+				kill(st, false)
+			}
+			return kills
+		case <-time.After(2 * time.Millisecond):
+		}
+		if !last.IsZero() && time.Since(last) < 5*time.Second {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := r.stocks(rctx)
+		moves := 0
+		if err == nil && poll%10 == 0 {
+			var ms []redisstore.Move
+			ms, err = r.rs.Moves(rctx, r.sale)
+			moves = len(ms)
+		}
+		cancel()
+		if err != nil {
+			continue
+		}
+		empty, low, holding := false, false, int64(0)
+		for _, v := range st {
+			switch {
+			case v == 0:
+				empty = true
+			case v > 0 && v <= lowMark:
+				low = true
+			}
+			if v > 0 {
+				holding += v
+			}
+		}
+		if (empty || low) && holding > 0 || moves > 0 {
+			kill(st, true)
+			last = time.Now()
+		}
+	}
+	return kills
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill"
+)
+
+// line is the JSON line that ends each seed's run.
+type line struct {
+	Variant  string  `json:"variant"`
+	Seed     uint64  `json:"seed"`
+	Redis    string  `json:"redis"`
+	Segments int     `json:"segments"`
+	Waitlist float64 `json:"waitlist"`
+	Payments string  `json:"payments"`
+
+	// Admitted: 202s given. Paid, Closed: orders of the sale in the
+	// database, the waitlist's included.
+	Admitted int `json:"admitted"`
+	Paid     int `json:"paid"`
+	Closed   int `json:"closed"`
+	// AdmittedButLost: 202s whose order never got a row.
+	AdmittedButLost int `json:"admitted_but_lost"`
+	// Unsettled: orders the driver follows that neither reached PAID or
+	// CLOSED nor vanished within the settle window.
+	Unsettled int `json:"unsettled"`
+	// PaymentsKeptWithoutRefund: payment_intent.succeeded events that
+	// neither paid their order (PAID with the event's PaymentIntent) nor
+	// have a SUCCEEDED refund, orders without a row included.
+	PaymentsKeptWithoutRefund int `json:"payments_kept_without_refund"`
+	// UnitsStranded: the database's available minus what Redis holds
+	// (signed), plus the units left in stock while buyers wait.
+	UnitsStranded int64 `json:"units_stranded"`
+	// OrdersStuck: orders QUEUED or AWAITING_PAYMENT past pay_by plus the
+	// grace after settling.
+	OrdersStuck int  `json:"orders_stuck"`
+	AuditOK     bool `json:"audit_ok"`
+	// OK: every one of the above held (admitted_but_lost only where Redis
+	// has a replica to fail over to).
+	OK         bool     `json:"ok"`
+	Violations []string `json:"violations,omitempty"`
+
+	Orders                map[string]int `json:"orders"`
+	PaymentEventsSucceded int            `json:"payment_events_succeeded"`
+	PaymentEventsFailed   int            `json:"payment_events_failed"`
+	Refunds               int            `json:"refunds"`
+	RefundsSucceeded      int            `json:"refunds_succeeded"`
+	RefundReasons         map[string]int `json:"refund_reasons,omitempty"`
+
+	WaitlistJoins       int            `json:"waitlist_joins"`
+	WaitlistJoinAnswers map[string]int `json:"waitlist_join_answers,omitempty"`
+	// WaitlistOrders: the sale's orders that are not 202s (the waitlist
+	// gave them), from the database; WaitlistOrdersSeen: those the
+	// buyers learned of (and paid by their fate).
+	WaitlistOrders     int   `json:"waitlist_orders"`
+	WaitlistOrdersPaid int   `json:"waitlist_orders_paid"`
+	WaitlistOrdersSeen int   `json:"waitlist_orders_seen"`
+	WaitlistOrdersLost int   `json:"waitlist_orders_lost"`
+	Waiting            int64 `json:"waiting"`
+
+	// The driver's own follow-up: orders answered 404 for a minute.
+	AdmittedPolledLost       int `json:"admitted_polled_lost"`
+	WaitlistOrdersPolledLost int `json:"waitlist_orders_polled_lost"`
+
+	Stock          seckill.Stock  `json:"stock"`
+	AtRest         bool           `json:"at_rest"`
+	FailedChecks   []int          `json:"failed_checks,omitempty"`
+	Faults         map[string]int `json:"faults"`
+	APIBorrowKills []borrowKill   `json:"api_borrow_kills,omitempty"`
+	ElapsedSeconds float64        `json:"elapsed_s"`
+}
+
+// judge sets OK and Violations.
+func (l *line) judge(replicated bool) {
+	var v []string
+	if !l.AuditOK {
+		v = append(v, "audit failed")
+	}
+	if l.Unsettled > 0 {
+		v = append(v, fmt.Sprintf("%d orders unsettled", l.Unsettled))
+	}
+	if l.PaymentsKeptWithoutRefund != 0 {
+		v = append(v, fmt.Sprintf("%d payments kept without refund", l.PaymentsKeptWithoutRefund))
+	}
+	if l.UnitsStranded != 0 {
+		v = append(v, fmt.Sprintf("%d units stranded", l.UnitsStranded))
+	}
+	if l.OrdersStuck > 0 {
+		v = append(v, fmt.Sprintf("%d orders stuck", l.OrdersStuck))
+	}
+	if replicated && l.AdmittedButLost > 0 {
+		v = append(v, fmt.Sprintf("%d admitted but lost with a replica to fail over to", l.AdmittedButLost))
+	}
+	l.Violations, l.OK = v, len(v) == 0
+}
+
+// auditReport is what `seckill audit --json` prints.
+type auditReport struct {
+	SaleID  int64          `json:"sale_id"`
+	AtRest  bool           `json:"at_rest"`
+	Stock   seckill.Stock  `json:"stock"`
+	Orders  map[string]int `json:"orders"`
+	Waiting int64          `json:"waiting"`
+	Checks  []struct {
+		Invariant  int      `json:"invariant"`
+		Name       string   `json:"name"`
+		OK         bool     `json:"ok"`
+		Violations []string `json:"violations"`
+	} `json:"checks"`
+}
+
+func parseAudit(out []byte) (*auditReport, error) {
+	var r auditReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, fmt.Errorf("audit output: %w", err)
+	}
+	return &r, nil
+}
+
+// String renders the report as `seckill audit` does for people.
+func (r *auditReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v; orders: %v\n",
+		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, r.Orders)
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %d. %s\n", mark, c.Invariant, c.Name)
+		for _, v := range c.Violations {
+			fmt.Fprintf(&b, "         - %s\n", v)
+		}
+	}
+	return b.String()
+}
+
+func connectDB(ctx context.Context, dbName string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+}
+
+// openOrders counts the orders waiting for their saga or their payment.
+func openOrders(dbName string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := connectDB(ctx, dbName)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status IN ('QUEUED', 'AWAITING_PAYMENT')`).Scan(&n)
+	return n, err
+}
+
+// paymentsKept counts the successful payment events that neither paid
+// their order (PAID, with the event's PaymentIntent) nor have a SUCCEEDED
+// refund, whether or not the order has a row.
+const paymentsKept = `SELECT count(*) FROM payment_events e
+	WHERE e.type = 'payment_intent.succeeded'
+	  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id AND o.status = 'PAID' AND o.payment_intent_id = e.payment_intent_id)
+	  AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.event_id = e.id AND r.status = 'SUCCEEDED')`
+
+// measure reads the run's outcome from PostgreSQL (the run's own
+// database: every row is this sale's) and from the audit's report. A
+// payment kept without a refund is read again for up to 90 s while it is
+// not 0: a refund may still be on its way once the audit passes.
+func measure(dbName string, sh *shop, rep *auditReport, timeout time.Duration) (*line, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn, err := connectDB(ctx, dbName)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	l := &line{Orders: map[string]int{}, RefundReasons: map[string]int{}}
+
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if err := conn.QueryRow(ctx, paymentsKept).Scan(&l.PaymentsKeptWithoutRefund); err != nil {
+			return nil, fmt.Errorf("payments kept: %w", err)
+		}
+		if l.PaymentsKeptWithoutRefund == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+
+	rows, err := conn.Query(ctx, `SELECT status, count(*) FROM orders GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		l.Orders[s] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	l.Paid, l.Closed = l.Orders[string(seckill.StatusPaid)], l.Orders[string(seckill.StatusClosed)]
+
+	// Orders still waiting for their saga or their payment past pay_by
+	// (or, without one, their admission plus the payment timeout) plus
+	// the grace.
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status IN ('QUEUED', 'AWAITING_PAYMENT')
+		AND COALESCE(pay_by, created_at + make_interval(secs => $1)) + make_interval(secs => $2) < now()`,
+		timeout.Seconds(), grace.Seconds()).Scan(&l.OrdersStuck); err != nil {
+		return nil, fmt.Errorf("orders stuck: %w", err)
+	}
+
+	admitted := ids(sh.admitted())
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM unnest($1::bigint[]) AS a(id) WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = a.id)`,
+		admitted).Scan(&l.AdmittedButLost); err != nil {
+		return nil, fmt.Errorf("admitted but lost: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'PAID') FROM orders WHERE NOT (id = ANY($1::bigint[]))`,
+		admitted).Scan(&l.WaitlistOrders, &l.WaitlistOrdersPaid); err != nil {
+		return nil, fmt.Errorf("waitlist orders: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM unnest($1::bigint[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = w.id)`,
+		ids(sh.waitlistOrders())).Scan(&l.WaitlistOrdersLost); err != nil {
+		return nil, fmt.Errorf("waitlist orders lost: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE type = 'payment_intent.succeeded'), count(*) FILTER (WHERE type = 'payment_intent.payment_failed') FROM payment_events`).
+		Scan(&l.PaymentEventsSucceded, &l.PaymentEventsFailed); err != nil {
+		return nil, err
+	}
+	rows, err = conn.Query(ctx, `SELECT reason, status, count(*) FROM refunds GROUP BY reason, status`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var reason, status string
+		var n int
+		if err := rows.Scan(&reason, &status, &n); err != nil {
+			return nil, err
+		}
+		l.Refunds += n
+		l.RefundReasons[reason+"/"+status] += n
+		if status == "SUCCEEDED" {
+			l.RefundsSucceeded += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	if rep == nil {
+		// No report: nothing to say of Redis; the audit failed.
+		return l, nil
+	}
+	l.Stock, l.AtRest, l.Waiting = rep.Stock, rep.AtRest, rep.Waiting
+	for _, c := range rep.Checks {
+		if !c.OK {
+			l.FailedChecks = append(l.FailedChecks, c.Invariant)
+		}
+	}
+	// What the database says is available and Redis does not hold, signed;
+	// and a unit in stock while a buyer waits is stranded too.
+	l.UnitsStranded = rep.Stock.Available - rep.Stock.Remaining
+	if rep.Waiting > 0 && rep.Stock.Remaining > 0 {
+		l.UnitsStranded += min(rep.Stock.Remaining, rep.Waiting)
+	}
+	return l, nil
+}
+
+func ids(m map[string]int) []int64 {
+	out := make([]int64, 0, len(m))
+	for id := range m {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
