@@ -14,7 +14,10 @@
 -- ARGV[4] expire_ms
 -- ARGV[5] consumer group of the outbox relay
 -- ARGV[6] how many parts the sale's stock has (this is one of them)
--- ARGV[7..] user id, order id, user id, order id, ... of the active orders
+-- ARGV[7] the highest join sequence any live part's waitlist holds (part 0
+--         numbers the joins of a sale of several parts: a re-loaded part 0
+--         goes on after it, so the line keeps its order)
+-- ARGV[8..] user id, order id, user id, order id, ... of the active orders
 --         of this part's buyers
 --
 -- Returns 1 when the sale was loaded now, 0 when it was already live.
@@ -22,13 +25,16 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('DEL', KEYS[4])
-for i = 7, #ARGV, 2 do
+for i = 8, #ARGV, 2 do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
 end
-if #ARGV >= 7 then
+if #ARGV >= 8 then
   redis.call('PEXPIREAT', KEYS[4], ARGV[4])
 end
 redis.call('HSET', KEYS[2], 'starts_ms', ARGV[2], 'ends_ms', ARGV[3], 'expire_ms', ARGV[4], 'parts', ARGV[6])
+if tonumber(ARGV[7]) > 0 then
+  redis.call('HSET', KEYS[2], 'wait_seq', ARGV[7])
+end
 redis.call('PEXPIREAT', KEYS[2], ARGV[4])
 redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[4])
 pcall(redis.call, 'XGROUP', 'CREATE', KEYS[3], ARGV[5], '0', 'MKSTREAM')

@@ -505,3 +505,36 @@ func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, ttl, "the waited record expires")
 }
+
+// Part 0 numbers the joins of a sale of several parts: re-loaded after a
+// loss, it goes on after the last join the live parts hold, so a buyer who
+// joins then is behind every buyer already waiting (found by the model
+// test: the sequence started again at 1 and a late joiner went first).
+func TestParts_ARewarmedPartZeroKeepsTheLineInOrder(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openParts(0, 2)
+	warm(t, sc, spec)
+	first := userOfPart(t, 1, 2)
+	j, err := sc.Join(ctx, saleID, first, 10, 1, terms)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	p0 := sc.PartKeys(saleID, 0)
+	require.NoError(t, sc.Client().Del(ctx, p0.Stock, p0.Meta, p0.Claims, p0.Wait).Err())
+	_, err = sc.Rewarm(ctx, spec, nil)
+	require.NoError(t, err)
+
+	late := ""
+	for i := 0; late == ""; i++ {
+		if u := fmt.Sprint("late-", i); redisstore.PartOf(u, 2) == 0 {
+			late = u
+		}
+	}
+	j, err = sc.Join(ctx, saleID, late, 10, 2, terms)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), j.Position, "behind the buyer already waiting")
+	ws, err := sc.WaitStateOf(ctx, saleID, first)
+	require.NoError(t, err)
+	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, ws)
+}

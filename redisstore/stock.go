@@ -107,10 +107,16 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	}
 	units = max(units-live.inFlight(), 0)
 	expire := spec.EndsAt.Add(KeyRetention)
+	var lastJoin int64
+	if n > 1 && slices.Contains(lost, 0) {
+		if lastJoin, err = s.lastJoin(ctx, spec.SaleID, n); err != nil {
+			return false, err
+		}
+	}
 	var loadedAny bool
 	for i, p := range lost {
 		k := s.PartKeys(spec.SaleID, p)
-		args := []any{share(units, len(lost), i), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n}
+		args := []any{share(units, len(lost), i), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin}
 		for _, c := range claims {
 			if partOf(c.UserID, n) == p {
 				args = append(args, c.UserID, c.OrderID)
@@ -126,6 +132,28 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 		return false, err
 	}
 	return loadedAny, nil
+}
+
+// lastJoin is the highest join sequence in the waitlists of saleID's n
+// parts (0 when nobody waits).
+func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error) {
+	tails := make([]*redis.ZSliceCmd, n)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range n {
+			tails[q] = p.ZRangeWithScores(ctx, s.PartKeys(saleID, q).Wait, -1, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the waitlists' tails: %w", err)
+	}
+	var last int64
+	for _, t := range tails {
+		if z := t.Val(); len(z) == 1 {
+			last = max(last, int64(z[0].Score))
+		}
+	}
+	return last, nil
 }
 
 // holding is what Redis holds of one sale's units at one read: each
