@@ -38,12 +38,13 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
-chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); 300 units, 3000 buyers, 40 s of faults
+chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts, 20,000 cases
 	$(GO) run ./chaos --seeds 1,2,3
 	$(GO) run ./chaos --seeds 1,2,3 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis cluster
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel --payments stripe
+	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 90m
 
 chaos-short: services ## three short chaos runs (what CI runs): one Redis, a Sentinel group, and 4 segments + waitlist on Sentinel; 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s

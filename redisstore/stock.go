@@ -105,6 +105,21 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 			units -= st
 		}
 	}
+	if len(lost) == 0 {
+		return false, s.listForRelay(ctx, spec)
+	}
+	// A move aimed at a lost part may have reached it or not: its moved
+	// set went with it. Either way its units are the database's now, and
+	// the lost part is loaded with them: the record is dropped, so it is
+	// neither counted in flight here nor landed again later.
+	for i := range live.moves {
+		if m := &live.moves[i]; m.Dest >= 0 && m.Dest < n && live.stock[m.Dest] < 0 {
+			if err := s.rdb.HDel(ctx, s.PartKeys(spec.SaleID, m.from).Moves, m.id).Err(); err != nil {
+				return false, fmt.Errorf("drop move %s into a lost part: %w", m.id, err)
+			}
+			m.given = true // not in flight
+		}
+	}
 	units = max(units-live.inFlight(), 0)
 	expire := spec.EndsAt.Add(KeyRetention)
 	var lastJoin int64
