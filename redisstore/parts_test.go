@@ -538,3 +538,32 @@ func TestParts_ARewarmedPartZeroKeepsTheLineInOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, ws)
 }
+
+// A move aimed at a part that is then lost may have reached it or not (its
+// moved set went with it): re-warm drops the record and loads the part with
+// its units, so they are neither counted twice nor landed again (found by
+// the model test).
+func TestParts_RewarmDropsAMoveIntoALostPart(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openParts(9, 3)
+	warm(t, sc, spec)                                               // 3, 3, 3
+	require.NoError(t, sc.GiveForTest(ctx, saleID, 0, "b-z", 2, 2)) // 1, 3, 5, the record kept in part 0
+	lost := sc.PartKeys(saleID, 2)
+	require.NoError(t, sc.Client().Del(ctx, lost.Stock, lost.Meta, lost.Claims, lost.Moved).Err())
+
+	loaded, err := sc.Rewarm(ctx, spec, nil) // the database: 9 available
+	require.NoError(t, err)
+	require.True(t, loaded)
+	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(5), p2, "the lost part gets what the live parts lack")
+	moves, err := sc.Moves(ctx, saleID)
+	require.NoError(t, err)
+	require.Empty(t, moves, "the record is dropped")
+	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, int64(9), remaining(t, sc))
+}
