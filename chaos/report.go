@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/audit"
 )
 
 // line is the JSON line that ends each seed's run.
@@ -102,45 +102,12 @@ func (l *line) judge(replicated bool) {
 	l.Violations, l.OK = v, len(v) == 0
 }
 
-// auditReport is what `seckill audit --json` prints.
-type auditReport struct {
-	SaleID  int64          `json:"sale_id"`
-	AtRest  bool           `json:"at_rest"`
-	Stock   seckill.Stock  `json:"stock"`
-	Orders  map[string]int `json:"orders"`
-	Waiting int64          `json:"waiting"`
-	Checks  []struct {
-		Invariant  int      `json:"invariant"`
-		Name       string   `json:"name"`
-		OK         bool     `json:"ok"`
-		Violations []string `json:"violations"`
-	} `json:"checks"`
-}
-
-func parseAudit(out []byte) (*auditReport, error) {
-	var r auditReport
+func parseAudit(out []byte) (*audit.Report, error) {
+	var r audit.Report
 	if err := json.Unmarshal(out, &r); err != nil {
 		return nil, fmt.Errorf("audit output: %w", err)
 	}
 	return &r, nil
-}
-
-// String renders the report as `seckill audit` does for people.
-func (r *auditReport) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v; orders: %v\n",
-		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, r.Orders)
-	for _, c := range r.Checks {
-		mark := "ok  "
-		if !c.OK {
-			mark = "FAIL"
-		}
-		fmt.Fprintf(&b, "  %s %d. %s\n", mark, c.Invariant, c.Name)
-		for _, v := range c.Violations {
-			fmt.Fprintf(&b, "         - %s\n", v)
-		}
-	}
-	return b.String()
 }
 
 func connectDB(ctx context.Context, dbName string) (*pgx.Conn, error) {
@@ -173,7 +140,7 @@ const paymentsKept = `SELECT count(*) FROM payment_events e
 // database: every row is this sale's) and from the audit's report. A
 // payment kept without a refund is read again for up to 90 s while it is
 // not 0: a refund may still be on its way once the audit passes.
-func measure(dbName string, sh *shop, rep *auditReport, timeout time.Duration) (*line, error) {
+func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) (*line, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn, err := connectDB(ctx, dbName)
