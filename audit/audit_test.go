@@ -1,7 +1,6 @@
 package audit_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -84,17 +83,8 @@ func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
-	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "segments", PriceCents: 990, Currency: "usd", Stock: 10,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: 2}, nil)
-	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 10, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: 2})
-	require.NoError(t, err)
-	p0, p1 := rs.PartKeys(sale.ID, 0), rs.PartKeys(sale.ID, 1)
-	require.NoError(t, rdb.DecrBy(ctx, p1.Stock, 3).Err())
-	require.NoError(t, rdb.HSet(ctx, p1.Moves, "b-stopped", fmt.Sprintf(`{"units":3,"dest":0,"at":%d}`, now.Add(-time.Hour).UnixMilli())).Err())
-	require.NoError(t, rdb.IncrBy(ctx, p0.Stock, 3).Err())
-	require.NoError(t, rdb.SAdd(ctx, p0.Moved, "b-stopped").Err())
+	sale := testenv.SegmentedSale(t, st, rs, 10, 2)
+	testenv.GivenNotSettled(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now().Add(-time.Hour))
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
 

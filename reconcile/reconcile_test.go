@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -172,23 +171,14 @@ func TestSale_AMoveGivenButNotSettledStrandsNothing(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
-	now := time.Now().UTC()
-	sale, err := st.CreateSale(ctx, store.NewSale{Name: "segments", PriceCents: 990, Currency: "usd", Stock: 10,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: 2}, nil)
-	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 10, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: 2})
-	require.NoError(t, err)
+	sale := testenv.SegmentedSale(t, st, rs, 10, 2)
 	// take.lua and give.lua ran, settle.lua did not: 3 units left part 1
 	// and reached part 0, and part 1 still holds the move's record.
-	p0, p1 := rs.PartKeys(sale.ID, 0), rs.PartKeys(sale.ID, 1)
-	require.NoError(t, rdb.DecrBy(ctx, p1.Stock, 3).Err())
-	require.NoError(t, rdb.HSet(ctx, p1.Moves, "b-stopped", fmt.Sprintf(`{"units":3,"dest":0,"at":%d}`, now.UnixMilli())).Err())
-	require.NoError(t, rdb.IncrBy(ctx, p0.Stock, 3).Err())
-	require.NoError(t, rdb.SAdd(ctx, p0.Moved, "b-stopped").Err())
+	testenv.GivenNotSettled(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now())
 
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
-	_, err = r.Sale(ctx, sale.ID)
+	_, err := r.Sale(ctx, sale.ID)
 	require.NoError(t, err)
 
 	n, ok, err := rs.Remaining(ctx, sale.ID)

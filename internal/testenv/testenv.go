@@ -240,3 +240,40 @@ func NoLeaks(t testing.TB) {
 			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
 	})
 }
+
+// SegmentedSale is OpenSale with its Redis stock split into parts, warmed
+// in rs with all its units.
+func SegmentedSale(t testing.TB, st *store.Store, rs *redisstore.Store, stock int64, parts int) *seckill.Sale {
+	t.Helper()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(context.Background(), store.NewSale{Name: "segmented test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: parts}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Warm(context.Background(), redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: sale.StartsAt,
+		EndsAt: sale.EndsAt, Parts: parts}); err != nil {
+		t.Fatal(err)
+	}
+	return sale
+}
+
+// GivenNotSettled leaves move id of units from part from to part dest of
+// saleID as a mover stopped between give.lua and settle.lua leaves it: the
+// units in dest's stock, the id in dest's moved set, the record (taken at
+// at) still in from's moves. rdb is rs's client.
+func GivenNotSettled(t testing.TB, rdb *redis.Client, rs *redisstore.Store, saleID int64, from, dest int, id string, units int64, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	src, dst := rs.PartKeys(saleID, from), rs.PartKeys(saleID, dest)
+	for _, err := range []error{
+		rdb.DecrBy(ctx, src.Stock, units).Err(),
+		rdb.HSet(ctx, src.Moves, id, fmt.Sprintf(`{"units":%d,"dest":%d,"at":%d}`, units, dest, at.UnixMilli())).Err(),
+		rdb.IncrBy(ctx, dst.Stock, units).Err(),
+		rdb.SAdd(ctx, dst.Moved, id).Err(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
