@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
@@ -21,7 +22,10 @@ func (s *system) recordHistory(workflowID, name string) {
 	if os.Getenv("SECKILL_RECORD_HISTORIES") == "" {
 		return
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Only a finished history is worth keeping: wait for the workflow.
+	require.NoError(s.t, s.temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil))
 	iter := s.temporal.GetWorkflowHistory(ctx, workflowID, "", false, 0)
 	h := &historypb.History{}
 	for iter.HasNext() {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/store"
 )
 
 // awaiting claims a unit for user and waits for the saga to lock it.
@@ -87,6 +88,26 @@ func TestPayments_EveryPaymentEndsPaidOrRefunded(t *testing.T) {
 		require.Equal(t, seckill.StatusAwaitingPayment, s.order(o.OrderID, "wrong").Status)
 		require.Equal(t, http.StatusOK, s.webhook("evt_right", seckill.PaymentSucceeded, o.OrderID, 990).status)
 		s.waitOrder(o.OrderID, "wrong", seckill.StatusPaid, 20*time.Second)
+		s.recordHistory(seckill.OrderWorkflowID(mustInt(t, o.OrderID)), "v4-mismatch_refunded_then_paid")
+	})
+
+	t.Run("a payment recorded in time whose signal never came pays the order at its deadline", func(t *testing.T) {
+		// The webhook recorded it and crashed before signalling (or its
+		// signal failed and the provider retries later): the saga reads it
+		// as it closes the order, and the buyer keeps the unit paid for.
+		o := s.awaiting(sale, "unsignalled")
+		_, inserted, err := s.store.RecordPaymentEvent(context.Background(), store.PaymentEvent{
+			ID: "evt_unsignalled", Type: string(seckill.PaymentSucceeded), OrderID: mustInt(t, o.OrderID),
+			PaymentIntentID: "pi_unsignalled", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`),
+			Outcome: seckill.OutcomeReceived,
+		})
+		require.NoError(t, err)
+		require.True(t, inserted)
+		final := s.waitOrder(o.OrderID, "unsignalled", seckill.StatusPaid, 30*time.Second)
+		require.Nil(t, final.Refund)
+		require.Nil(t, final.CloseReason)
+		require.Equal(t, 1, s.count("SELECT count(*) FROM payment_events WHERE id = 'evt_unsignalled' AND outcome = 'APPLIED'"))
+		s.recordHistory(seckill.OrderWorkflowID(mustInt(t, o.OrderID)), "v4-paid_in_time_signal_lost")
 	})
 
 	t.Run("a late payment is refunded and the order stays closed", func(t *testing.T) {

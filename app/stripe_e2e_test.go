@@ -3,9 +3,18 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,4 +142,77 @@ func (s *system) localActivities(orderID string) []string {
 		}
 	}
 	return names
+}
+
+// A buyer pays through the order's PaymentIntent just as the deadline
+// comes, and Stripe's event is slow: the saga's cancel finds the
+// PaymentIntent succeeded (Stripe refuses to cancel it), so the buyer paid
+// in time by Stripe's clock. The saga waits for Stripe's event instead of
+// closing the order, and the event makes the order PAID: no unit given
+// back while the buyer's money is taken, no refund of a payment in time.
+func TestStripe_PaidAsTheDeadlineCame(t *testing.T) {
+	mock := stripemock.Start(t)
+	target, err := url.Parse(mock)
+	require.NoError(t, err)
+	// In front of stripe-mock: the PaymentIntents in paid have taken a
+	// payment, as Stripe would answer for them (stripe-mock keeps no state).
+	var paid sync.Map
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		id := strings.TrimPrefix(resp.Request.URL.Path, "/v1/payment_intents/")
+		if _, ok := paid.Load(id); !ok || resp.Request.Method != http.MethodGet {
+			return nil
+		}
+		var pi map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&pi); err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		pi["id"], pi["status"], pi["amount"], pi["amount_received"], pi["currency"] = id, "succeeded", 990, 990, "usd"
+		b, err := json.Marshal(pi)
+		if err != nil {
+			return err
+		}
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, cancel := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/cancel")
+		if _, ok := paid.Load(id); ok && cancel {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"payment_intent_unexpected_state",`+
+				`"message":"You cannot cancel this PaymentIntent because it has a status of succeeded."}}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) {
+		c.PaymentProvider, c.StripeSecretKey, c.StripeAPIBase = app.ProviderStripe, "sk_test_seckill", front.URL
+	}})
+	sale := s.createSale(1, 5*time.Second)
+	o := s.awaiting(sale, "ann")
+	require.Eventually(t, func() bool { return s.order(o.OrderID, "ann").Payment != nil }, 10*time.Second, 50*time.Millisecond,
+		"the saga made the PaymentIntent")
+	intent := s.order(o.OrderID, "ann").Payment.PaymentIntentID
+	paid.Store(intent, true)
+
+	// Past the deadline the saga has asked Stripe to cancel, and waits.
+	require.Eventually(t, func() bool {
+		return slices.Contains(s.localActivities(o.OrderID), "CancelPaymentIntent")
+	}, 30*time.Second, 100*time.Millisecond, "the saga tried to cancel the PaymentIntent at the deadline")
+	require.Equal(t, seckill.StatusAwaitingPayment, s.order(o.OrderID, "ann").Status, "not closed while the payment is taken")
+	require.EqualValues(t, 1, s.dbStock(sale).Locked, "the unit is not given back")
+
+	wh := s.webhookFor("evt_paid_at_deadline", seckill.PaymentSucceeded, o.OrderID, intent, 990)
+	require.Equal(t, http.StatusOK, wh.status, "%s", wh.body)
+	final := s.waitOrder(o.OrderID, "ann", seckill.StatusPaid, 30*time.Second)
+	require.Nil(t, final.Refund)
+	require.Equal(t, 1, s.count("SELECT count(*) FROM payment_events WHERE id = 'evt_paid_at_deadline' AND outcome = 'APPLIED'"))
+	require.Equal(t, 0, s.count("SELECT count(*) FROM refunds"))
+	s.requireAudit(sale)
+	s.recordHistory(seckill.OrderWorkflowID(mustInt(t, o.OrderID)), "v4-own_intent_paid_at_deadline")
 }

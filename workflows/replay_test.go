@@ -14,7 +14,8 @@ import (
 
 // TestOrderSaga_ReplaysRecordedHistories replays histories recorded from
 // real runs (see app/history_test.go; re-record with
-// SECKILL_RECORD_HISTORIES=1 go test ./app -run TestSaga_PayFail). A change
+// SECKILL_RECORD_HISTORIES=1 go test ./app -run
+// 'TestSaga_PayFail|TestSaga_TemporalSteps|TestPayments_Every|TestStripe_PaidAsTheDeadline'). A change
 // to the saga that would break running workflows fails here: guard it with
 // workflow.GetVersion and keep the old histories.
 func TestOrderSaga_ReplaysRecordedHistories(t *testing.T) {
