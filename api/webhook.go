@@ -130,7 +130,8 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		// Recorded durably; reconciliation delivers it once the order's
 		// saga runs (a claim admitted moments ago, or a saga being
 		// restarted).
-		return c.JSON(fiber.Map{"received": true, "outcome": seckill.OutcomeReceived})
+		outcome = seckill.OutcomeReceived
+		return c.JSON(fiber.Map{"received": true, "outcome": outcome})
 	}
 	if err != nil {
 		s.logFor(c).Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)

@@ -3,6 +3,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -85,6 +86,24 @@ func TestMetrics_EverySeriesTheDashboardDraws(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 	s.waitOrder(paid, "payer", seckill.StatusPaid, 30*time.Second)
 	s.waitOrder(cancelled, "canceller", seckill.StatusClosed, 30*time.Second)
+
+	// A payment whose saga is not running (terminated here; a backlog of
+	// sagas in a burst) is recorded and counted RECEIVED, never under an
+	// empty outcome.
+	lost := s.claim(sale, "lost").json(t)["order_id"].(string)
+	s.waitOrder(lost, "lost", seckill.StatusAwaitingPayment, 30*time.Second)
+	require.NoError(t, s.temporal.TerminateWorkflow(context.Background(), seckill.OrderWorkflowID(mustInt(t, lost)), "", "test: saga lost"))
+	r = s.webhook("evt_metrics_received", seckill.PaymentSucceeded, lost, 990)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, string(seckill.OutcomeReceived), r.json(t)["outcome"])
+	var payments []string
+	for _, line := range strings.Split(string(s.mustDo("GET", "/metrics", "", nil).body), "\n") {
+		if strings.HasPrefix(line, "seckill_payment_events_total{") {
+			payments = append(payments, line)
+		}
+	}
+	require.ElementsMatch(t, []string{`seckill_payment_events_total{outcome="DELIVERED"} 1`,
+		`seckill_payment_events_total{outcome="RECEIVED"} 1`}, payments)
 
 	want := dashboardSeries(t)
 	var missing []string

@@ -18,7 +18,7 @@ import (
 // errViolations makes `seckill audit` exit non-zero.
 var errViolations = errors.New("audit: invariants violated")
 
-// runAudit checks the six invariants of docs/DESIGN.md for one sale. With
+// runAudit checks the eight invariants of docs/DESIGN.md for one sale. With
 // --wait it polls until the sale is at rest and every check passes, or the
 // wait is over; it exits non-zero on any violation.
 func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {

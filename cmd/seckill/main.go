@@ -42,7 +42,7 @@ Usage:
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset)
   seckill audit --sale ID [--wait 2m] [--json]
-                                    check the six invariants of a sale; exits
+                                    check the eight invariants of a sale; exits
                                     non-zero on any violation
   seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
                                     flash-sale benchmark with its anchors
