@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
@@ -35,8 +36,13 @@ type Report struct {
 	Stock  seckill.Stock  `json:"stock"`
 	Orders map[string]int `json:"orders"`
 	// Waiting is the length of the sale's waitlist (Redis).
-	Waiting int64   `json:"waiting"`
-	Checks  []Check `json:"checks"`
+	Waiting int64 `json:"waiting"`
+	// PaymentsHeld counts the payments for an order never written that
+	// delivery still holds (within delivery.PendingWindow of the
+	// admission, its saga may yet start); the sale is not at rest while
+	// any is held.
+	PaymentsHeld int     `json:"payments_held"`
+	Checks       []Check `json:"checks"`
 }
 
 // OK reports whether every check passed.
@@ -308,6 +314,10 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		case appliedHere && refunded:
 			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid %s and was refunded", e.ID, order))
 		case appliedHere || refunded:
+		case e.Status == "" && e.Outcome == string(seckill.OutcomeReceived) &&
+			now.Before(idgen.Time(e.OrderID).Add(delivery.PendingWindow+opts.Grace)):
+			// Held by delivery: refunded once the window has passed.
+			rep.PaymentsHeld++
 		case e.Outcome == string(seckill.OutcomeReceived) && age > opts.Grace:
 			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s for %s still RECEIVED after %s: never delivered", e.ID, order, age.Round(time.Second)))
 		case age <= opts.Grace+timeout && (e.RefundStatus != nil ||
@@ -319,6 +329,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		}
 	}
 	rep.Checks = append(rep.Checks, finish(c5))
+	rep.AtRest = rep.AtRest && rep.PaymentsHeld == 0
 
 	// 6. Compensation never creates stock: Redis never above the database.
 	c6 := Check{Invariant: 6, Name: "Redis never holds stock the database lacks"}
@@ -418,8 +429,12 @@ func (r *Report) String() string {
 	if orders == "" {
 		orders = "none"
 	}
-	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v; orders: %s\n",
-		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, orders)
+	held := ""
+	if r.PaymentsHeld > 0 {
+		held = fmt.Sprintf("; %d payments held for orders never written (refunded %s after their admission)", r.PaymentsHeld, delivery.PendingWindow)
+	}
+	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v%s; orders: %s\n",
+		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, held, orders)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {

@@ -22,7 +22,13 @@ import (
 // payment for it is kept undelivered, to be delivered later, rather than
 // filed as for an unknown order. An order Redis knows as admitted is
 // waited for however long its saga takes to start.
-const PendingWindow = 15 * time.Minute
+//
+// Once Redis has lost the admission, only a relay that had already read
+// its outbox entry can still start its saga, within the seconds its start
+// takes: two minutes cover that with room. A saga that starts later all
+// the same finds the payment refunded (not pending) and its order unpaid,
+// and closes it at pay_by: the buyer's money is back either way.
+const PendingWindow = 2 * time.Minute
 
 // ErrNotYet means the order's saga cannot take the event now (not started
 // yet, or lost and about to be restarted by reconciliation): the event
