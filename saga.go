@@ -5,31 +5,6 @@ import "time"
 // Activity inputs and results of the OrderSaga. One struct each, so fields
 // can be added without breaking running histories.
 
-// CreateOrderInput writes an admitted claim down as an order.
-type CreateOrderInput struct {
-	OrderID    int64
-	SaleID     int64
-	UserID     string
-	AdmittedAt time.Time
-}
-
-// CreateOrderResult is the order as stored: new, or as an earlier run left
-// it, so a restarted saga resumes where the order stands.
-type CreateOrderResult struct {
-	Status         OrderStatus
-	CloseReason    CloseReason
-	AmountCents    int64
-	Currency       string
-	PaymentTimeout time.Duration
-	PayBy          *time.Time
-}
-
-// LockStockInput takes the order's unit from the database's available stock.
-type LockStockInput struct {
-	OrderID int64
-	PayBy   time.Time
-}
-
 // ConfirmPaymentInput makes the order PAID, and records EventID APPLIED
 // in the same transaction.
 type ConfirmPaymentInput struct {
@@ -37,13 +12,6 @@ type ConfirmPaymentInput struct {
 	EventID         string
 	PaymentIntentID string
 	PaidAt          time.Time
-}
-
-// CloseOrderInput closes the order and releases its database unit.
-type CloseOrderInput struct {
-	OrderID  int64
-	Reason   CloseReason
-	ClosedAt time.Time
 }
 
 // ReleaseClaimInput is the Redis half of compensation.

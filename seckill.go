@@ -27,6 +27,12 @@ const (
 	CancelSignal = "cancel"
 	// StatusQuery answers the saga's current OrderStatus.
 	StatusQuery = "status"
+	// SagaBaseChange is the workflow.GetVersion change id every supported
+	// OrderSaga run records at version 1, as SagaBaseChange+"-1" in its
+	// TemporalChangeVersion search attribute (payable at admission, local
+	// activities). A run without it started on the retired saga of earlier
+	// releases, which today's worker refuses to replay.
+	SagaBaseChange = "payable-at-admission"
 )
 
 // Search attributes (Keyword) set on every OrderSaga and kept current at each

@@ -152,51 +152,6 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	return o.CloseReason, nil
 }
 
-// CreateOrder writes the admitted claim as a QUEUED order at the sale's
-// price, or returns the order as it stands. Idempotent by order id.
-// Non-retryable: SaleNotFound. Sagas started before StartOrder existed
-// still call it (with LockStock, CloseOrder and RecordPaymentOutcome).
-func (a *Activities) CreateOrder(ctx context.Context, in seckill.CreateOrderInput) (seckill.CreateOrderResult, error) {
-	o, sale, err := a.store.CreateOrder(ctx, store.NewOrder{
-		ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt,
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return seckill.CreateOrderResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
-	case errors.Is(err, store.ErrActiveOrderExists):
-		// Redis admitted a second active claim for this user (possible only
-		// after Redis lost its claims); the database refuses it. Say so as a
-		// closed order that never held a unit.
-		return seckill.CreateOrderResult{Status: seckill.StatusClosed, CloseReason: seckill.CloseCancelled,
-			AmountCents: sale.PriceCents, Currency: sale.Currency, PaymentTimeout: sale.PaymentTimeout}, nil
-	case err != nil:
-		return seckill.CreateOrderResult{}, err
-	}
-	a.changed(ctx, in.OrderID)
-	return seckill.CreateOrderResult{
-		Status:         o.Status,
-		CloseReason:    o.CloseReason,
-		AmountCents:    o.AmountCents,
-		Currency:       o.Currency,
-		PaymentTimeout: sale.PaymentTimeout,
-		PayBy:          o.PayBy,
-	}, nil
-}
-
-// LockStock takes the order's unit from the database's available stock and
-// makes the order AWAITING_PAYMENT. Idempotent by order id. Non-retryable:
-// SoldOut (the order is then CLOSED with SOLD_OUT).
-func (a *Activities) LockStock(ctx context.Context, in seckill.LockStockInput) error {
-	return a.withStockSlot(ctx, func() error {
-		_, err := a.store.LockStock(ctx, in.OrderID, in.PayBy)
-		if err == nil {
-			a.changed(ctx, in.OrderID)
-		}
-		return refusal(err)
-	})
-}
-
 // ConfirmPayment makes the order PAID and its unit sold, and records the
 // payment event APPLIED, in one transaction. Idempotent by order id.
 // Non-retryable: OrderClosed (the order was closed meanwhile: the payment
@@ -210,18 +165,6 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 		a.changed(ctx, in.OrderID)
 	}
 	return refusal(err)
-}
-
-// CloseOrder closes the order and returns its locked unit to the
-// database's available stock. Idempotent by order id.
-func (a *Activities) CloseOrder(ctx context.Context, in seckill.CloseOrderInput) error {
-	return a.withStockSlot(ctx, func() error {
-		_, err := a.store.CloseOrder(ctx, in.OrderID, in.Reason, "", in.ClosedAt)
-		if err == nil {
-			a.changed(ctx, in.OrderID)
-		}
-		return refusal(err)
-	})
 }
 
 // ReleaseClaim forgets the user's claim in Redis and, when asked, gives

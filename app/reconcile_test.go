@@ -55,9 +55,8 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	// An order whose saga Temporal lost: its saga is started again and
 	// resumes it.
 	orphan := oldOrderID(10*time.Second, 2)
-	_, _, err := s.store.CreateOrder(ctx, store.NewOrder{ID: orphan, SaleID: saleID, UserID: "orphan", CreatedAt: time.Now()})
-	require.NoError(t, err)
-	_, err = s.store.LockStock(ctx, orphan, time.Now().Add(time.Hour))
+	_, _, err := s.store.StartOrder(ctx, store.NewOrder{ID: orphan, SaleID: saleID, UserID: "orphan", CreatedAt: time.Now(),
+		PayBy: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.NoError(t, s.redis.HSet(ctx, keys.Claims, "orphan", orphan).Err())
 	require.NoError(t, s.redis.Decr(ctx, keys.Stock).Err())

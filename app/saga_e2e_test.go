@@ -3,8 +3,10 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,9 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
 )
 
 // TestSaga_PayFailAndTimeoutEndToEnd drives seckill dev over HTTP through
@@ -161,4 +165,51 @@ func (s *system) requireMemo(orderID string, amount int64, currency string, payB
 	got, err := time.Parse(time.RFC3339Nano, gotPayBy)
 	require.NoError(s.t, err)
 	require.True(s.t, payBy.Equal(got), "memo pay_by %s, order pay_by %s", got, payBy)
+}
+
+// `seckill sagas versions` counts the open sagas by the saga versions they
+// recorded, and exits non-zero while a run without the oldest supported
+// version is open (here: an OrderSaga started on a task queue no worker
+// polls, so it has recorded nothing, as a run of the retired saga had not).
+func TestSagas_VersionsOfTheOpenRuns(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createSale(2, time.Hour)
+	for _, user := range []string{"ann", "bob"} {
+		r := s.claim(sale, user)
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		s.waitOrder(r.json(t)["order_id"].(string), user, seckill.StatusAwaitingPayment, 30*time.Second)
+	}
+	versions := func() (string, error) {
+		var out bytes.Buffer
+		err := app.SagasCommand(context.Background(), s.cfg, []string{"versions", "--json"}, &out)
+		return out.String(), err
+	}
+	want := `{"open_runs":[{"versions":["payable-at-admission-1"],"runs":2,"retired":false}],"retired_runs":0}` + "\n"
+	var got string
+	require.Eventually(t, func() bool {
+		out, err := versions()
+		got = out
+		return err == nil && out == want
+	}, 20*time.Second, 200*time.Millisecond, "versions: %s", &got)
+
+	run, err := s.temporal.ExecuteWorkflow(context.Background(), sdkclient.StartWorkflowOptions{
+		ID: "order-retired-stand-in", TaskQueue: "no-worker-polls-this",
+	}, seckill.OrderSagaWorkflow, seckill.SagaInput{OrderID: 1, SaleID: 1, UserID: "old"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.temporal.TerminateWorkflow(context.Background(), run.GetID(), "", "test over") })
+	var err2 error
+	require.Eventually(t, func() bool {
+		got, err2 = versions()
+		return errors.Is(err2, app.ErrRetiredSagas)
+	}, 20*time.Second, 200*time.Millisecond, "versions: %s (%v)", &got, &err2)
+	require.JSONEq(t, `{"open_runs":[{"versions":["payable-at-admission-1"],"runs":2,"retired":false},
+		{"versions":null,"runs":1,"retired":true}],"retired_runs":1}`, got)
+
+	var text bytes.Buffer
+	require.ErrorIs(t, app.SagasCommand(context.Background(), s.cfg, []string{"versions"}, &text), app.ErrRetiredSagas)
+	require.Equal(t, `  RUNS  SAGA VERSIONS (TemporalChangeVersion)
+     2  payable-at-admission-1
+     1  retired: started before payable-at-admission-1
+1 open runs of a retired saga version
+`, text.String())
 }

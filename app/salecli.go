@@ -25,7 +25,7 @@ import (
 const SaleUsage = `Usage:
   seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
                       [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
-                      [--timeout 15m]
+                      [--timeout 15m] [--segments 1..64]
   seckill sale list [--limit 50]
   seckill sale show ID
   seckill sale stats ID [--watch 2s]

@@ -86,9 +86,8 @@ type NewOrder struct {
 // database never oversells: refused, the order is CLOSED with SOLD_OUT in
 // the same transaction and ErrSoldOut is returned with it.
 //
-// Idempotent by order id: an order written before (by an earlier run, or
-// the two-step path of older sagas) is taken as it stands, locking its
-// unit only if it is still QUEUED. ErrActiveOrderExists: the user holds
+// Idempotent by order id: an order written before (by an earlier run) is
+// taken as it stands. ErrActiveOrderExists: the user holds
 // another active order of the sale (the partial unique index refused
 // this one); the order is then written CLOSED as CANCELLED, holding no
 // unit, and returned with the error. It returns the sale too.
@@ -125,38 +124,6 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 		return o, sale, ErrActiveOrderExists
 	}
 	return o, sale, err
-}
-
-// CreateOrder writes the order QUEUED at the sale's price, or returns the
-// existing row when it was written before (idempotent by order id). It
-// returns the sale too, for its payment timeout.
-func (s *Store) CreateOrder(ctx context.Context, n NewOrder) (*seckill.Order, *seckill.Sale, error) {
-	sale, err := s.Sale(ctx, n.SaleID)
-	if err != nil {
-		return nil, nil, err
-	}
-	row := orderRow{
-		ID:          n.ID,
-		SaleID:      n.SaleID,
-		UserID:      n.UserID,
-		Status:      string(seckill.StatusQueued),
-		AmountCents: sale.PriceCents,
-		Currency:    sale.Currency,
-		CreatedAt:   n.CreatedAt.UTC(),
-		UpdatedAt:   time.Now().UTC(),
-	}
-	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(&row).Error
-	if isUniqueViolation(err, "orders_one_active_per_user") {
-		return nil, sale, ErrActiveOrderExists
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("insert order %d: %w", n.ID, err)
-	}
-	o, err := s.Order(ctx, n.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	return o, sale, nil
 }
 
 // Order returns order id.
@@ -225,18 +192,6 @@ func (s *Store) lockedOrder(ctx context.Context, id int64, insert *orderRow, fn 
 		return row.order(), ErrSoldOut
 	}
 	return row.order(), nil
-}
-
-// LockStock moves one unit of the order's sale from available to locked and
-// makes the order AWAITING_PAYMENT until payBy. The UPDATE is conditional
-// on available > 0, so the database never oversells; when it is refused the
-// order is CLOSED with SOLD_OUT in the same transaction and ErrSoldOut is
-// returned. Idempotent: an order past QUEUED is returned unchanged (with
-// ErrSoldOut again if it was closed as sold out).
-func (s *Store) LockStock(ctx context.Context, orderID int64, payBy time.Time) (*seckill.Order, error) {
-	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
-		return lockUnit(tx, row, payBy)
-	})
 }
 
 // lockUnit moves one unit of the QUEUED order's sale from available to
@@ -337,8 +292,12 @@ func (e *PaidInTimeError) Error() string {
 	return fmt.Sprintf("payment %s was received in time for order %d", e.Event.ID, e.Event.OrderID)
 }
 
-// CloseUnpaid is CloseOrder for a saga that decided its order was not
-// paid (the deadline, a cancel, a failed payment): in the same transaction
+// CloseUnpaid closes an AWAITING_PAYMENT order that its saga decided was
+// not paid (the deadline, a cancel, a failed payment) with reason, gives
+// its locked unit back to available, and records payment event eventID
+// (if not empty: the failed payment that closed it) as APPLIED, in one
+// transaction. Idempotent: a CLOSED order is returned unchanged; a PAID
+// one returns ErrOrderPaid. In the same transaction
 // it reads the payments recorded for the order, and a successful one that
 // counts (received by pay_by or through ownIntent, the order's own
 // PaymentIntent as the saga knows it; for the order's amount; not yet
@@ -380,18 +339,7 @@ func paidInTime(tx *gorm.DB, row *orderRow, ownIntent string) (*PaymentEvent, er
 	return rows[0].event(), nil
 }
 
-// CloseOrder closes a QUEUED or AWAITING_PAYMENT order with reason and, if
-// it held a locked unit, gives the unit back to available, and records
-// payment event eventID (if not empty: the failed payment that closed it)
-// as APPLIED, in one transaction. Idempotent: a CLOSED order is returned
-// unchanged. A PAID order returns ErrOrderPaid.
-func (s *Store) CloseOrder(ctx context.Context, orderID int64, reason seckill.CloseReason, eventID string, closedAt time.Time) (*seckill.Order, error) {
-	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
-		return closeRow(tx, row, reason, eventID, closedAt)
-	})
-}
-
-// closeRow is CloseOrder's transition, within tx on the locked row.
+// closeRow is CloseUnpaid's transition, within tx on the locked row.
 func closeRow(tx *gorm.DB, row *orderRow, reason seckill.CloseReason, eventID string, closedAt time.Time) error {
 	switch seckill.OrderStatus(row.Status) {
 	case seckill.StatusClosed:

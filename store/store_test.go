@@ -38,16 +38,11 @@ func createSale(t *testing.T, st *store.Store, units int64) *seckill.Sale {
 	return sale
 }
 
-func createOrder(t *testing.T, st *store.Store, saleID, orderID int64, user string) *seckill.Order {
+// startOrder writes an admitted order AWAITING_PAYMENT, its unit locked.
+func startOrder(t *testing.T, st *store.Store, saleID, orderID int64, user string) *seckill.Order {
 	t.Helper()
-	o, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: orderID, SaleID: saleID, UserID: user, CreatedAt: time.Now()})
-	require.NoError(t, err)
-	return o
-}
-
-func lockStock(t *testing.T, st *store.Store, orderID int64) *seckill.Order {
-	t.Helper()
-	o, err := st.LockStock(t.Context(), orderID, time.Now().Add(15*time.Minute).Truncate(time.Microsecond))
+	o, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: orderID, SaleID: saleID, UserID: user, CreatedAt: time.Now(),
+		PayBy: time.Now().Add(15 * time.Minute).Truncate(time.Microsecond)})
 	require.NoError(t, err)
 	return o
 }
@@ -152,182 +147,34 @@ func TestSales_PagesNewestFirst(t *testing.T) {
 	require.Equal(t, [][]int64{{ids[4], ids[3]}, {ids[2], ids[1]}, {ids[0]}}, pages)
 }
 
-func TestCreateOrder_QueuedAtSalePrice(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createdAt := time.Now().Add(-time.Second).Truncate(time.Microsecond)
-
-	o, gotSale, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 7, SaleID: sale.ID, UserID: "alice", CreatedAt: createdAt})
-
-	require.NoError(t, err)
-	require.Equal(t, sale.ID, gotSale.ID)
-	require.Equal(t, sale.PaymentTimeout, gotSale.PaymentTimeout)
-	require.Equal(t, &seckill.Order{
-		ID:          7,
-		SaleID:      sale.ID,
-		UserID:      "alice",
-		Status:      seckill.StatusQueued,
-		AmountCents: 990,
-		Currency:    "usd",
-		CreatedAt:   createdAt.UTC(),
-	}, normalize(o))
-	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID), "a queued order holds no unit")
-}
-
-func TestCreateOrder_IsIdempotent(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	first := createOrder(t, st, sale.ID, 7, "alice")
-
-	again := createOrder(t, st, sale.ID, 7, "alice")
-
-	require.Equal(t, normalize(first), normalize(again))
-}
-
-func TestCreateOrder_ReturnsExistingRowPastQueued(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	locked := lockStock(t, st, 7)
-
-	again := createOrder(t, st, sale.ID, 7, "alice")
-
-	require.Equal(t, seckill.StatusAwaitingPayment, again.Status)
-	require.Equal(t, normalize(locked), normalize(again))
-	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
-}
-
-func TestCreateOrder_UnknownSaleIsNotFound(t *testing.T) {
+func TestStartOrder_UnknownSaleIsNotFound(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 
-	_, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 7, SaleID: 999, UserID: "alice", CreatedAt: time.Now()})
+	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: 999, UserID: "alice", CreatedAt: time.Now()})
 
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
-func TestCreateOrder_SecondActiveOrderOfUserRefused(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-
-	_, _, err := st.CreateOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
-
-	require.ErrorIs(t, err, store.ErrActiveOrderExists)
-	_, err = st.Order(t.Context(), 8)
-	require.ErrorIs(t, err, store.ErrNotFound)
-	// Another user, or the same user on another sale, is not affected.
-	createOrder(t, st, sale.ID, 9, "bob")
-	other := createSale(t, st, 5)
-	createOrder(t, st, other.ID, 10, "alice")
-}
-
-func TestCreateOrder_AllowedAgainAfterClose(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	_, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now())
-	require.NoError(t, err)
-
-	o := createOrder(t, st, sale.ID, 8, "alice")
-
-	require.Equal(t, seckill.StatusQueued, o.Status)
-}
-
-func TestLockStock_MovesUnitAndAwaitsPayment(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	payBy := time.Now().Add(15 * time.Minute).Truncate(time.Microsecond)
-
-	o, err := st.LockStock(t.Context(), 7, payBy)
-
-	require.NoError(t, err)
-	require.Equal(t, seckill.StatusAwaitingPayment, o.Status)
-	require.NotNil(t, o.PayBy)
-	require.True(t, payBy.Equal(*o.PayBy))
-	stored := order(t, st, 7)
-	require.Equal(t, seckill.StatusAwaitingPayment, stored.Status)
-	require.NotNil(t, stored.PayBy)
-	require.True(t, payBy.Equal(*stored.PayBy))
-	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
-}
-
-func TestLockStock_IsIdempotent(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	first := lockStock(t, st, 7)
-
-	again, err := st.LockStock(t.Context(), 7, time.Now().Add(time.Hour))
-
-	require.NoError(t, err)
-	require.Equal(t, normalize(first), normalize(again), "a retry keeps the first deadline")
-	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID))
-}
-
-func TestLockStock_SoldOutClosesOrder(t *testing.T) {
+func TestStartOrder_SoldOutUserMayOrderAgain(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 1)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
-	createOrder(t, st, sale.ID, 8, "bob")
-
-	o, err := st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
-
-	require.ErrorIs(t, err, store.ErrSoldOut)
-	require.NotNil(t, o)
-	require.Equal(t, seckill.StatusClosed, o.Status)
-	require.Equal(t, seckill.CloseSoldOut, o.CloseReason)
-	stored := order(t, st, 8)
-	require.Equal(t, seckill.StatusClosed, stored.Status, "the SOLD_OUT close must be committed")
-	require.Equal(t, seckill.CloseSoldOut, stored.CloseReason)
-	require.NotNil(t, stored.ClosedAt)
-	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
-
-	_, err = st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
-
-	require.ErrorIs(t, err, store.ErrSoldOut, "a retry is refused again")
-	require.Equal(t, split(1, 0, 1, 0), stock(t, st, sale.ID))
-}
-
-func TestLockStock_SoldOutUserMayOrderAgain(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 1)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
-	createOrder(t, st, sale.ID, 8, "bob")
-	_, err := st.LockStock(t.Context(), 8, time.Now().Add(15*time.Minute))
+	startOrder(t, st, sale.ID, 7, "alice")
+	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 8, SaleID: sale.ID, UserID: "bob", CreatedAt: time.Now()})
 	require.ErrorIs(t, err, store.ErrSoldOut)
 
 	// Alice's unit comes back; bob's sold-out order is no longer active, so
-	// his next claim can be written.
-	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
+	// his next claim can be written, and so can Alice's.
+	_, err = st.CloseUnpaid(t.Context(), 7, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
-	_, _, err = st.CreateOrder(t.Context(), store.NewOrder{ID: 9, SaleID: sale.ID, UserID: "bob", CreatedAt: time.Now()})
-
-	require.NoError(t, err)
+	o := startOrder(t, st, sale.ID, 9, "bob")
+	require.Equal(t, seckill.StatusAwaitingPayment, o.Status)
+	_, _, err = st.StartOrder(t.Context(), store.NewOrder{ID: 10, SaleID: sale.ID, UserID: "alice", CreatedAt: time.Now()})
+	require.ErrorIs(t, err, store.ErrSoldOut, "a closed order is no longer active: refused only for stock")
 }
 
-func TestLockStock_UnknownOrderIsNotFound(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-
-	_, err := st.LockStock(t.Context(), 404, time.Now())
-
-	require.ErrorIs(t, err, store.ErrNotFound)
-}
-
-func TestLockStock_ParallelOrdersNeverOversell(t *testing.T) {
+func TestStartOrder_ParallelOrdersNeverOversell(t *testing.T) {
 	t.Parallel()
 	const (
 		orders = 20
@@ -335,9 +182,6 @@ func TestLockStock_ParallelOrdersNeverOversell(t *testing.T) {
 	)
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, units)
-	for i := range orders {
-		createOrder(t, st, sale.ID, int64(i+1), "user-"+strconv.Itoa(i))
-	}
 	ctx := t.Context()
 
 	var (
@@ -348,7 +192,8 @@ func TestLockStock_ParallelOrdersNeverOversell(t *testing.T) {
 	for i := range orders {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = st.LockStock(ctx, int64(i+1), time.Now().Add(15*time.Minute))
+			_, _, errs[i] = st.StartOrder(ctx, store.NewOrder{ID: int64(i + 1), SaleID: sale.ID, UserID: "user-" + strconv.Itoa(i),
+				CreatedAt: time.Now(), PayBy: time.Now().Add(15 * time.Minute)})
 		})
 	}
 	close(start)
@@ -380,8 +225,7 @@ func TestConfirmPayment_SellsLockedUnit(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
+	startOrder(t, st, sale.ID, 7, "alice")
 	paidAt := time.Now().Truncate(time.Microsecond)
 
 	o, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", paidAt)
@@ -398,8 +242,7 @@ func TestConfirmPayment_IsIdempotent(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
+	startOrder(t, st, sale.ID, 7, "alice")
 	first, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now().Truncate(time.Microsecond))
 	require.NoError(t, err)
 
@@ -414,9 +257,8 @@ func TestConfirmPayment_ClosedOrderRefused(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
-	_, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
+	startOrder(t, st, sale.ID, 7, "alice")
+	_, err := st.CloseUnpaid(t.Context(), 7, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
 
 	_, err = st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
@@ -428,28 +270,14 @@ func TestConfirmPayment_ClosedOrderRefused(t *testing.T) {
 	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
 }
 
-func TestConfirmPayment_QueuedOrderRefused(t *testing.T) {
+func TestCloseUnpaid_ReleasesLockedUnitOnce(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-
-	_, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
-
-	require.Error(t, err)
-	require.Equal(t, seckill.StatusQueued, order(t, st, 7).Status)
-	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
-}
-
-func TestCloseOrder_ReleasesLockedUnitOnce(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
+	startOrder(t, st, sale.ID, 7, "alice")
 	closedAt := time.Now().Truncate(time.Microsecond)
 
-	o, err := st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", closedAt)
+	o, err := st.CloseUnpaid(t.Context(), 7, seckill.ClosePaymentTimeout, "", "", closedAt)
 
 	require.NoError(t, err)
 	require.Equal(t, seckill.StatusClosed, o.Status)
@@ -458,39 +286,22 @@ func TestCloseOrder_ReleasesLockedUnitOnce(t *testing.T) {
 	require.True(t, closedAt.Equal(*o.ClosedAt))
 	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
 
-	again, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now().Add(time.Minute))
+	again, err := st.CloseUnpaid(t.Context(), 7, seckill.CloseCancelled, "", "", time.Now().Add(time.Minute))
 
 	require.NoError(t, err)
 	require.Equal(t, normalize(o), normalize(again), "a second close keeps the first reason")
 	require.Equal(t, split(5, 5, 0, 0), stock(t, st, sale.ID))
 }
 
-func TestCloseOrder_QueuedOrderLeavesStock(t *testing.T) {
+func TestCloseUnpaid_PaidOrderRefused(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	createOrder(t, st, sale.ID, 8, "bob")
-	lockStock(t, st, 8)
-
-	o, err := st.CloseOrder(t.Context(), 7, seckill.CloseCancelled, "", time.Now())
-
-	require.NoError(t, err)
-	require.Equal(t, seckill.StatusClosed, o.Status)
-	require.Equal(t, seckill.CloseCancelled, o.CloseReason)
-	require.Equal(t, split(5, 4, 1, 0), stock(t, st, sale.ID), "a queued order held no unit to give back")
-}
-
-func TestCloseOrder_PaidOrderRefused(t *testing.T) {
-	t.Parallel()
-	st, _ := testenv.Store(t)
-	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 7, "alice")
-	lockStock(t, st, 7)
+	startOrder(t, st, sale.ID, 7, "alice")
 	_, err := st.ConfirmPayment(t.Context(), 7, "", "pi_1", time.Now())
 	require.NoError(t, err)
 
-	_, err = st.CloseOrder(t.Context(), 7, seckill.ClosePaymentTimeout, "", time.Now())
+	_, err = st.CloseUnpaid(t.Context(), 7, seckill.ClosePaymentTimeout, "", "", time.Now())
 
 	require.ErrorIs(t, err, store.ErrOrderPaid)
 	require.Equal(t, seckill.StatusPaid, order(t, st, 7).Status)
@@ -709,22 +520,22 @@ func normalize(o *seckill.Order) *seckill.Order {
 	return &c
 }
 
-func TestWarmSnapshot_SubtractsOrdersNotYetHoldingAUnit(t *testing.T) {
+func TestWarmSnapshot_LoadsAvailableUnitsAndActiveOrders(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 	sale := createSale(t, st, 5)
-	createOrder(t, st, sale.ID, 1, "alice") // QUEUED: will take a unit
-	createOrder(t, st, sale.ID, 2, "bob")
-	lockStock(t, st, 2) // AWAITING_PAYMENT: holds one
-	createOrder(t, st, sale.ID, 3, "carol")
-	lockStock(t, st, 3)
-	_, err := st.CloseOrder(t.Context(), 3, seckill.ClosePaymentTimeout, "", time.Now())
+	startOrder(t, st, sale.ID, 1, "alice")
+	startOrder(t, st, sale.ID, 2, "bob")
+	_, err := st.ConfirmPayment(t.Context(), 2, "", "pi_2", time.Now())
+	require.NoError(t, err)
+	startOrder(t, st, sale.ID, 3, "carol")
+	_, err = st.CloseUnpaid(t.Context(), 3, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
 
 	snap, err := st.WarmSnapshot(t.Context(), sale.ID)
 
 	require.NoError(t, err)
-	require.Equal(t, int64(3), snap.Units, "5 total - 1 locked - 1 queued")
+	require.Equal(t, int64(3), snap.Units, "5 total - 1 locked - 1 sold")
 	require.ElementsMatch(t, []store.ActiveOrder{{UserID: "alice", OrderID: 1}, {UserID: "bob", OrderID: 2}}, snap.Claims)
 
 	open, err := st.OpenSales(t.Context(), time.Now())
@@ -829,7 +640,7 @@ func TestConfirmAndClose_RecordTheDecidingEventInTheSameTransaction(t *testing.T
 
 	_, err = st.ConfirmPayment(t.Context(), 7, "evt_paid", "pi_1", time.Now())
 	require.NoError(t, err)
-	_, err = st.CloseOrder(t.Context(), 8, seckill.ClosePaymentFailed, "evt_failed", time.Now())
+	_, err = st.CloseUnpaid(t.Context(), 8, seckill.ClosePaymentFailed, "evt_failed", "", time.Now())
 	require.NoError(t, err)
 
 	for _, id := range []string{"evt_paid", "evt_failed"} {

@@ -12,8 +12,9 @@ import (
 // losing its keys, read in one consistent snapshot.
 type WarmSnapshot struct {
 	Sale *seckill.Sale
-	// Units is available minus the orders written but not yet holding a
-	// unit: those will take theirs from available when their saga locks.
+	// Units is the sale's available units: an order takes its unit in
+	// the transaction that writes it (StartOrder), so every order written
+	// holds one already.
 	Units int64
 	// Claims are the users' active (not CLOSED) orders.
 	Claims []ActiveOrder
@@ -51,12 +52,7 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 	if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
 		return nil, fmt.Errorf("load sale %d: %w", saleID, err)
 	}
-	var pending int64
-	if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
-		Count(&pending).Error; err != nil {
-		return nil, fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
-	}
-	snap := &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
+	snap := &WarmSnapshot{Sale: row.sale(), Units: row.Available}
 	if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
 		Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
 		Scan(&snap.Claims).Error; err != nil {

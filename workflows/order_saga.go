@@ -55,9 +55,9 @@ func OrderSaga(ctx workflow.Context, in seckill.SagaInput) (seckill.SagaResult, 
 	}); err != nil {
 		return seckill.SagaResult{}, err
 	}
-	if workflow.GetVersion(ctx, localActivitiesChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return legacyOrderSaga(ctx, in, &status)
-	}
+	// Runs started before localActivitiesChange are no longer supported:
+	// their replay stops here with Temporal's TMPRL1100 error.
+	workflow.GetVersion(ctx, localActivitiesChange, 1, 1)
 	s := &orderSaga{
 		in:       in,
 		status:   &status,
@@ -71,8 +71,12 @@ func OrderSaga(ctx workflow.Context, in seckill.SagaInput) (seckill.SagaResult, 
 
 // localActivitiesChange is the workflow.GetVersion change id of the saga
 // above: payable at admission, local activities, a settle phase on a
-// disconnected context. DefaultVersion runs legacyOrderSaga.
-const localActivitiesChange = "payable-at-admission"
+// disconnected context. Its DefaultVersion, the saga of releases before
+// it, is retired (docs/OPERATIONS.md, "Upgrading": `seckill sagas versions` shows
+// whether any run of it is still open); its minimum supported version is
+// 1. The call stays, so every run records the version it started on and a
+// retired run fails clearly.
+const localActivitiesChange = seckill.SagaBaseChange
 
 // deliveryGrace is how long past pay_by the saga still waits, for payment
 // events received by pay_by whose signal is still on its way. A payment

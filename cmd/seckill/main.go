@@ -26,7 +26,7 @@ import (
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
 
 Usage:
-  seckill dev [--temporal-store postgres|memory]
+  seckill dev [--temporal-store postgres|memory] [--db-file F] [--no-demo]
                                     everything in one process (embedded Temporal
                                     + UI; Temporal's state in PostgreSQL unless
                                     memory is asked for)
@@ -44,6 +44,9 @@ Usage:
   seckill audit --sale ID [--wait 2m] [--json]
                                     check the eight invariants of a sale; exits
                                     non-zero on any violation
+  seckill sagas versions [--json]   open order sagas by the saga version they
+                                    started on; exits non-zero while a run of a
+                                    retired version is open (docs/OPERATIONS.md, Upgrading)
   seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
                                     flash-sale benchmark with its anchors
                                     (launches its own system; see BENCHMARKS.md)
@@ -138,6 +141,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runAudit(ctx, cfg, args, stdout)
 	case "sale":
 		return app.SaleCommand(ctx, cfg, os.Getenv, args, stdout, time.Now())
+	case "sagas":
+		return app.SagasCommand(ctx, cfg, args, stdout)
 	case "bench":
 		return runBench(ctx, cfg, args, stdout, stderr)
 	case "help", "-h", "--help":

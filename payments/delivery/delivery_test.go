@@ -47,7 +47,7 @@ func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
 		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: int64(1001 + i), SaleID: sale.ID, UserID: user, CreatedAt: now})
 		require.NoError(t, err)
 	}
-	_, err := st.CloseOrder(ctx, 1001, seckill.ClosePaymentTimeout, "", now)
+	_, err := st.CloseUnpaid(ctx, 1001, seckill.ClosePaymentTimeout, "", "", now)
 	require.NoError(t, err)
 	temporal := &sagas{}
 	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

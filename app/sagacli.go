@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	sdkclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/saga"
+)
+
+// SagasUsage is the help of `seckill sagas`.
+const SagasUsage = `Usage:
+  seckill sagas versions [--json]
+
+Counts the open OrderSaga runs by the saga versions they started on
+(Temporal's TemporalChangeVersion search attribute). A run without
+` + seckill.SagaBaseChange + `-1 started on the retired saga of earlier releases, which this
+release's worker cannot replay: the command exits non-zero while any is
+open. It only reads Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE).
+`
+
+// ErrRetiredSagas makes `seckill sagas versions` exit non-zero.
+var ErrRetiredSagas = errors.New("open runs of a retired saga version: let the release that started them finish them before upgrading the worker (docs/OPERATIONS.md, Upgrading)")
+
+// SagasCommand runs `seckill sagas ...` against cfg's Temporal.
+func SagasCommand(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) == 0 {
+			return errors.New("sagas: a subcommand is required (versions)\n\n" + SagasUsage)
+		}
+		_, err := io.WriteString(stdout, SagasUsage)
+		return err
+	}
+	if args[0] != "versions" {
+		return fmt.Errorf("sagas: unknown subcommand %q\n\n%s", args[0], SagasUsage)
+	}
+	fs := flag.NewFlagSet("sagas versions", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("sagas versions: %w\n\n%s", err, SagasUsage)
+	}
+	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
+		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+	})
+	if err != nil {
+		return temporalError(cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+	counts, err := saga.New(tc, saga.Options{TaskQueue: cfg.TaskQueue}).OpenVersions(ctx)
+	if err != nil {
+		return err
+	}
+	retired := 0
+	for _, c := range counts {
+		if c.Retired {
+			retired += c.Runs
+		}
+	}
+	if *asJSON {
+		if counts == nil {
+			counts = []saga.VersionCount{}
+		}
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"open_runs": counts, "retired_runs": retired}); err != nil {
+			return err
+		}
+	} else {
+		printVersions(stdout, counts, retired)
+	}
+	if retired > 0 {
+		return ErrRetiredSagas
+	}
+	return nil
+}
+
+func printVersions(w io.Writer, counts []saga.VersionCount, retired int) {
+	if len(counts) == 0 {
+		fmt.Fprintln(w, "no open OrderSaga runs")
+		return
+	}
+	fmt.Fprintf(w, "%6s  %s\n", "RUNS", "SAGA VERSIONS (TemporalChangeVersion)")
+	for _, c := range counts {
+		versions := strings.Join(c.Versions, ", ")
+		if c.Retired {
+			versions = strings.TrimPrefix(versions+", ", ", ") + "retired: started before " + seckill.SagaBaseChange + "-1"
+		}
+		fmt.Fprintf(w, "%6d  %s\n", c.Runs, versions)
+	}
+	if retired == 0 {
+		fmt.Fprintln(w, "no open run of a retired saga version")
+	} else {
+		fmt.Fprintf(w, "%d open runs of a retired saga version\n", retired)
+	}
+}
