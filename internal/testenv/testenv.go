@@ -234,12 +234,24 @@ func NoLeaks(t testing.TB) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
-		goleak.VerifyNone(t, before,
-			goleak.IgnoreAnyFunction("gorm.io/gorm/internal/lru.NewLRU[...].func1"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+		goleak.VerifyNone(t, append(lifelong, before)...)
 	})
 }
+
+// lifelong are the goroutines that live as long as the process: gorm's
+// statement-cache janitor and fasthttp's clock, and fasthttp's
+// worker-pool cleaner, which ends at its next tick after its server
+// stops.
+var lifelong = []goleak.Option{
+	goleak.IgnoreAnyFunction("gorm.io/gorm/internal/lru.NewLRU[...].func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+}
+
+// LeakCheckMain is a package's TestMain: it runs the tests, then fails
+// the package if a goroutine one of them started is still running
+// (go.uber.org/goleak), but for the lifelong ones.
+func LeakCheckMain(m *testing.M) { goleak.VerifyTestMain(m, lifelong...) }
 
 // SegmentedSale is OpenSale with its Redis stock split into parts, warmed
 // in rs with all its units.
