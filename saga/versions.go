@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
@@ -35,6 +36,7 @@ type VersionCount struct {
 // waits until no open run is Retired.
 func (c *Client) OpenVersions(ctx context.Context) ([]VersionCount, error) {
 	query := fmt.Sprintf("WorkflowType = %q AND ExecutionStatus = 'Running'", seckill.OrderSagaWorkflow)
+	base := seckill.SagaBaseChange + "-1"
 	byKey := map[string]*VersionCount{}
 	dc := converter.GetDefaultDataConverter()
 	var token []byte
@@ -53,9 +55,27 @@ func (c *Client) OpenVersions(ctx context.Context) ([]VersionCount, error) {
 				}
 			}
 			sort.Strings(versions)
+			retired := false
+			if !slices.Contains(versions, base) {
+				// Visibility lags, and a run records its versions in its
+				// first workflow task: its history says which it is.
+				h, err := c.startedOn(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+				if err != nil {
+					return nil, err
+				}
+				switch h {
+				case historyBase:
+					versions = append(versions, base)
+					sort.Strings(versions)
+				case historyStarting:
+					versions = []string{"(starting: no workflow task done yet)"}
+				case historyRetired:
+					retired = true
+				}
+			}
 			key := strings.Join(versions, "\x00")
 			if byKey[key] == nil {
-				byKey[key] = &VersionCount{Versions: versions, Retired: !slices.Contains(versions, seckill.SagaBaseChange+"-1")}
+				byKey[key] = &VersionCount{Versions: versions, Retired: retired}
 			}
 			byKey[key].Runs++
 		}
@@ -74,4 +94,46 @@ func (c *Client) OpenVersions(ctx context.Context) ([]VersionCount, error) {
 		return strings.Join(out[i].Versions, ",") < strings.Join(out[j].Versions, ",")
 	})
 	return out, nil
+}
+
+// What a run's history says of the saga it started on.
+const (
+	historyBase     = iota // it recorded seckill.SagaBaseChange
+	historyStarting        // no workflow task completed yet: it will
+	historyRetired         // a workflow task completed without it
+)
+
+// startedOn reads the start of one run's history: a supported run records
+// its version marker in the commands of its first workflow task.
+func (c *Client) startedOn(ctx context.Context, workflowID, runID string) (int, error) {
+	iter := c.tc.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	dc := converter.GetDefaultDataConverter()
+	completed := false
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return 0, fmt.Errorf("read the history of %s: %w", workflowID, err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			completed = true
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			m := ev.GetMarkerRecordedEventAttributes()
+			var id string
+			if p := m.GetDetails()["change-id"].GetPayloads(); m.GetMarkerName() == "Version" && len(p) == 1 &&
+				dc.FromPayload(p[0], &id) == nil && id == seckill.SagaBaseChange {
+				return historyBase, nil
+			}
+		}
+		if completed && ev.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED &&
+			ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED {
+			// The first task's commands follow its completion, the
+			// version marker first among them.
+			return historyRetired, nil
+		}
+	}
+	if completed {
+		return historyRetired, nil
+	}
+	return historyStarting, nil
 }
