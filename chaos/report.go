@@ -30,8 +30,13 @@ type line struct {
 	// AdmittedButLost: 202s whose order never got a row.
 	AdmittedButLost int `json:"admitted_but_lost"`
 	// Unsettled: orders the driver follows that neither reached PAID or
-	// CLOSED nor vanished within the settle window.
+	// CLOSED nor vanished within the settle window, and are past their
+	// pay_by (plus the grace).
 	Unsettled int `json:"unsettled"`
+	// OpenInTime: followed orders still before their pay_by when the
+	// settle window closed (a waitlist keeps making new ones while buyers
+	// wait): not a violation.
+	OpenInTime int `json:"open_in_time"`
 	// PaymentsKeptWithoutRefund: payment_intent.succeeded events that
 	// neither paid their order (PAID with the event's PaymentIntent) nor
 	// have a SUCCEEDED refund, orders without a row included.

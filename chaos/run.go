@@ -49,6 +49,7 @@ type result struct {
 	auditOut   string
 	elapsed    time.Duration
 	unsettled  int
+	openInTime int // followed orders still before their pay_by (+ grace) when the settle window closed
 	line       line
 }
 
@@ -388,6 +389,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		pending[id] = true
 	}
 	missingSince := map[string]time.Time{}
+	payBy := map[string]time.Time{} // of the followed orders still pending, as last read
 	quiet := 0
 	lastSaid := time.Now()
 	for time.Now().Before(settleBy) {
@@ -401,6 +403,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		type answer struct {
 			status string
 			code   int
+			payBy  time.Time
 		}
 		answers := make([]answer, len(ids))
 		var sweep sync.WaitGroup
@@ -410,7 +413,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			go func() {
 				defer sweep.Done()
 				for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
-					answers[i].status, answers[i].code = orderStatus(base, admin, ids[i])
+					answers[i].status, answers[i].code, answers[i].payBy = orderStatus(base, admin, ids[i])
 				}
 			}()
 		}
@@ -434,6 +437,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 				}
 			default:
 				delete(missingSince, id)
+				payBy[id] = a.payBy
 			}
 		}
 		open, backlog := -1, int64(-1)
@@ -467,8 +471,19 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	res.unsettled = len(pending)
-	fmt.Printf("  %5.1fs settled (%d unsettled); auditing ...\n", time.Since(start).Seconds(), res.unsettled)
+	// An order still before its pay_by (plus the grace) when the window
+	// closes is open in time, not unsettled: with a waitlist, every unpaid
+	// unit becomes a waiting buyer's new order, with a pay_by of its own,
+	// for as long as buyers wait.
+	for id := range pending {
+		if by := payBy[id]; !by.IsZero() && time.Now().Before(by.Add(grace)) {
+			res.openInTime++
+			continue
+		}
+		res.unsettled++
+	}
+	fmt.Printf("  %5.1fs settled (%d unsettled, %d open before their pay_by); auditing ...\n",
+		time.Since(start).Seconds(), res.unsettled, res.openInTime)
 	stopFollowing()
 	following.Wait()
 	// Payers still retrying (a webhook through an outage) finish, or give
@@ -497,7 +512,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	res.refunds = m.Refunds
 	res.elapsed = time.Since(start)
 	m.Variant, m.Seed, m.Redis, m.Segments, m.Waitlist, m.Payments = o.variant(), seed, o.redis, o.segments, o.waitlist, o.payments
-	m.Admitted, m.Unsettled, m.AuditOK = res.admitted, res.unsettled, res.auditOK
+	m.Admitted, m.Unsettled, m.OpenInTime, m.AuditOK = res.admitted, res.unsettled, res.openInTime, res.auditOK
 	m.AdmittedPolledLost, m.WaitlistOrdersPolledLost = res.lost, res.waitLost
 	m.WaitlistJoins, m.WaitlistJoinAnswers, m.WaitlistOrdersSeen = sh.joinCounts()
 	m.Faults = res.faults
@@ -545,19 +560,20 @@ func createSale(base, admin string, o options) (string, error) {
 
 var pollClient = &http.Client{Timeout: 5 * time.Second}
 
-func orderStatus(base, admin, id string) (string, int) {
+func orderStatus(base, admin, id string) (string, int, time.Time) {
 	req, _ := http.NewRequest("GET", base+"/api/v1/orders/"+id, nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
 	resp, err := pollClient.Do(req)
 	if err != nil {
-		return "", 0
+		return "", 0, time.Time{}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var o struct {
-		Status string `json:"status"`
+		Status string    `json:"status"`
+		PayBy  time.Time `json:"pay_by"`
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&o)
-	return o.Status, resp.StatusCode
+	return o.Status, resp.StatusCode, o.PayBy
 }
 
 func dropDatabase(name string) {
