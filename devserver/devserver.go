@@ -71,7 +71,8 @@ type Config struct {
 	// server that works has nothing to say.
 	LogLevel string
 	// LogFile, when set, receives the server's logs (appended) instead of
-	// stderr.
+	// stderr. One past MaxLogBytes at start is moved to LogFile.1 (the one
+	// before is dropped), so the file stays bounded.
 	LogFile string
 	// PProfPort serves Go's pprof on this loopback port (0: off), to
 	// profile the server under load.
@@ -110,6 +111,9 @@ func Start(cfg Config) (*Server, error) {
 		cfg.UIPort = ports[1]
 	}
 
+	if err := rotate(cfg.LogFile); err != nil {
+		return nil, err
+	}
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json", OutputFile: cfg.LogFile}))
 	var persistence config.Persistence
 	if cfg.Postgres != nil {
@@ -384,4 +388,22 @@ func waitHTTP(url string, timeout time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// MaxLogBytes bounds Config.LogFile: a file past it at start is rotated.
+const MaxLogBytes = 10 << 20
+
+// rotate moves file to file.1 when it is past MaxLogBytes.
+func rotate(file string) error {
+	if file == "" {
+		return nil
+	}
+	fi, err := os.Stat(file)
+	if err != nil || fi.Size() <= MaxLogBytes {
+		return nil
+	}
+	if err := os.Rename(file, file+".1"); err != nil {
+		return fmt.Errorf("rotate the Temporal log %s: %w", file, err)
+	}
+	return nil
 }

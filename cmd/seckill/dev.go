@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer
 	if strings.ToLower(os.Getenv("SECKILL_LOG_LEVEL")) == "debug" {
 		opts.TemporalLogLevel = "debug"
 	} else {
-		opts.TemporalLogFile = filepath.Join(os.TempDir(), "seckill-dev-temporal.log")
+		opts.TemporalLogFile = devTemporalLog(cfg.DatabaseURL)
 		fmt.Fprintf(stdout, "(the embedded Temporal server logs to %s; SECKILL_LOG_LEVEL=debug shows it here)\n", opts.TemporalLogFile)
 	}
 	err := app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
@@ -85,4 +86,21 @@ Tokens for curl (dev secret):
 		fmt.Fprintln(stdout, "seckill dev stopped cleanly: orders in flight continue at the next start")
 	}
 	return err
+}
+
+// devTemporalLog is where `seckill dev` writes the embedded server's logs:
+// one file per installation (its database), bounded by
+// devserver.MaxLogBytes.
+func devTemporalLog(databaseURL string) string {
+	name := "seckill"
+	if u, err := url.Parse(databaseURL); err == nil && strings.Trim(u.Path, "/") != "" {
+		name = strings.Trim(u.Path, "/")
+	}
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+	return filepath.Join(os.TempDir(), "seckill-dev-temporal-"+name+".log")
 }
