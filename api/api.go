@@ -63,6 +63,9 @@ type Config struct {
 	// Payments makes orders' payment objects (POST /orders/{id}/payment);
 	// nil with the dev provider, whose checkout needs none.
 	Payments seckill.PaymentIntents
+	// PaymentHold is how long a payment for an order never written is
+	// held before it is refunded (delivery.Deliverer.Hold).
+	PaymentHold time.Duration
 }
 
 // Server is the HTTP API.
@@ -111,7 +114,7 @@ func New(cfg Config) *Server {
 			}
 		}),
 		metrics:  newMetrics(reg),
-		delivery: &delivery.Deliverer{Store: cfg.Store, Redis: cfg.Redis, Sagas: cfg.Sagas, Log: cfg.Log},
+		delivery: &delivery.Deliverer{Store: cfg.Store, Redis: cfg.Redis, Sagas: cfg.Sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 		watchers: newOrderWatchers(),
 		funnel:   newFunnel(),

@@ -214,7 +214,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
-		Delivery: &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log},
+		Delivery: &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		IDs:      ids,
 	}
 	if err := rec.Register(d.Metrics); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/stripepay"
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
@@ -56,6 +57,10 @@ type Config struct {
 	RewarmEvery    time.Duration
 	ReconcileEvery time.Duration
 	ReconcileGrace time.Duration
+	// PaymentHold (SECKILL_PAYMENT_HOLD) is how long a payment for an
+	// order never written is held, in case its saga still starts, before
+	// it is refunded [delivery.PendingWindow].
+	PaymentHold time.Duration
 
 	// WaitlistMax bounds each sale's waitlist (SECKILL_WAITLIST_MAX).
 	WaitlistMax int
@@ -147,6 +152,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RewarmEvery:         dur("SECKILL_REWARM_EVERY", 5*time.Second),
 		ReconcileEvery:      dur("SECKILL_RECONCILE_EVERY", time.Minute),
 		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", reconcile.DefaultGrace),
+		PaymentHold:         dur("SECKILL_PAYMENT_HOLD", delivery.PendingWindow),
 		WaitlistMax:         num("SECKILL_WAITLIST_MAX", api.DefaultWaitlistMax, 1, 100_000_000),
 		PaymentProvider:     str("SECKILL_PAYMENT_PROVIDER", ProviderDev),
 		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),

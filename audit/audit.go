@@ -38,7 +38,7 @@ type Report struct {
 	// Waiting is the length of the sale's waitlist (Redis).
 	Waiting int64 `json:"waiting"`
 	// PaymentsHeld counts the payments for an order never written that
-	// delivery still holds (within delivery.PendingWindow of the
+	// delivery still holds (within Options.Hold of the
 	// admission, its saga may yet start); the sale is not at rest while
 	// any is held.
 	PaymentsHeld int     `json:"payments_held"`
@@ -60,6 +60,9 @@ type Options struct {
 	// Grace is how long past its deadline an order may take to settle, and
 	// a claim to reach its saga, before it counts as stuck [60s].
 	Grace time.Duration
+	// Hold is how long delivery holds a payment for an order never
+	// written (SECKILL_PAYMENT_HOLD) [delivery.PendingWindow].
+	Hold time.Duration
 }
 
 // Auditor reads the three stores. Sagas may be nil: sagas are then not
@@ -106,6 +109,9 @@ type eventRow struct {
 
 // Run audits sale saleID at now.
 func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report, error) {
+	if opts.Hold <= 0 {
+		opts.Hold = delivery.PendingWindow
+	}
 	if opts.Grace <= 0 {
 		opts.Grace = 60 * time.Second
 	}
@@ -314,8 +320,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		case appliedHere && refunded:
 			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid %s and was refunded", e.ID, order))
 		case appliedHere || refunded:
-		case e.Status == "" && e.Outcome == string(seckill.OutcomeReceived) &&
-			now.Before(idgen.Time(e.OrderID).Add(delivery.PendingWindow+opts.Grace)):
+		case e.Status == "" && e.Outcome == string(seckill.OutcomeReceived) && held(e.OrderID, now, opts):
 			// Held by delivery: refunded once the window has passed.
 			rep.PaymentsHeld++
 		case e.Outcome == string(seckill.OutcomeReceived) && age > opts.Grace:
@@ -431,7 +436,7 @@ func (r *Report) String() string {
 	}
 	held := ""
 	if r.PaymentsHeld > 0 {
-		held = fmt.Sprintf("; %d payments held for orders never written (refunded %s after their admission)", r.PaymentsHeld, delivery.PendingWindow)
+		held = fmt.Sprintf("; %d payments held for orders never written (refunded once their hold has passed)", r.PaymentsHeld)
 	}
 	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v%s; orders: %s\n",
 		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, held, orders)
@@ -446,4 +451,13 @@ func (r *Report) String() string {
 		}
 	}
 	return b.String()
+}
+
+// held reports whether delivery may still hold a payment for orderID,
+// never written: admitted (by its id's time) within opts.Hold, plus the
+// grace for the reconcile pass that refunds it, and not in the future (a
+// number that is no recent seckill order id is never held).
+func held(orderID int64, now time.Time, opts Options) bool {
+	at := idgen.Time(orderID)
+	return at.Before(now.Add(time.Minute)) && now.Before(at.Add(opts.Hold+opts.Grace))
 }

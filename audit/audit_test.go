@@ -116,7 +116,7 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	opts := audit.Options{Grace: time.Nanosecond}
 
 	// A payment for an order admitted just now and never written (Redis
-	// lost the admission): delivery holds it for delivery.PendingWindow, in
+	// lost the admission): delivery holds it for SECKILL_PAYMENT_HOLD, in
 	// case its saga still starts. Held, the sale is not at rest, and
 	// nothing is violated yet.
 	record("evt_held", idgen.At(time.Now()), seckill.OutcomeReceived)
@@ -130,11 +130,15 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	// Past the window it is a violation: never delivered.
 	record("evt_lost", idgen.At(time.Now().Add(-delivery.PendingWindow-time.Minute)), seckill.OutcomeReceived)
 	record("evt_unwritten", 7001, seckill.OutcomeUnknownOrder)
+	// A number that is no recent seckill id (far in the future) is never
+	// held.
+	record("evt_future", 1<<62, seckill.OutcomeReceived)
 	rep, err = a.Run(ctx, sale.ID, opts)
 	require.NoError(t, err)
 	require.Contains(t, failed(rep), 5, "%s", rep)
 	require.Contains(t, rep.String(), "order 7001 (never written): neither paid nor refunded")
 	require.Regexp(t, `event evt_lost for order \d+ \(never written\) still RECEIVED after`, rep.String())
+	require.Regexp(t, `event evt_future for order \d+ \(never written\) still RECEIVED after`, rep.String())
 	require.Equal(t, 1, rep.PaymentsHeld)
 
 	// ann paid by pay_by; her order was closed all the same.

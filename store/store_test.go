@@ -531,12 +531,16 @@ func TestWarmSnapshot_LoadsAvailableUnitsAndActiveOrders(t *testing.T) {
 	startOrder(t, st, sale.ID, 3, "carol")
 	_, err = st.CloseUnpaid(t.Context(), 3, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
+	// A QUEUED row a retired saga left: it will take a unit when its
+	// saga runs again.
+	require.NoError(t, st.Gorm().Exec(`INSERT INTO orders (id, sale_id, user_id, status, amount_cents, currency, created_at, updated_at)
+		VALUES (4, ?, 'dave', 'QUEUED', 990, 'usd', now(), now())`, sale.ID).Error)
 
 	snap, err := st.WarmSnapshot(t.Context(), sale.ID)
 
 	require.NoError(t, err)
-	require.Equal(t, int64(3), snap.Units, "5 total - 1 locked - 1 sold")
-	require.ElementsMatch(t, []store.ActiveOrder{{UserID: "alice", OrderID: 1}, {UserID: "bob", OrderID: 2}}, snap.Claims)
+	require.Equal(t, int64(2), snap.Units, "5 total - 1 locked - 1 sold - 1 queued")
+	require.ElementsMatch(t, []store.ActiveOrder{{UserID: "alice", OrderID: 1}, {UserID: "bob", OrderID: 2}, {UserID: "dave", OrderID: 4}}, snap.Claims)
 
 	open, err := st.OpenSales(t.Context(), time.Now())
 	require.NoError(t, err)

@@ -12,9 +12,9 @@ import (
 // losing its keys, read in one consistent snapshot.
 type WarmSnapshot struct {
 	Sale *seckill.Sale
-	// Units is the sale's available units: an order takes its unit in
-	// the transaction that writes it (StartOrder), so every order written
-	// holds one already.
+	// Units is the sale's available units less the QUEUED orders (none
+	// but a retired saga's: StartOrder takes an order's unit in the
+	// transaction that writes it), which will take theirs from available.
 	Units int64
 	// Claims are the users' active (not CLOSED) orders.
 	Claims []ActiveOrder
@@ -52,7 +52,16 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 	if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
 		return nil, fmt.Errorf("load sale %d: %w", saleID, err)
 	}
-	snap := &WarmSnapshot{Sale: row.sale(), Units: row.Available}
+	// An order row still QUEUED holds no unit yet and will take one when
+	// its saga runs: only a run of the retired saga (docs/OPERATIONS.md,
+	// Upgrading) ever committed one, but one it left must not be sold
+	// twice.
+	var pending int64
+	if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
+		Count(&pending).Error; err != nil {
+		return nil, fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
+	}
+	snap := &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
 	if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
 		Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
 		Scan(&snap.Claims).Error; err != nil {

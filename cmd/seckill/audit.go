@@ -36,7 +36,7 @@ func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writ
 	}
 	return withDeps(ctx, cfg, app.ConnectTool, func(d *app.Deps) error {
 		a := &audit.Auditor{DB: d.Store.Gorm(), Redis: d.Redis, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})}
-		rep, err := a.Wait(ctx, saleID, audit.Options{Grace: *grace}, *wait)
+		rep, err := a.Wait(ctx, saleID, audit.Options{Grace: *grace, Hold: cfg.PaymentHold}, *wait)
 		if err != nil {
 			return err
 		}

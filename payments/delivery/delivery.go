@@ -17,18 +17,19 @@ import (
 	"github.com/seckill/seckill/store"
 )
 
-// PendingWindow is how long after its admission an order Redis no longer
-// knows (it lost its keys) may still have neither a row nor a saga: a
-// payment for it is kept undelivered, to be delivered later, rather than
-// filed as for an unknown order. An order Redis knows as admitted is
-// waited for however long its saga takes to start.
+// PendingWindow is Deliverer.Hold's default (SECKILL_PAYMENT_HOLD): how
+// long after its admission an order Redis no longer knows (it lost its
+// keys) may still have neither a row nor a saga. A payment for it is kept
+// undelivered, to be delivered later, rather than refunded as for an
+// unknown order. An order Redis knows as admitted is waited for however
+// long its saga takes to start.
 //
 // Once Redis has lost the admission, only a relay that had already read
-// its outbox entry can still start its saga, within the seconds its start
-// takes: two minutes cover that with room. A saga that starts later all
-// the same finds the payment refunded (not pending) and its order unpaid,
-// and closes it at pay_by: the buyer's money is back either way.
-const PendingWindow = 2 * time.Minute
+// its outbox entry can still start its saga: the window must cover the
+// relay's backlog (at SECKILL_RELAY_RATE 60/s, 15 minutes is 54,000
+// admissions). A saga started after its payment was refunded this way
+// finds the payment handled and its order unpaid (docs/OPERATIONS.md).
+const PendingWindow = 15 * time.Minute
 
 // ErrNotYet means the order's saga cannot take the event now (not started
 // yet, or lost and about to be restarted by reconciliation): the event
@@ -50,6 +51,16 @@ type Deliverer struct {
 	Redis *redisstore.Store
 	Sagas Sagas
 	Log   *slog.Logger
+	// Hold is how long a payment for an order never written is held after
+	// its admission [PendingWindow].
+	Hold time.Duration
+}
+
+func (d *Deliverer) hold() time.Duration {
+	if d.Hold > 0 {
+		return d.Hold
+	}
+	return PendingWindow
 }
 
 // Deliver signals ev to the saga of orderID and records the outcome. A saga
@@ -58,7 +69,7 @@ type Deliverer struct {
 // is refunded by a PaymentRefund workflow of its own. It returns ErrNotYet
 // when the order may still be on its way, and UNKNOWN_ORDER when it never
 // existed or can no longer come (no row, no admission, admitted longer
-// than PendingWindow ago): a successful payment is refunded then too, as
+// than Hold ago): a successful payment is refunded then too, as
 // one for an order that can never be honoured (an event that names no
 // order, or a number that is not a recent seckill order id, is not
 // seckill's payment: it is kept for operators). A repeat of
@@ -152,11 +163,11 @@ func ours(orderID int64) bool {
 }
 
 // admitted reports whether orderID may still get its saga: Redis holds its
-// admission, or it was admitted within PendingWindow (Redis may have lost
+// admission, or it was admitted within Hold (Redis may have lost
 // its keys).
 func (d *Deliverer) admitted(ctx context.Context, orderID int64) (bool, error) {
 	at := idgen.Time(orderID)
-	if time.Since(at) < PendingWindow && at.Before(time.Now().Add(time.Minute)) {
+	if time.Since(at) < d.hold() && at.Before(time.Now().Add(time.Minute)) {
 		return true, nil
 	}
 	sales, err := d.Redis.ActiveSales(ctx)
