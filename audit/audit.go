@@ -31,7 +31,7 @@ type Check struct {
 
 // Report is the audit of one sale.
 type Report struct {
-	SaleID int64          `json:"sale_id"`
+	SaleID int64          `json:"sale_id,string"` // a string, as every ID in the API
 	AtRest bool           `json:"at_rest"`
 	Stock  seckill.Stock  `json:"stock"`
 	Orders map[string]int `json:"orders"`

@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,6 +32,9 @@ func TestRun_NamesTheInvariantADriftBreaks(t *testing.T) {
 	rep, err := a.Run(ctx, sale.ID, audit.Options{})
 	require.NoError(t, err)
 	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.Contains(t, string(b), fmt.Sprintf(`"sale_id":"%d"`, sale.ID), "IDs are strings, as in the API")
 
 	require.NoError(t, rdb.IncrBy(ctx, rs.SaleKeys(sale.ID).Stock, 2).Err()) // Redis holds 2 units the DB lacks
 	rep, err = a.Run(ctx, sale.ID, audit.Options{})
