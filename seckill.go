@@ -166,13 +166,13 @@ const (
 
 // Drift kinds found by reconciliation.
 const (
-	DriftClaimWithoutSaga   = "claim_without_saga"
-	DriftOrderWithoutSaga   = "order_without_saga"
-	DriftSagaEndedEarly     = "saga_ended_order_unsettled"
-	DriftRedisAboveDB       = "redis_above_db"
-	DriftPaymentUndelivered = "payment_undelivered"
-	DriftStaleClaim         = "stale_claim"
-	DriftClaimMissing       = "claim_missing"
+	DriftClaimWithoutSaga        = "claim_without_saga"
+	DriftOrderWithoutSaga        = "order_without_saga"
+	DriftSagaEndedOrderUnsettled = "saga_ended_order_unsettled"
+	DriftRedisAboveDB            = "redis_above_db"
+	DriftPaymentUndelivered      = "payment_undelivered"
+	DriftStaleClaim              = "stale_claim"
+	DriftClaimMissing            = "claim_missing"
 	// DriftStockWhileWaiting: units sat in a sale's stock while buyers
 	// waited on its waitlist; they are handed to the waitlist.
 	DriftStockWhileWaiting = "stock_while_waiting"
@@ -186,7 +186,7 @@ const (
 
 // DriftKinds lists every drift kind.
 var DriftKinds = []string{
-	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedEarly, DriftRedisAboveDB,
+	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedOrderUnsettled, DriftRedisAboveDB,
 	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting, DriftMoveUnfinished,
 	DriftCheckFailed,
 }

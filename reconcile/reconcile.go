@@ -272,11 +272,11 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		switch {
 		case run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID,
+			report(seckill.Drift{Kind: seckill.DriftSagaEndedOrderUnsettled, SaleID: saleID, OrderID: o.ID,
 				Detail: fmt.Sprintf("order is %s but its saga completed", o.Status)})
 		case run.Found:
 			err := r.Sagas.Start(ctx, in)
-			report(seckill.Drift{Kind: seckill.DriftSagaEndedEarly, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
+			report(seckill.Drift{Kind: seckill.DriftSagaEndedOrderUnsettled, SaleID: saleID, OrderID: o.ID, Fixed: err == nil,
 				Detail: fmt.Sprintf("order is %s but its saga ended %s; a new run resumes it", o.Status, run.State())})
 		default:
 			err := r.Sagas.Start(ctx, in)
