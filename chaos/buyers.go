@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,11 +65,7 @@ func (s *shop) buyerOf(user string) int {
 func (s *shop) admitted() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.orders))
-	for id, f := range s.orders {
-		out[id] = f
-	}
-	return out
+	return maps.Clone(s.orders)
 }
 
 // waitlistOrders is a copy of the orders the waitlist gave that the
@@ -76,11 +73,7 @@ func (s *shop) admitted() map[string]int {
 func (s *shop) waitlistOrders() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.waitlist))
-	for id, f := range s.waitlist {
-		out[id] = f
-	}
-	return out
+	return maps.Clone(s.waitlist)
 }
 
 // takeNewWaitlistOrders returns the waitlist orders learned since the last

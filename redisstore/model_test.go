@@ -786,10 +786,9 @@ func (m *model) reconcile(t *rapid.T) {
 	}
 }
 
-// crashTake is a mover that took units and died before giving them: a
-// borrow's take (for a part nobody waits in) or a hand-over's (for the
-// part of the first in line).
-func (m *model) crashTake(t *rapid.T) {
+// drawSource is a crashing mover's source: a part with a unit to take,
+// with every part's stock as read (the case is skipped when no move can be).
+func (m *model) drawSource(t *rapid.T) ([]int64, int) {
 	if m.n == 1 {
 		t.Skip("one part: no moves")
 	}
@@ -803,7 +802,14 @@ func (m *model) crashTake(t *rapid.T) {
 	if len(from) == 0 {
 		t.Skip("no part has a unit to take")
 	}
-	src := rapid.SampledFrom(from).Draw(t, "from")
+	return st, rapid.SampledFrom(from).Draw(t, "from")
+}
+
+// crashTake is a mover that took units and died before giving them: a
+// borrow's take (for a part nobody waits in) or a hand-over's (for the
+// part of the first in line).
+func (m *model) crashTake(t *rapid.T) {
+	st, src := m.drawSource(t)
 	var dests []int
 	for q := range m.n {
 		if q != src && (len(m.lineOf(q)) == 0 || (len(m.line) > 0 && m.part(m.line[0]) == q)) {
@@ -829,20 +835,7 @@ func (m *model) crashTake(t *rapid.T) {
 // crashGive is a borrow's mover that gave units to a part nobody waits in
 // and died before settling the move.
 func (m *model) crashGive(t *rapid.T) {
-	if m.n == 1 {
-		t.Skip("one part: no moves")
-	}
-	st := m.stocks(t)
-	var from []int
-	for q, v := range st {
-		if v > 0 {
-			from = append(from, q)
-		}
-	}
-	if len(from) == 0 {
-		t.Skip("no part has a unit to take")
-	}
-	src := rapid.SampledFrom(from).Draw(t, "from")
+	st, src := m.drawSource(t)
 	var dests []int
 	for q := range m.n {
 		if q != src && !m.lost[q] && len(m.lineOf(q)) == 0 {
