@@ -11,8 +11,6 @@ package seckill
 import (
 	"strconv"
 	"time"
-
-	"go.temporal.io/sdk/temporal"
 )
 
 // Temporal names. Changing one breaks running workflows.
@@ -34,21 +32,6 @@ const (
 	// releases, which today's worker refuses to replay.
 	SagaBaseChange = "payable-at-admission"
 )
-
-// Search attributes (Keyword) set on every OrderSaga and kept current at each
-// transition, so operators can filter orders in the Temporal UI.
-var (
-	SaleIDAttr      = temporal.NewSearchAttributeKeyKeyword("SaleId")
-	UserIDAttr      = temporal.NewSearchAttributeKeyKeyword("UserId")
-	OrderStatusAttr = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
-	// CloseReasonAttr is set when the order closes (PAYMENT_TIMEOUT,
-	// CANCELLED, PAYMENT_FAILED, SOLD_OUT).
-	CloseReasonAttr = temporal.NewSearchAttributeKeyKeyword("CloseReason")
-)
-
-// SearchAttributeNames lists the custom search attributes seckill needs
-// registered on its namespace.
-var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName(), CloseReasonAttr.GetName()}
 
 // Memo fields of an OrderSaga, set when the order starts waiting for
 // payment, so the Temporal UI shows what the buyer owes and until when.

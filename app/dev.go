@@ -20,9 +20,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/devserver"
+	"github.com/seckill/seckill/saga"
 )
 
 // DevInfo is what `seckill dev` prints once everything runs.
@@ -117,7 +117,7 @@ func StartDevServer(cfg Config, opts DevOptions) (*devserver.Server, error) {
 		}
 	}
 	attrs := map[string]enumspb.IndexedValueType{}
-	for _, name := range seckill.SearchAttributeNames {
+	for _, name := range saga.SearchAttributeNames {
 		attrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	uiPort := cfg.DevUIPort

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/devserver"
+	"github.com/seckill/seckill/saga"
 )
 
 // startChild runs this test binary as a child process with env added
@@ -92,7 +93,7 @@ func TestDevServer_DBFileSurvivesSIGKILL(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
 	attrs, err := c.OperatorService().ListSearchAttributes(cctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 	require.NoError(t, err)
-	for _, name := range seckill.SearchAttributeNames {
+	for _, name := range saga.SearchAttributeNames {
 		require.Contains(t, attrs.GetCustomAttributes(), name)
 	}
 }

@@ -24,6 +24,21 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// Search attributes (Keyword) set on every OrderSaga and kept current at each
+// transition, so operators can filter orders in the Temporal UI.
+var (
+	SaleIDAttr      = temporal.NewSearchAttributeKeyKeyword("SaleId")
+	UserIDAttr      = temporal.NewSearchAttributeKeyKeyword("UserId")
+	OrderStatusAttr = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+	// CloseReasonAttr is set when the order closes (PAYMENT_TIMEOUT,
+	// CANCELLED, PAYMENT_FAILED, SOLD_OUT).
+	CloseReasonAttr = temporal.NewSearchAttributeKeyKeyword("CloseReason")
+)
+
+// SearchAttributeNames lists the custom search attributes seckill needs
+// registered on its namespace.
+var SearchAttributeNames = []string{SaleIDAttr.GetName(), UserIDAttr.GetName(), OrderStatusAttr.GetName(), CloseReasonAttr.GetName()}
+
 // Errors of the client.
 var (
 	// ErrNoSaga: the order has no saga in Temporal (not started yet, or
@@ -76,9 +91,9 @@ func (c *Client) StartOptions(in seckill.SagaInput) client.StartWorkflowOptions 
 		TaskQueue:             c.taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			seckill.SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
-			seckill.UserIDAttr.ValueSet(in.UserID),
-			seckill.OrderStatusAttr.ValueSet(string(seckill.StatusQueued)),
+			SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
+			UserIDAttr.ValueSet(in.UserID),
+			OrderStatusAttr.ValueSet(string(seckill.StatusQueued)),
 		),
 		EnableEagerStart: c.eager,
 	}
@@ -169,10 +184,10 @@ func (c *Client) Describe(ctx context.Context, orderID int64) (Run, error) {
 	attrs := info.GetSearchAttributes().GetIndexedFields()
 	var sale string
 	dc := converter.GetDefaultDataConverter()
-	if p := attrs[seckill.SaleIDAttr.GetName()]; p != nil && dc.FromPayload(p, &sale) == nil {
+	if p := attrs[SaleIDAttr.GetName()]; p != nil && dc.FromPayload(p, &sale) == nil {
 		r.SaleID, _ = strconv.ParseInt(sale, 10, 64)
 	}
-	if p := attrs[seckill.UserIDAttr.GetName()]; p != nil {
+	if p := attrs[UserIDAttr.GetName()]; p != nil {
 		_ = dc.FromPayload(p, &r.UserID)
 	}
 	return r, nil
@@ -189,8 +204,8 @@ func (c *Client) StartRefund(ctx context.Context, in seckill.RefundInput) error 
 	}
 	if in.SaleID != 0 {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			seckill.SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
-			seckill.UserIDAttr.ValueSet(in.UserID),
+			SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10)),
+			UserIDAttr.ValueSet(in.UserID),
 		)
 	}
 	_, err := c.tc.ExecuteWorkflow(ctx, opts, seckill.RefundWorkflow, in)

@@ -23,9 +23,9 @@ func TestStartOptions_SameForEveryStarter(t *testing.T) {
 	require.True(t, opts.EnableEagerStart)
 	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, opts.WorkflowIDReusePolicy,
 		"a completed saga decided its order; only a run that failed, was cancelled or terminated may be run again")
-	sale, _ := opts.TypedSearchAttributes.GetKeyword(seckill.SaleIDAttr)
-	user, _ := opts.TypedSearchAttributes.GetKeyword(seckill.UserIDAttr)
-	status, _ := opts.TypedSearchAttributes.GetKeyword(seckill.OrderStatusAttr)
+	sale, _ := opts.TypedSearchAttributes.GetKeyword(saga.SaleIDAttr)
+	user, _ := opts.TypedSearchAttributes.GetKeyword(saga.UserIDAttr)
+	status, _ := opts.TypedSearchAttributes.GetKeyword(saga.OrderStatusAttr)
 	require.Equal(t, []string{"7", "alice", "QUEUED"}, []string{sale, user, status})
 	require.Equal(t, map[string]any{
 		seckill.MemoAmountCents: int64(990), seckill.MemoCurrency: "usd", seckill.MemoPayBy: "2026-11-22T10:00:30.512Z",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/workflows"
 )
 
@@ -89,7 +90,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		return fmt.Errorf("list search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range seckill.SearchAttributeNames {
+	for _, name := range saga.SearchAttributeNames {
 		if _, ok := list.GetCustomAttributes()[name]; !ok {
 			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/saga"
 )
 
 // OrderSaga is the life of one admitted claim, as a saga. The buyer may
@@ -459,9 +460,9 @@ func (s *orderSaga) releaseClaim(ctx workflow.Context, returnUnit bool) error {
 // is lost unrecorded: a successful one is refunded.
 func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, reason seckill.CloseReason) (seckill.SagaResult, error) {
 	*s.status = status
-	attrs := []temporal.SearchAttributeUpdate{seckill.OrderStatusAttr.ValueSet(string(status))}
+	attrs := []temporal.SearchAttributeUpdate{saga.OrderStatusAttr.ValueSet(string(status))}
 	if status == seckill.StatusClosed {
-		attrs = append(attrs, seckill.CloseReasonAttr.ValueSet(string(reason)))
+		attrs = append(attrs, saga.CloseReasonAttr.ValueSet(string(reason)))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
 		return seckill.SagaResult{}, err
@@ -526,7 +527,7 @@ func (s *orderSaga) finish(ctx workflow.Context, status seckill.OrderStatus, rea
 
 func (s *orderSaga) setStatus(ctx workflow.Context, status seckill.OrderStatus) error {
 	*s.status = status
-	return workflow.UpsertTypedSearchAttributes(ctx, seckill.OrderStatusAttr.ValueSet(string(status)))
+	return workflow.UpsertTypedSearchAttributes(ctx, saga.OrderStatusAttr.ValueSet(string(status)))
 }
 
 // refund gives back a successful payment that was not applied, and

@@ -161,7 +161,7 @@ func newSagaTest(t *testing.T) *sagaTest {
 	s.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		// Runs on the workflow's goroutine, where require must not stop
 		// the test.
-		status, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(seckill.OrderStatusAttr)
+		status, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(saga.OrderStatusAttr)
 		if !ok {
 			return
 		}
