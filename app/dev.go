@@ -57,7 +57,9 @@ type DevOptions struct {
 	// instead of starting one (TemporalUIURL is then its Web UI, if any).
 	TemporalAddress string
 	TemporalUIURL   string
-	// Progress, when set, is told each start-up step as it happens.
+	// Progress, when set, is told each start-up step as it happens; the
+	// logs written meanwhile are held back until ready has returned, so
+	// none lands inside the progress.
 	Progress io.Writer
 	// DemoSale opens a demo sale when no sale is open, so the shop page
 	// has something to buy at once.
@@ -148,6 +150,14 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	cfg.TemporalAddress = opts.TemporalAddress
 	uiURL := opts.TemporalUIURL
 	step := newProgress(opts.Progress)
+	// The logs of the start-up wait until its progress is shown (ready
+	// has printed), so no log line lands between a step and its check
+	// mark.
+	releaseLogs := func() {}
+	if opts.Progress != nil {
+		cfg.Log, releaseLogs = holdLogs(cfg.Log)
+		defer releaseLogs()
+	}
 	if err := validStore(opts.TemporalStore); err != nil {
 		return err
 	}
@@ -206,6 +216,7 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 			APIURL: apiURL, UIURL: uiURL, TemporalAddress: cfg.TemporalAddress,
 			AdminToken: token, WebhookSecret: string(cfg.WebhookSecret), RedisPrefix: d.Redis.Prefix(),
 		})
+		releaseLogs()
 		return nil
 	})
 	return shutdownErr(ctx, g.Wait())

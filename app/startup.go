@@ -1,9 +1,13 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,4 +52,79 @@ func newProgress(w io.Writer) func(string) func(string) {
 			fmt.Fprintf(w, "  ✓ %s (%.1fs)\n", result, time.Since(start).Seconds())
 		}
 	}
+}
+
+// holdLogs returns log with its records held back until release is
+// called, then written in order, and the release function (safe to call
+// more than once). `seckill dev` holds the logs of its start-up so they do
+// not land between a progress step and its check mark; a start-up that
+// fails releases them too, so its warnings are seen. Past maxHeldLogs
+// records, the held ones are written and the rest pass at once.
+func holdLogs(log *slog.Logger) (*slog.Logger, func()) {
+	if log == nil {
+		return nil, func() {}
+	}
+	h := &heldLogs{}
+	return slog.New(&holdHandler{inner: log.Handler(), held: h}), h.release
+}
+
+const maxHeldLogs = 10_000
+
+type heldLogs struct {
+	released atomic.Bool
+	mu       sync.Mutex
+	records  []heldRecord
+}
+
+type heldRecord struct {
+	h slog.Handler
+	r slog.Record
+}
+
+func (h *heldLogs) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flushLocked()
+}
+
+func (h *heldLogs) flushLocked() {
+	for _, rec := range h.records {
+		_ = rec.h.Handle(context.Background(), rec.r)
+	}
+	h.records = nil
+	h.released.Store(true)
+}
+
+// holdHandler passes records to inner once its heldLogs are released.
+type holdHandler struct {
+	inner slog.Handler
+	held  *heldLogs
+}
+
+func (h *holdHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h *holdHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.held.released.Load() {
+		h.held.mu.Lock()
+		if !h.held.released.Load() {
+			if len(h.held.records) < maxHeldLogs {
+				h.held.records = append(h.held.records, heldRecord{h: h.inner, r: r.Clone()})
+				h.held.mu.Unlock()
+				return nil
+			}
+			h.held.flushLocked()
+		}
+		h.held.mu.Unlock()
+	}
+	return h.inner.Handle(ctx, r)
+}
+
+func (h *holdHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &holdHandler{inner: h.inner.WithAttrs(attrs), held: h.held}
+}
+
+func (h *holdHandler) WithGroup(name string) slog.Handler {
+	return &holdHandler{inner: h.inner.WithGroup(name), held: h.held}
 }

@@ -47,9 +47,10 @@ func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer
 	}
 	cfg.WithDevSecrets()
 	opts := app.DevOptions{TemporalStore: *store, DBFile: *dbFile, Progress: stdout, DemoSale: !*noDemo}
-	// The embedded server's own logs (JSON, with stack traces, dozens of
-	// lines at a failed start and at every stop) go to a file unless asked
-	// for with SECKILL_LOG_LEVEL=debug.
+	// The embedded server's own logs (JSON, errors only, with stack
+	// traces: dozens of lines at a failed start; a clean start and stop
+	// write none) go to a file unless asked for with
+	// SECKILL_LOG_LEVEL=debug.
 	if strings.ToLower(os.Getenv("SECKILL_LOG_LEVEL")) == "debug" {
 		opts.TemporalLogLevel = "debug"
 	} else {
@@ -83,7 +84,11 @@ Tokens for curl (dev secret):
 `, info.APIURL, info.UIURL, info.TemporalAddress, info.WebhookSecret, info.AdminToken, user, info.RedisPrefix)
 	})
 	if err == nil && ctx.Err() != nil {
-		fmt.Fprintln(stdout, "seckill dev stopped cleanly: orders in flight continue at the next start")
+		if *store == app.StoreMemory && *dbFile == "" {
+			fmt.Fprintln(stdout, "seckill dev stopped cleanly (Temporal's state was in memory: its workflows are gone)")
+		} else {
+			fmt.Fprintln(stdout, "seckill dev stopped cleanly: orders in flight continue at the next start")
+		}
 	}
 	return err
 }
