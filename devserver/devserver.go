@@ -17,6 +17,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -24,10 +27,16 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+	"go.temporal.io/server/common/membership"
 	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
@@ -86,6 +95,9 @@ type Server struct {
 	uiDone   chan struct{}
 	address  string
 	uiURL    string
+	// phase tells the logger when the server starts and stops (see
+	// quietLog).
+	phase *logPhase
 }
 
 // Start creates the schema and namespace if needed and starts the server
@@ -114,7 +126,8 @@ func Start(cfg Config) (*Server, error) {
 	if err := rotate(cfg.LogFile); err != nil {
 		return nil, err
 	}
-	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json", OutputFile: cfg.LogFile}))
+	phase := &logPhase{}
+	logger := newQuietLog(log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "json", OutputFile: cfg.LogFile})), phase)
 	var persistence config.Persistence
 	if cfg.Postgres != nil {
 		setupCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -223,7 +236,16 @@ func Start(cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
-	s := &Server{temporal: srv, address: address}
+	s := &Server{temporal: srv, address: address, phase: phase}
+	// Until its membership is ready the frontend refuses every call with
+	// Unavailable "Frontend is not healthy yet", and logs each refusal at
+	// error level ("service failures"): no client of ours dials it before
+	// then.
+	if err := waitFrontend(address, 2*time.Minute); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	phase.serving.Store(true)
 	if cfg.Postgres != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -322,11 +344,144 @@ func (s *Server) UIURL() string { return s.uiURL }
 
 // Stop stops the UI and the server. An in-memory server loses its state.
 func (s *Server) Stop() error {
+	s.phase.stopping.Store(true)
 	if s.ui != nil {
 		s.ui.Stop()
 		<-s.uiDone
 	}
 	return s.temporal.Stop()
+}
+
+// quietLog is the server's logger. It writes at debug level instead of
+// error the few errors a single-host server logs at its start and stop
+// although nothing is wrong, in that phase only, and only with the cause
+// that makes them benign; every other error is written as it is.
+//
+// Starting, until the frontend serves (waitFrontend):
+//
+//   - "service failures" with "Frontend is not healthy yet": the server's
+//     own worker service creates its SDK clients as soon as it starts, and
+//     their GetSystemInfo can reach the frontend before the frontend's
+//     membership is ready; the frontend refuses and logs the refusal, the
+//     worker service tries again ("error creating sdk client", a warning)
+//     and succeeds.
+//
+// Stopping, once Stop has begun, both with the cause
+// membership.ErrInsufficientHosts ("Not enough hosts to serve the
+// request"):
+//
+//   - "error fetching user data from parent": matching's Stop first
+//     evicts the host from the membership ring, then stops its task queue
+//     partitions one by one. A root partition that stops answers its
+//     children's pending user-data long polls at once (as if they had
+//     expired, so they ask the new owner), and each child, still loaded,
+//     asks again; with no host left in the ring the request cannot be
+//     routed. Every loaded child partition (the non-root partitions of
+//     each queue, an activity queue's root under its workflow queue,
+//     sticky queues: two dozen and more, Temporal's own included) logs it.
+//   - "Failed to check Nexus endpoints ownership": the eviction is a
+//     membership change, and the matching engine looks up the owner of
+//     the Nexus endpoints table in the now empty ring.
+//
+// And as each history shard is first acquired (within acquiredQuiet of
+// its "Acquired shard"):
+//
+//   - "Queue reader unable to retrieve tasks" with "shard status
+//     unknown": the shard's engine and its queue readers are started
+//     before the shard is marked acquired (on purpose, see
+//     shard.ContextImpl.acquireShard), and a reader whose first read comes
+//     in between is refused; it backs off and reads again. The same error
+//     later, when a shard is being re-acquired, is written as an error.
+type quietLog struct {
+	log.Logger
+	phase *logPhase
+	shard string // the shard-id of its tags, if any
+}
+
+// logPhase says whether the server is still starting or already
+// stopping, and when each shard was first acquired.
+type logPhase struct {
+	serving  atomic.Bool // set once the frontend serves
+	stopping atomic.Bool // set when Stop begins
+	acquired sync.Map    // shard-id -> time.Time of its first "Acquired shard"
+}
+
+// acquiredQuiet is how long after its first acquisition a shard's
+// queue readers may still meet "shard status unknown" benignly (it is
+// microseconds in practice).
+const acquiredQuiet = 5 * time.Second
+
+func newQuietLog(l log.Logger, phase *logPhase) log.Logger {
+	// One frame more (quietLog's) between the caller and zap, so
+	// logging-call-at still names the caller.
+	if sl, ok := l.(log.SkipLogger); ok {
+		l = sl.Skip(1)
+	}
+	return &quietLog{Logger: l, phase: phase}
+}
+
+// benign reports whether msg with tags, logged by l, is one of the errors
+// quietLog writes at debug level (see its comment).
+func (l *quietLog) benign(msg string, tags []tag.Tag) bool {
+	p := l.phase
+	switch msg {
+	case "service failures":
+		return !p.serving.Load() && errorTagHas(tags, "Frontend is not healthy yet")
+	case "error fetching user data from parent", "Failed to check Nexus endpoints ownership":
+		return p.stopping.Load() && errorTagHas(tags, membership.ErrInsufficientHosts.Error())
+	case "Queue reader unable to retrieve tasks":
+		at, ok := p.acquired.Load(shardOf(l.shard, tags))
+		return ok && time.Since(at.(time.Time)) < acquiredQuiet && errorTagHas(tags, "shard status unknown")
+	}
+	return false
+}
+
+func (l *quietLog) Info(msg string, tags ...tag.Tag) {
+	if msg == "Acquired shard" {
+		if shard := shardOf(l.shard, tags); shard != "" {
+			l.phase.acquired.LoadOrStore(shard, time.Now())
+		}
+	}
+	l.Logger.Info(msg, tags...)
+}
+
+func (l *quietLog) Error(msg string, tags ...tag.Tag) {
+	if l.benign(msg, tags) {
+		l.Logger.Debug(msg, tags...)
+		return
+	}
+	l.Logger.Error(msg, tags...)
+}
+
+func (l *quietLog) With(tags ...tag.Tag) log.Logger {
+	return &quietLog{Logger: log.With(l.Logger, tags...), phase: l.phase, shard: shardOf(l.shard, tags)}
+}
+
+// shardOf is the shard-id among tags, or shard.
+func shardOf(shard string, tags []tag.Tag) string {
+	for _, t := range tags {
+		if t.Key() == "shard-id" {
+			shard = fmt.Sprint(t.Value())
+		}
+	}
+	return shard
+}
+
+func (l *quietLog) Skip(extraSkip int) log.Logger {
+	if sl, ok := l.Logger.(log.SkipLogger); ok {
+		return &quietLog{Logger: sl.Skip(extraSkip), phase: l.phase, shard: l.shard}
+	}
+	return l
+}
+
+// errorTagHas reports whether tags carry an error whose text has cause.
+func errorTagHas(tags []tag.Tag, cause string) bool {
+	for _, t := range tags {
+		if t.Key() == "error" && strings.Contains(fmt.Sprint(t.Value()), cause) {
+			return true
+		}
+	}
+	return false
 }
 
 // Ports are picked below Linux's ephemeral range (32768-60999): a port
@@ -389,6 +544,38 @@ func waitHTTP(url string, timeout time.Duration) error {
 		}
 	}
 }
+
+// waitFrontend waits until the frontend at address reports its
+// WorkflowService SERVING on gRPC's health service, which it does as it
+// starts accepting calls.
+func waitFrontend(address string, timeout time.Duration) error {
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("dial the embedded server: %w", err)
+	}
+	defer func() { _ = conn.Close() }()
+	health := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := health.Check(cctx, &healthpb.HealthCheckRequest{Service: workflowServiceName})
+		ccancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			// The frontend says SERVING a moment before it lets calls in.
+			time.Sleep(20 * time.Millisecond)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the embedded Temporal frontend at %s not serving after %s (last: %v, %v)", address, timeout, resp.GetStatus(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// workflowServiceName is the frontend's service in gRPC's health checks.
+const workflowServiceName = "temporal.api.workflowservice.v1.WorkflowService"
 
 // MaxLogBytes bounds Config.LogFile: a file past it at start is rotated.
 const MaxLogBytes = 10 << 20
