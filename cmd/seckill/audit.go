@@ -18,13 +18,15 @@ import (
 // errViolations makes `seckill audit` exit non-zero.
 var errViolations = errors.New("audit: invariants violated")
 
-// runAudit checks the eight invariants of docs/DESIGN.md for one sale. With
-// --wait it polls until the sale is at rest and every check passes, or the
-// wait is over; it exits non-zero on any violation.
+// runAudit checks the eight invariants of docs/DESIGN.md for one sale. It
+// polls up to --wait (a minute by default; 0 checks once) until the sale
+// is at rest and every check passes, so a sale whose sagas are still
+// working is not reported before they are done; it exits non-zero on any
+// violation.
 func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	saleArg := fs.String("sale", "", "sale id")
-	wait := fs.Duration("wait", 0, "poll up to this long for the sale to be at rest and pass")
+	wait := fs.Duration("wait", time.Minute, "poll up to this long for the sale to be at rest and pass (0: check once)")
 	grace := fs.Duration("grace", time.Minute, "how long past its deadline an order may take to settle")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {

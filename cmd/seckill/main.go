@@ -41,18 +41,26 @@ Usage:
   seckill token --user ID [--admin] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset)
-  seckill audit --sale ID [--wait 2m] [--json]
-                                    check the eight invariants of a sale; exits
-                                    non-zero on any violation
+  seckill audit --sale ID [--wait 1m] [--json]
+                                    check the eight invariants of a sale, once
+                                    it is at rest (waits up to --wait for that;
+                                    --wait 0 checks at once); exits non-zero on
+                                    any violation
+  seckill order wait --order ID [--status S] [--timeout 3m]
+                                    wait until the order has status S (default:
+                                    PAID or CLOSED, its saga ended) and print it
+                                    (seckill order --help)
   seckill sagas versions [--json]   open order sagas by the saga version they
                                     started on; exits non-zero while a run of a
                                     retired version is open (docs/OPERATIONS.md, Upgrading)
   seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
                                     flash-sale benchmark with its anchors
                                     (launches its own system; see BENCHMARKS.md)
-  seckill pay --order ID [--fail]   dev payment provider: send a signed webhook
+  seckill pay --order ID [--fail] [--wait] [--timeout 3m]
+                                    dev payment provider: send a signed webhook
                                     for the order (uses SECKILL_WEBHOOK_SECRET,
-                                    or the dev secret when unset)
+                                    or the dev secret when unset); --wait then
+                                    waits as seckill order wait does
 
 Configuration is read from the environment; see README.md.
 `
@@ -136,13 +144,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "token":
 		return token(cfg, args, stdout)
 	case "pay":
-		return pay(cfg, args, stdout)
+		return pay(ctx, cfg, args, stdout)
 	case "audit":
 		return runAudit(ctx, cfg, args, stdout)
 	case "sale":
 		return app.SaleCommand(ctx, cfg, os.Getenv, args, stdout, time.Now())
 	case "sagas":
 		return app.SagasCommand(ctx, cfg, args, stdout)
+	case "order":
+		return app.OrderCommand(ctx, cfg, os.Getenv, args, stdout)
 	case "bench":
 		return runBench(ctx, cfg, args, stdout, stderr)
 	case "help", "-h", "--help":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,14 +19,17 @@ import (
 
 // pay plays the payment provider in development: it sends the API a
 // Stripe-style event for an order, signed with the webhook secret, exactly
-// as a provider would.
-func pay(cfg app.Config, args []string, stdout io.Writer) error {
+// as a provider would; with --wait it then waits for the order's saga to
+// decide the order.
+func pay(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pay", flag.ContinueOnError)
 	orderID := fs.String("order", "", "order id")
 	fail := fs.Bool("fail", false, "send payment_intent.payment_failed instead of succeeded")
 	apiURL := fs.String("api", "http://"+cfg.HTTPAddr, "API base URL")
 	amount := fs.Int64("amount", -1, "amount in cents (default: the order's)")
 	eventID := fs.String("event", "", "event id (default: a new one; repeat one to test duplicates)")
+	wait := fs.Bool("wait", false, "then wait until the order is decided (PAID or CLOSED) and its saga has ended, and print it, as seckill order wait does")
+	timeout := fs.Duration("timeout", app.DefaultOrderWait, "with --wait: how long to wait")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,6 +85,13 @@ func pay(cfg app.Config, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%s %s -> %s %s\n", typ, *eventID, resp.Status, bytes.TrimSpace(answer))
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("pay: webhook answered %s", resp.Status)
+	}
+	if *wait {
+		line, err := app.WaitOrder(ctx, cfg, *apiURL, id, "", *timeout)
+		if line != "" {
+			fmt.Fprintln(stdout, line)
+		}
+		return err
 	}
 	return nil
 }
