@@ -23,10 +23,10 @@ type SaleState string
 
 // Sale states of docs/API.md.
 const (
-	SaleScheduled SaleState = "SCHEDULED"
-	SaleActive    SaleState = "ACTIVE"
-	SaleSoldOut   SaleState = "SOLD_OUT"
-	SaleEnded     SaleState = "ENDED"
+	StateScheduled SaleState = "SCHEDULED"
+	StateActive    SaleState = "ACTIVE"
+	StateSoldOut   SaleState = "SOLD_OUT"
+	StateEnded     SaleState = "ENDED"
 )
 
 // Sale is a flash sale: a fixed stock offered at one price in a time window.
@@ -57,13 +57,13 @@ type Stock struct {
 func (s *Sale) State(now time.Time) SaleState {
 	switch {
 	case now.Before(s.StartsAt):
-		return SaleScheduled
+		return StateScheduled
 	case !now.Before(s.EndsAt):
-		return SaleEnded
+		return StateEnded
 	case s.Stock.Remaining <= 0:
-		return SaleSoldOut
+		return StateSoldOut
 	default:
-		return SaleActive
+		return StateActive
 	}
 }
 

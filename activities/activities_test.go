@@ -31,7 +31,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	terms := redisstore.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
 	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.Admitted, res.Outcome)
+	require.Equal(t, seckill.Admitted, res.Outcome)
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 
@@ -60,7 +60,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	require.Equal(t, int64(2), n, "Redis got it back once")
 	again, err := rs.Claim(ctx, sale.ID, "ann", 1002, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.Admitted, again.Outcome, "ann may claim again")
+	require.Equal(t, seckill.Admitted, again.Outcome, "ann may claim again")
 }
 
 // A unit released while a buyer waits goes to that buyer, as a new order
@@ -76,13 +76,13 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	terms := redisstore.TermsOf(*sale)
 	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.Admitted, res.Outcome)
+	require.Equal(t, seckill.Admitted, res.Outcome)
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 	for _, u := range []string{"bob", "cy"} {
 		j, err := rs.Join(ctx, sale.ID, u, 10, 0, terms)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
 
 	var suite testsuite.WorkflowTestSuite
@@ -140,7 +140,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 		user := []string{"ann", "bob"}[i]
 		res, err := rs.Claim(ctx, sale.ID, user, id, "", redisstore.TermsOf(*sale))
 		require.NoError(t, err)
-		require.Equal(t, redisstore.Admitted, res.Outcome)
+		require.Equal(t, seckill.Admitted, res.Outcome)
 		_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, PayBy: payBy})
 		require.NoError(t, err)
 		_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_" + user, Type: string(seckill.PaymentSucceeded),

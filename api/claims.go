@@ -61,7 +61,7 @@ type claimResponse struct {
 // back on a guess.
 func (s *Server) claim(c *fiber.Ctx) (err error) {
 	start := time.Now()
-	outcome := seckill.ClaimError
+	outcome := seckill.Internal
 	var saleID int64 // set once the sale is known to exist
 	defer func() {
 		s.metrics.claims.WithLabelValues(string(outcome)).Inc()
@@ -73,14 +73,14 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 
 	id, ok := parseID(c.Params("id"))
 	if !ok {
-		outcome = seckill.ClaimSaleNotFound
+		outcome = seckill.SaleNotFound
 		return errNoSale
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	sale, err := s.sales.get(ctx, id)
 	if isNotFound(err) {
-		outcome = seckill.ClaimSaleNotFound
+		outcome = seckill.SaleNotFound
 		return errNoSale
 	}
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	saleID = id
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
-		outcome = seckill.ClaimInvalid
+		outcome = seckill.InvalidRequest
 		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters", HeaderIdempotencyKey)
 	}
 	// The script checks the window against Redis' clock; this check and the
@@ -101,15 +101,15 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	// while it is up; their order is unaffected (GET /orders/{id}).
 	if idemKey == "" {
 		if s.soldOut.soldOut(saleID, start) {
-			outcome = seckill.ClaimSoldOut
+			outcome = seckill.SoldOut
 			return errSoldOut
 		}
 		if start.Before(sale.StartsAt) {
-			outcome = seckill.ClaimNotStarted
+			outcome = seckill.SaleNotStarted
 			return errNotStarted(sale)
 		}
 		if !start.Before(sale.EndsAt) {
-			outcome = seckill.ClaimEnded
+			outcome = seckill.SaleEnded
 			return errSaleEnded
 		}
 	}
@@ -118,17 +118,17 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
-		outcome = seckill.ClaimUnavailable
+		outcome = seckill.Unavailable
 		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
 	}
-	outcome = res.Outcome.Claim()
+	outcome = res.Outcome
 	if res.Replayed {
 		// The first answer was counted; a repeat is not a second decision.
-		outcome = seckill.ClaimReplayed
+		outcome = seckill.Replayed
 		c.Set("Idempotent-Replayed", "true")
 	}
 	switch res.Outcome {
-	case redisstore.Admitted:
+	case seckill.Admitted:
 		s.logFor(c).Info("claim admitted", "orderID", res.OrderID, "saleID", saleID, "replayed", res.Replayed)
 		id := strconv.FormatInt(res.OrderID, 10)
 		c.Location("/api/v1/orders/" + id)
@@ -136,22 +136,22 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
 			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: res.PayBy,
 		})
-	case redisstore.SoldOut:
+	case seckill.SoldOut:
 		if !res.Tentative { // units still moving between parts may yet come
 			s.soldOut.set(saleID, start)
 			s.funnel.markSoldOut(saleID, start)
 		}
 		return errSoldOut
-	case redisstore.AlreadyClaimed:
+	case seckill.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)
-	case redisstore.NotStarted:
+	case seckill.SaleNotStarted:
 		return errNotStarted(sale)
-	case redisstore.Ended:
+	case seckill.SaleEnded:
 		return errSaleEnded
-	case redisstore.RateLimited:
+	case seckill.RateLimited:
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(int64(math.Ceil(res.RetryAfter.Seconds())), 10))
 		return seckill.Errorf(seckill.CodeRateLimited, "too many claims; try again in %s", res.RetryAfter.Round(time.Second))
-	default: // redisstore.NotWarmed: fail closed until the stock is loaded again
+	default: // seckill.Unavailable: fail closed until the stock is loaded again
 		s.logFor(c).Warn("claim for a sale that is not warmed", "saleID", saleID)
 		return seckill.Errorf(seckill.CodeUnavailable, "the sale's stock is being loaded; try again shortly")
 	}

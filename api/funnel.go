@@ -20,20 +20,20 @@ const funnelFlushEvery = time.Second
 // that dies loses at most its last second of counts.
 type funnel struct {
 	mu      sync.Mutex
-	counts  map[int64]map[seckill.ClaimOutcome]int64
+	counts  map[int64]map[seckill.Outcome]int64
 	soldOut map[int64]time.Time // first SOLD_OUT from the script, not yet stored
 	stored  map[int64]bool      // sales whose sold-out time is stored
 }
 
 func newFunnel() *funnel {
-	return &funnel{counts: map[int64]map[seckill.ClaimOutcome]int64{}, soldOut: map[int64]time.Time{}, stored: map[int64]bool{}}
+	return &funnel{counts: map[int64]map[seckill.Outcome]int64{}, soldOut: map[int64]time.Time{}, stored: map[int64]bool{}}
 }
 
-func (f *funnel) add(sale int64, outcome seckill.ClaimOutcome) {
+func (f *funnel) add(sale int64, outcome seckill.Outcome) {
 	f.mu.Lock()
 	m := f.counts[sale]
 	if m == nil {
-		m = map[seckill.ClaimOutcome]int64{}
+		m = map[seckill.Outcome]int64{}
 		f.counts[sale] = m
 	}
 	m[outcome]++
@@ -54,7 +54,7 @@ func (f *funnel) markSoldOut(sale int64, at time.Time) {
 func (f *funnel) flush(ctx context.Context, st *store.Store) error {
 	f.mu.Lock()
 	counts, soldOut := f.counts, f.soldOut
-	f.counts, f.soldOut = map[int64]map[seckill.ClaimOutcome]int64{}, map[int64]time.Time{}
+	f.counts, f.soldOut = map[int64]map[seckill.Outcome]int64{}, map[int64]time.Time{}
 	f.mu.Unlock()
 	err := st.AddClaimCounts(ctx, counts)
 	if err != nil {
@@ -62,7 +62,7 @@ func (f *funnel) flush(ctx context.Context, st *store.Store) error {
 		for sale, m := range counts {
 			for o, n := range m {
 				if f.counts[sale] == nil {
-					f.counts[sale] = map[seckill.ClaimOutcome]int64{}
+					f.counts[sale] = map[seckill.Outcome]int64{}
 				}
 				f.counts[sale][o] += n
 			}

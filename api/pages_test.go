@@ -105,7 +105,7 @@ func TestSaleStats_CountEveryAnswerAndTheSellOut(t *testing.T) {
 		Rejected: map[seckill.Code]int64{seckill.CodeSoldOut: 2, seckill.CodeAlreadyClaimed: 1},
 	}, st.Claims)
 	require.Equal(t, sale, st.SaleID)
-	require.Equal(t, seckill.SaleSoldOut, st.State)
+	require.Equal(t, seckill.StateSoldOut, st.State)
 	require.Equal(t, int64(0), st.Stock.Remaining)
 	require.NotNil(t, st.SoldOutAt)
 	require.NotNil(t, st.TimeToSellOutSeconds)

@@ -49,13 +49,12 @@ func statsJSON(st *store.SaleStats, now time.Time) seckill.SaleStatsJSON {
 	for outcome, n := range st.Claims {
 		out.Claims.Total += n
 		switch outcome {
-		case seckill.ClaimAdmitted:
+		case seckill.Admitted:
 			out.Claims.Admitted += n
-		case seckill.ClaimReplayed:
+		case seckill.Replayed:
 			out.Claims.Replayed += n
 		default:
-			code, _ := outcome.Code()
-			out.Claims.Rejected[code] += n
+			out.Claims.Rejected[seckill.Code(outcome)] += n
 		}
 	}
 	for _, n := range st.Orders {

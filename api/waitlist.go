@@ -39,12 +39,12 @@ var errWaitlistPaused = seckill.Errorf(seckill.CodeUnavailable, "the waitlist is
 // (201 ADMITTED with the order): units never sit in stock while buyers
 // wait, so the caller is first in line.
 func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
-	outcome := "error"
+	outcome := seckill.Internal
 	defer func() {
 		if err != nil {
-			outcome = string(seckill.ErrorCode(err))
+			outcome = seckill.Outcome(seckill.ErrorCode(err))
 		}
-		s.metrics.joins.WithLabelValues(outcome).Inc()
+		s.metrics.joins.WithLabelValues(string(outcome)).Inc()
 	}()
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -60,26 +60,26 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	}
 	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user}
 	switch res.Outcome {
-	case redisstore.JoinWaiting:
+	case seckill.Waiting:
 		entry.Status, entry.Position = waitWaiting, res.Position
-	case redisstore.JoinAdmitted:
+	case seckill.Admitted:
 		s.logFor(c).Info("waitlist join admitted at once", "orderID", res.OrderID, "saleID", sale.ID)
 		entry.Status, entry.OrderID = waitAdmitted, strconv.FormatInt(res.OrderID, 10)
 		c.Location("/api/v1/orders/" + entry.OrderID)
-	case redisstore.JoinAlreadyWaiting:
+	case seckill.AlreadyWaiting:
 		return &seckill.Error{Code: seckill.CodeAlreadyWaiting, Message: "you are already on this sale's waitlist", Position: res.Position}
-	case redisstore.JoinAlreadyClaimed:
+	case seckill.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)
-	case redisstore.JoinNotStarted:
+	case seckill.SaleNotStarted:
 		return errNotStarted(sale)
-	case redisstore.JoinEnded:
+	case seckill.SaleEnded:
 		return errSaleEnded
-	case redisstore.JoinFull:
+	case seckill.WaitlistFull:
 		return seckill.Errorf(seckill.CodeWaitlistFull, "the waitlist holds %d buyers, its most", s.cfg.WaitlistMax)
-	default: // JoinNotWarmed
+	default: // Unavailable: the sale is not loaded in Redis
 		return errWaitlistPaused
 	}
-	outcome = entry.Status
+	outcome = res.Outcome
 	return c.Status(fiber.StatusCreated).JSON(entry)
 }
 

@@ -103,7 +103,7 @@ func TestDev_ShowsProgressAndOpensADemoSale(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(r.body, &list))
 	require.Len(t, list.Sales, 1)
-	require.Equal(t, seckill.SaleActive, list.Sales[0].State)
+	require.Equal(t, seckill.StateActive, list.Sales[0].State)
 	require.Equal(t, int64(100), list.Sales[0].Stock.Remaining)
 	r = s.claim(list.Sales[0].ID, "first-visitor")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)

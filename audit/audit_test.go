@@ -61,7 +61,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	testenv.Warm(t, rs, sale, 0)
 	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, redisstore.TermsOf(*sale))
 	require.NoError(t, err)
-	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	require.Equal(t, seckill.Waiting, j.Outcome)
 	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})

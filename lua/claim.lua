@@ -33,18 +33,19 @@
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
 -- the third element 1 (replayed), and nothing else happens; otherwise the
--- decision is recorded. NOT_WARMED and RATE_LIMITED are never recorded:
+-- decision is recorded. UNAVAILABLE (not warmed) and RATE_LIMITED are never recorded:
 -- they are not answers, only "try again".
 --
 -- Returns {code, value, replayed (0 or 1), pay_by_ms ('' unless ADMITTED)}:
+-- (the codes are those of join.lua; redisstore maps each to its seckill.Outcome)
 --   0 ADMITTED         value = ARGV[2]; stock decremented, the admission
 --                      written by admit() (claim, admission, outbox
 --                      entry); pay_by fixed here, on Redis' clock
 --   1 SOLD_OUT
 --   2 ALREADY_CLAIMED  value = the user's active order
---   3 NOT_STARTED
---   4 ENDED
---   5 NOT_WARMED       the stock key or meta is missing: fail closed, never
+--   3 SALE_NOT_STARTED
+--   4 SALE_ENDED
+--   5 UNAVAILABLE      the stock key or meta is missing: fail closed, never
 --                      read nil as zero or as stock
 --   6 RATE_LIMITED     value = milliseconds until an attempt is allowed
 local idem = ARGV[5] == '1'

@@ -24,9 +24,9 @@
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
 --   2 ALREADY_CLAIMED  value = the user's active order
---   3 NOT_STARTED
---   4 ENDED
---   5 NOT_WARMED       fail closed, as claim.lua
+--   3 SALE_NOT_STARTED
+--   4 SALE_ENDED
+--   5 UNAVAILABLE      fail closed, as claim.lua
 --   7 WAITING          value = position in this part's line (1 is
 --                      next): joined now; extra = the join sequence
 --   8 ALREADY_WAITING  value = position in this part's line, extra = the

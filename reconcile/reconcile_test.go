@@ -89,7 +89,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	for _, u := range []string{"ann", "bob"} {
 		j, err := rs.Join(ctx, sale.ID, u, 10, 0, redisstore.TermsOf(*sale))
 		require.NoError(t, err)
-		require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
 	// The counter comes back with the database's 3 units.
 	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/redistopo"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
@@ -68,7 +69,7 @@ func BenchmarkWinnerLatency(b *testing.B) {
 					i := next.Add(1)
 					t0 := time.Now()
 					res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
-					if err != nil || res.Outcome != redisstore.Admitted {
+					if err != nil || res.Outcome != seckill.Admitted {
 						b.Errorf("claim %d: %v %v", i, res.Outcome, err)
 						return
 					}
@@ -134,7 +135,7 @@ func BenchmarkSellOut(b *testing.B) {
 							b.Errorf("claim %d: %v", i, err)
 							return
 						}
-						if res.Outcome == redisstore.Admitted {
+						if res.Outcome == seckill.Admitted {
 							admitted.Add(1)
 						}
 						mine = append(mine, time.Since(t0))

@@ -15,39 +15,30 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// ClaimOutcome is the decision of one admission, as claim.lua codes it.
-type ClaimOutcome int
+// scriptOutcomes are the answers of claim.lua and join.lua by their
+// integer result code (one numbering for both scripts, documented at the
+// top of each): the one place the scripts' codes become seckill.Outcome.
+var scriptOutcomes = [...]seckill.Outcome{
+	0: seckill.Admitted,
+	1: seckill.SoldOut,
+	2: seckill.AlreadyClaimed,
+	3: seckill.SaleNotStarted,
+	4: seckill.SaleEnded,
+	5: seckill.Unavailable, // the sale's keys are missing: not warmed
+	6: seckill.RateLimited,
+	7: seckill.Waiting,
+	8: seckill.AlreadyWaiting,
+	9: seckill.WaitlistFull,
+}
 
-// Outcomes of claim.lua, in its return-code order.
-const (
-	Admitted ClaimOutcome = iota
-	SoldOut
-	AlreadyClaimed
-	NotStarted
-	Ended
-	NotWarmed
-	RateLimited
-)
-
-// Claim is the outcome in the domain's vocabulary (metrics, stats).
-func (o ClaimOutcome) Claim() seckill.ClaimOutcome {
-	switch o {
-	case Admitted:
-		return seckill.ClaimAdmitted
-	case SoldOut:
-		return seckill.ClaimSoldOut
-	case AlreadyClaimed:
-		return seckill.ClaimAlreadyClaimed
-	case NotStarted:
-		return seckill.ClaimNotStarted
-	case Ended:
-		return seckill.ClaimEnded
-	case NotWarmed:
-		return seckill.ClaimNotWarmed
-	case RateLimited:
-		return seckill.ClaimRateLimited
+// scriptOutcome maps a script's result code; ok is false for a code
+// neither script returns.
+func scriptOutcome(code any) (o seckill.Outcome, ok bool) {
+	n, isInt := code.(int64)
+	if !isInt || n < 0 || n >= int64(len(scriptOutcomes)) {
+		return "", false
 	}
-	return seckill.ClaimError
+	return scriptOutcomes[n], true
 }
 
 // IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
@@ -55,7 +46,10 @@ const IdempotencyTTL = 24 * time.Hour
 
 // ClaimResult is the outcome of one admission.
 type ClaimResult struct {
-	Outcome ClaimOutcome
+	// Outcome is one of Admitted, SoldOut, AlreadyClaimed,
+	// SaleNotStarted, SaleEnded, RateLimited, or Unavailable (the sale is
+	// not loaded in Redis: fail closed).
+	Outcome seckill.Outcome
 	// OrderID is the new order (Admitted) or the user's active order
 	// (AlreadyClaimed); zero otherwise.
 	OrderID int64
@@ -121,7 +115,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 	final := n == 1
 	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
 	again := s.WithRateLimit(RateLimit{}) // one claim is one attempt, however often it borrows
-	for attempt := 0; err == nil && res.Outcome == SoldOut && !final; attempt++ {
+	for attempt := 0; err == nil && res.Outcome == seckill.SoldOut && !final; attempt++ {
 		var b borrowed
 		if b, err = s.borrow(ctx, saleID, n, home, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt)); err != nil {
 			break
@@ -175,7 +169,8 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 		if len(res) != 4 {
 			return false, fmt.Errorf("claim script: unexpected reply %v", res)
 		}
-		return res[0] == int64(Admitted) && res[2] == int64(0), nil
+		o, _ := scriptOutcome(res[0])
+		return o == seckill.Admitted && res[2] == int64(0), nil
 	})
 	if err != nil {
 		return ClaimResult{}, err
@@ -184,12 +179,16 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 }
 
 func parseClaim(res []any) (ClaimResult, error) {
-	code, ok := res[0].(int64)
-	if !ok || code < int64(Admitted) || code > int64(RateLimited) {
+	o, ok := scriptOutcome(res[0])
+	switch o {
+	case seckill.Waiting, seckill.AlreadyWaiting, seckill.WaitlistFull:
+		ok = false // join.lua's answers only
+	}
+	if !ok {
 		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
 	}
 	replayed, _ := res[2].(int64)
-	r := ClaimResult{Outcome: ClaimOutcome(code), Replayed: replayed == 1}
+	r := ClaimResult{Outcome: o, Replayed: replayed == 1}
 	if ms, _ := res[3].(string); ms != "" {
 		n, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil {
@@ -197,7 +196,7 @@ func parseClaim(res []any) (ClaimResult, error) {
 		}
 		r.PayBy = time.UnixMilli(n).UTC()
 	}
-	if r.Outcome == RateLimited {
+	if r.Outcome == seckill.RateLimited {
 		ms, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
 		r.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
 		return r, nil

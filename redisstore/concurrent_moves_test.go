@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -45,7 +46,7 @@ func TestMoves_AFinalSoldOutNeedsACountThatHolds(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	warm(t, sc, openParts(2, 3)) // parts 0, 1, 2 hold 1, 1, 0
-	require.Equal(t, redisstore.Admitted, claim(t, sc, userOfPart(t, 1, 3), 100).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, userOfPart(t, 1, 3), 100).Outcome)
 	// A mover took part 0's unit for part 2 and has not given it yet.
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-x", 1, 2))
 	h := &beforeMovedRead{fn: func() { require.NoError(t, sc.GiveOnlyForTest(ctx, saleID, 2, "b-x", 1)) }}
@@ -60,7 +61,7 @@ func TestMoves_AFinalSoldOutNeedsACountThatHolds(t *testing.T) {
 	res, err := sc.Claim(ctx, saleID, second, 200, "key-1", terms)
 	require.NoError(t, err)
 	require.True(t, h.fired.Load())
-	require.Equal(t, redisstore.Admitted, res.Outcome, "the unit that landed in part 2 is borrowed")
+	require.Equal(t, seckill.Admitted, res.Outcome, "the unit that landed in part 2 is borrowed")
 	require.Zero(t, remaining(t, sc))
 }
 

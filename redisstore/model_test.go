@@ -69,6 +69,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -134,7 +135,7 @@ type mMove struct {
 
 // mIdem is the first decision recorded for an Idempotency-Key.
 type mIdem struct {
-	outcome redisstore.ClaimOutcome
+	outcome seckill.Outcome
 	order   int64
 }
 
@@ -406,10 +407,10 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	replay = replay && key != ""
 	switch {
 	case m.lost[home]:
-		want.Outcome = redisstore.NotWarmed
+		want.Outcome = seckill.Unavailable
 	case replay:
 		want = redisstore.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Replayed: true}
-		if rec.outcome == redisstore.SoldOut && m.n > 1 {
+		if rec.outcome == seckill.SoldOut && m.n > 1 {
 			// A replayed SOLD_OUT on a sale of several parts still borrows
 			// (units move into the buyer's part, the answer stays the
 			// replay), tentative when it stopped after maxBorrows.
@@ -419,30 +420,30 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 			}
 		}
 	case m.active[u] != 0:
-		want = redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: m.active[u]}
+		want = redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 		record = true
 	case st[home] > 0:
-		want = redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: o}
+		want = redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr, record, admitted = slow, true, true
 	case m.n == 1:
-		want.Outcome, record = redisstore.SoldOut, true
+		want.Outcome, record = seckill.SoldOut, true
 	case len(m.lineOf(home)) > 0:
 		// The part's line comes first: nothing is borrowed for a new claim.
-		want = redisstore.ClaimResult{Outcome: redisstore.SoldOut, Tentative: true}
+		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	case others > 0:
 		if slow { // the borrow's take is the first write: its WAIT fails
 			wantErr, borrowTake = true, true
 		} else {
-			want = redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: o}
+			want = redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 			record, admitted = true, true
 		}
 	case m.inFlight() > 0:
-		want = redisstore.ClaimResult{Outcome: redisstore.SoldOut, Tentative: true}
+		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	default:
 		// No part has a unit and none is in flight: final. (A part whose
 		// keys are lost counts as holding none: Claim cannot see what
 		// re-warm will load into it.)
-		want.Outcome, record = redisstore.SoldOut, true
+		want.Outcome, record = seckill.SoldOut, true
 	}
 	res, err := m.store(slow).Claim(m.ctx, modelSale, u, o, key, modelTerms)
 	t.Logf("claim %s key=%q order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, key, o, slow, res, err, st)
@@ -481,26 +482,26 @@ func (m *model) join(t *rapid.T) {
 	wantErr := false
 	switch {
 	case m.lost[home], m.n > 1 && m.lost[0]:
-		want.Outcome = redisstore.JoinNotWarmed
+		want.Outcome = seckill.Unavailable
 	case m.active[u] != 0:
-		want = redisstore.JoinResult{Outcome: redisstore.JoinAlreadyClaimed, OrderID: m.active[u]}
+		want = redisstore.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 	case m.waiting(u):
-		want = redisstore.JoinResult{Outcome: redisstore.JoinAlreadyWaiting, Position: m.rank(u)}
+		want = redisstore.JoinResult{Outcome: seckill.AlreadyWaiting, Position: m.rank(u)}
 	case st[home] > 0:
-		want = redisstore.JoinResult{Outcome: redisstore.JoinAdmitted, OrderID: o}
+		want = redisstore.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr = slow
 		m.admit(u, o, true)
 	case len(m.line) >= m.maxWait:
-		want.Outcome = redisstore.JoinFull
+		want.Outcome = seckill.WaitlistFull
 	default:
 		m.line = append(m.line, u)
 		delete(m.waited, u)
 		wantErr = slow
-		want = redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: m.rank(u)}
+		want = redisstore.JoinResult{Outcome: seckill.Waiting, Position: m.rank(u)}
 		if !slow && m.n > 1 && inStock > 0 {
 			// Another part has a unit: it is handed to the first in line.
 			if m.handToLine(o) == u {
-				want = redisstore.JoinResult{Outcome: redisstore.JoinAdmitted, OrderID: o}
+				want = redisstore.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 			} else {
 				want.Position = m.rank(u)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -51,7 +52,7 @@ func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	require.Equal(t, int64(units), remaining(t, sc))
 
 	var mu sync.Mutex
-	outcomes := map[redisstore.ClaimOutcome]int{}
+	outcomes := map[seckill.Outcome]int{}
 	winners := map[string]int64{}
 	testenv.ForEachBuyer(buyers, 64, func(i int64) {
 		user := fmt.Sprintf("u%05d", i)
@@ -63,12 +64,12 @@ func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 			return
 		}
 		outcomes[res.Outcome]++
-		if res.Outcome == redisstore.Admitted {
+		if res.Outcome == seckill.Admitted {
 			winners[user] = res.OrderID
 		}
 	})
 
-	require.Equal(t, map[redisstore.ClaimOutcome]int{redisstore.Admitted: units, redisstore.SoldOut: buyers - units}, outcomes)
+	require.Equal(t, map[seckill.Outcome]int{seckill.Admitted: units, seckill.SoldOut: buyers - units}, outcomes)
 	require.Zero(t, remaining(t, sc), "no part holds a unit, none is in flight")
 	for p := range parts {
 		n, err := sc.Client().Get(t.Context(), sc.PartKeys(saleID, p).Stock).Int64()
@@ -84,7 +85,7 @@ func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	for user, order := range winners {
 		require.Equal(t, order, claimOf(t, sc, user))
 		res := claim(t, sc, user, 1)
-		require.Equal(t, redisstore.AlreadyClaimed, res.Outcome, "one active order per buyer")
+		require.Equal(t, seckill.AlreadyClaimed, res.Outcome, "one active order per buyer")
 		break
 	}
 }
@@ -99,7 +100,7 @@ func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
 	var holders []string
 	for i := 0; len(holders) < 2; i++ {
 		u := fmt.Sprint("h", i)
-		if claim(t, sc, u, int64(1000+i)).Outcome == redisstore.Admitted {
+		if claim(t, sc, u, int64(1000+i)).Outcome == seckill.Admitted {
 			holders = append(holders, u)
 		}
 	}
@@ -107,7 +108,7 @@ func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
 	for i, u := range []string{"w-a", "w-b", "w-c"} {
 		j, err := sc.Join(ctx, saleID, u, 100, 0, terms)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: int64(i + 1)}, j)
+		require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
 	}
 	order := func(u string) int64 { id := claimOf(t, sc, u); require.NotZero(t, id); return id }
 
@@ -135,7 +136,7 @@ func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, res.HandedTo)
 	require.Equal(t, int64(1), remaining(t, sc))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any part")
+	require.Equal(t, seckill.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any part")
 }
 
 // A mover that stops between taking units and giving them leaves them in
@@ -199,7 +200,7 @@ func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	holders := map[string]int64{}
 	for i := 0; len(holders) < units; i++ {
 		u := fmt.Sprint("h", i)
-		if res := claim(t, sc, u, int64(1000+i)); res.Outcome == redisstore.Admitted {
+		if res := claim(t, sc, u, int64(1000+i)); res.Outcome == seckill.Admitted {
 			holders[u] = res.OrderID
 		}
 	}
@@ -261,9 +262,9 @@ func TestParts_BuyersOfOnePartBorrowTheOthersUnits(t *testing.T) {
 			return
 		}
 		switch res.Outcome {
-		case redisstore.Admitted:
+		case seckill.Admitted:
 			admitted.Add(1)
-		case redisstore.SoldOut:
+		case seckill.SoldOut:
 			soldOut.Add(1)
 		}
 	})
@@ -287,7 +288,7 @@ func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
 	warm(t, sc, openParts(1, 2))
 	var holder string
 	for i := 0; holder == ""; i++ {
-		if u := fmt.Sprint("h", i); claim(t, sc, u, 1000).Outcome == redisstore.Admitted {
+		if u := fmt.Sprint("h", i); claim(t, sc, u, 1000).Outcome == seckill.Admitted {
 			holder = u
 		}
 	}
@@ -298,7 +299,7 @@ func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
 			if u := fmt.Sprint("w", p, "-", i); redisstore.PartOf(u, 2) == p {
 				j, err := sc.Join(ctx, saleID, u, 10, 0, terms)
 				require.NoError(t, err)
-				require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+				require.Equal(t, seckill.Waiting, j.Outcome)
 				waiters = append(waiters, u)
 				break
 			}
@@ -338,7 +339,7 @@ func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
 		if u := fmt.Sprint("u", i); redisstore.PartOf(u, 2) == 1 {
 			j, err := fresh.Join(ctx, saleID, u, 10, 0, terms)
 			require.NoError(t, err)
-			require.Equal(t, redisstore.JoinNotWarmed, j.Outcome)
+			require.Equal(t, seckill.Unavailable, j.Outcome)
 			break
 		}
 	}
@@ -409,14 +410,14 @@ func TestParts_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
 
 	res, err := sc.Claim(ctx, saleID, user, 100, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.SoldOut, res.Outcome)
+	require.Equal(t, seckill.SoldOut, res.Outcome)
 	require.True(t, res.Tentative, "two units are still in flight")
 
 	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	res, err = sc.Claim(ctx, saleID, user, 101, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.Admitted, res.Outcome, "the first answer was not recorded")
+	require.Equal(t, seckill.Admitted, res.Outcome, "the first answer was not recorded")
 }
 
 // A part whose line has waiting buyers borrows nothing for a new claim:
@@ -435,7 +436,7 @@ func TestParts_APartWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
 	require.NoError(t, err)
 
 	res := claim(t, sc, home, 700)
-	require.Equal(t, redisstore.SoldOut, res.Outcome)
+	require.Equal(t, seckill.SoldOut, res.Outcome)
 	require.True(t, res.Tentative)
 	after, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
 	require.NoError(t, err)
@@ -449,13 +450,13 @@ func TestParts_TheWaitlistBoundIsTheSales(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	warm(t, sc, openParts(0, 4))
-	outcomes := map[redisstore.JoinOutcome]int{}
+	outcomes := map[seckill.Outcome]int{}
 	for i := range 40 {
 		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), 10, int64(1000+i), terms)
 		require.NoError(t, err)
 		outcomes[j.Outcome]++
 	}
-	require.Equal(t, map[redisstore.JoinOutcome]int{redisstore.JoinWaiting: 10, redisstore.JoinFull: 30}, outcomes)
+	require.Equal(t, map[seckill.Outcome]int{seckill.Waiting: 10, seckill.WaitlistFull: 30}, outcomes)
 	counts, err := sc.Counts(ctx, []int64{saleID})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), counts[saleID].Waiting)
@@ -469,7 +470,7 @@ func TestParts_AnAimWaitsForTheReplicas(t *testing.T) {
 	ctx := t.Context()
 	warm(t, sc, openParts(2, 2))
 	holder := userOfPart(t, 1, 2)
-	require.Equal(t, redisstore.Admitted, claim(t, sc, holder, 500).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, holder, 500).Outcome)
 	require.NoError(t, sc.Client().HSet(ctx, sc.PartKeys(saleID, 1).Moves, "r500", `{"units":1,"dest":-1,"at":1}`).Err())
 
 	err := sc.WithReplicas(1, 20*time.Millisecond).AimForTest(ctx, saleID, 1, "r500", 0)
@@ -493,10 +494,10 @@ func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "holder", 1).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "holder", 1).Outcome)
 	j, err := sc.Join(ctx, saleID, "waiter", 10, 2, terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	require.Equal(t, seckill.Waiting, j.Outcome)
 	// waiter's claim comes back from a re-load while she waits.
 	require.NoError(t, sc.Client().HSet(ctx, sc.SaleKeys(saleID).Claims, "waiter", "99").Err())
 	_, err = sc.Release(ctx, saleID, "holder", 1, next(3))
@@ -519,7 +520,7 @@ func TestParts_ARewarmedPartZeroKeepsTheLineInOrder(t *testing.T) {
 	first := userOfPart(t, 1, 2)
 	j, err := sc.Join(ctx, saleID, first, 10, 1, terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.JoinWaiting, j.Outcome)
+	require.Equal(t, seckill.Waiting, j.Outcome)
 	p0 := sc.PartKeys(saleID, 0)
 	require.NoError(t, sc.Client().Del(ctx, p0.Stock, p0.Meta, p0.Claims, p0.Wait).Err())
 	_, err = sc.Rewarm(ctx, spec, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -113,7 +114,7 @@ func TestWarm_DoesNotOverwriteLiveCounter(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(10))
 	for i := range 3 {
-		require.Equal(t, redisstore.Admitted, claim(t, sc, "u"+strconv.Itoa(i), int64(i+1)).Outcome)
+		require.Equal(t, seckill.Admitted, claim(t, sc, "u"+strconv.Itoa(i), int64(i+1)).Outcome)
 	}
 
 	loaded, err := sc.Warm(t.Context(), openSale(100))
@@ -146,7 +147,7 @@ func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	msgs := outbox(t, sc)
@@ -167,11 +168,11 @@ func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(3))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 1001}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	require.Len(t, outbox(t, sc), 1)
@@ -181,11 +182,11 @@ func TestClaim_SoldOutAfterLastUnit(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	res := claim(t, sc, "bob", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "bob"))
 	require.Len(t, outbox(t, sc), 1)
@@ -198,10 +199,10 @@ func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
 		name     string
 		starts   time.Time
 		ends     time.Time
-		expected redisstore.ClaimOutcome
+		expected seckill.Outcome
 	}{
-		{"not started", now.Add(time.Hour), now.Add(2 * time.Hour), redisstore.NotStarted},
-		{"ended", now.Add(-2 * time.Hour), now.Add(-time.Second), redisstore.Ended},
+		{"not started", now.Add(time.Hour), now.Add(2 * time.Hour), seckill.SaleNotStarted},
+		{"ended", now.Add(-2 * time.Hour), now.Add(-time.Second), seckill.SaleEnded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,7 +227,7 @@ func TestClaim_NotWarmedFailsClosed(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.NotWarmed}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Unavailable}, res)
 	for _, key := range []string{k.Stock, k.Claims, k.Meta, k.Outbox} {
 		require.False(t, exists(t, sc, key), "claim wrote %s", key)
 	}
@@ -241,7 +242,7 @@ func TestClaim_NotWarmedWithoutWindow(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.NotWarmed}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Unavailable}, res)
 	require.Equal(t, int64(5), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 	require.Empty(t, outbox(t, sc))
@@ -276,10 +277,10 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	for i, res := range outcomes {
 		require.NoError(t, errs[i])
 		switch res.Outcome {
-		case redisstore.Admitted:
+		case seckill.Admitted:
 			require.Equal(t, int64(i+1), res.OrderID)
 			admitted[res.OrderID] = true
-		case redisstore.SoldOut:
+		case seckill.SoldOut:
 		default:
 			t.Fatalf("buyer %d: unexpected outcome %v", i, res.Outcome)
 		}
@@ -303,7 +304,7 @@ func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 
 	released, err := sc.Release(ctx, saleID, "alice", 1001, next(5001))
@@ -322,7 +323,7 @@ func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(2))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, nil)
 
@@ -336,14 +337,14 @@ func TestRelease_UserMayClaimAgain(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
 	require.NoError(t, err)
 	require.True(t, released.Now)
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 }
 
@@ -351,7 +352,7 @@ func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(2))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 999, next(5001))
 
@@ -365,7 +366,7 @@ func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 	k := sc.SaleKeys(saleID)
 	require.NoError(t, sc.Client().Del(ctx, k.Stock).Err()) // Redis lost the counter
@@ -387,7 +388,7 @@ func TestRelease_AnnouncesRestock(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	sub := subscribe(t, sc)
 
 	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
@@ -423,7 +424,7 @@ func TestRemainingMany_ReadsWarmedSalesOnly(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(10))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "alice", 1).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1).Outcome)
 
 	got, err := sc.RemainingMany(t.Context(), []int64{saleID, saleID + 1})
 
@@ -439,7 +440,7 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 
 	before := time.Now().Add(-time.Second) // Redis' clock, give or take
 	res := claim(t, sc, "alice", 7)
-	require.Equal(t, redisstore.Admitted, res.Outcome)
+	require.Equal(t, seckill.Admitted, res.Outcome)
 	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 2*time.Second)
 	require.True(t, res.PayBy.After(before.Add(terms.PaymentTimeout)))
 
@@ -461,7 +462,7 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 
 	// A refusal carries no pay_by.
 	again := claim(t, sc, "alice", 9)
-	require.Equal(t, redisstore.AlreadyClaimed, again.Outcome)
+	require.Equal(t, seckill.AlreadyClaimed, again.Outcome)
 	require.True(t, again.PayBy.IsZero())
 }
 
@@ -474,24 +475,24 @@ func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
 	require.False(t, first.PayBy.IsZero())
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
 
 	// The same key again, even with another fresh order id: the first
 	// answer, with the same pay_by.
 	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
 	// Another key is a new request: the user already holds an order.
 	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 1}, other)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1}, other)
 	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
 	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut}, bob)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut}, bob)
 	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.SoldOut, Replayed: true}, bobAgain)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut, Replayed: true}, bobAgain)
 
 	// Only one unit was taken and one outbox entry written.
 	require.Equal(t, int64(0), remaining(t, sc))
@@ -516,12 +517,12 @@ func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 
 	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.NotWarmed, res.Outcome)
+	require.Equal(t, seckill.Unavailable, res.Outcome)
 
 	warm(t, sc, openSale(1))
 	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
 }
 
 func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
@@ -536,8 +537,8 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	require.True(t, loaded)
 	require.Equal(t, int64(7), remaining(t, sc))
 	res := claim(t, sc, "alice", 99)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "carol", 13).Outcome)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
+	require.Equal(t, seckill.Admitted, claim(t, sc, "carol", 13).Outcome)
 
 	// A live counter is never overwritten.
 	loaded, err = sc.Rewarm(ctx, openSale(100), nil)
@@ -545,7 +546,7 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	require.False(t, loaded)
 	require.Equal(t, int64(6), remaining(t, sc))
 	res = claim(t, sc, "bob", 98)
-	require.Equal(t, redisstore.ClaimResult{Outcome: redisstore.AlreadyClaimed, OrderID: 12}, res)
+	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 12}, res)
 }
 
 func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
@@ -557,19 +558,19 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	for i := range 3 {
 		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "", terms)
 		require.NoError(t, err)
-		require.NotEqual(t, redisstore.RateLimited, res.Outcome)
+		require.NotEqual(t, seckill.RateLimited, res.Outcome)
 	}
 	res, err := sc.Claim(ctx, saleID, "eager", 4, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.RateLimited, res.Outcome)
+	require.Equal(t, seckill.RateLimited, res.Outcome)
 	require.Positive(t, res.RetryAfter)
 	require.LessOrEqual(t, res.RetryAfter, 500*time.Millisecond)
 	// Other users are not affected, and a limited attempt changes nothing.
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "calm", 5).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "calm", 5).Outcome)
 	require.Equal(t, int64(8), remaining(t, sc))
 
 	time.Sleep(res.RetryAfter + 20*time.Millisecond)
 	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
+	require.Equal(t, seckill.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/redistopo"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
@@ -78,7 +79,7 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 						time.Sleep(100 * time.Millisecond) // the buyer's Retry-After
 						continue
 					}
-					if res.Outcome != redisstore.Admitted {
+					if res.Outcome != seckill.Admitted {
 						return
 					}
 					mu.Lock()
@@ -163,7 +164,7 @@ func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 			t.Errorf("claim: %v", err)
 			return
 		}
-		if res.Outcome == redisstore.Admitted {
+		if res.Outcome == seckill.Admitted {
 			admitted.Add(1)
 		}
 	})

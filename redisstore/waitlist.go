@@ -9,28 +9,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
 )
 
-// JoinOutcome is the decision of join.lua.
-type JoinOutcome int
-
-// Outcomes of join.lua; the codes it shares with claim.lua keep their
-// numbers there.
-const (
-	JoinAdmitted       JoinOutcome = 0
-	JoinAlreadyClaimed JoinOutcome = 2
-	JoinNotStarted     JoinOutcome = 3
-	JoinEnded          JoinOutcome = 4
-	JoinNotWarmed      JoinOutcome = 5
-	JoinWaiting        JoinOutcome = 7
-	JoinAlreadyWaiting JoinOutcome = 8
-	JoinFull           JoinOutcome = 9
-)
-
-// JoinResult is the outcome of one join.
+// JoinResult is the answer of join.lua.
 type JoinResult struct {
-	Outcome JoinOutcome
+	// Outcome is one of Waiting, Admitted, AlreadyWaiting,
+	// AlreadyClaimed, SaleNotStarted, SaleEnded, WaitlistFull, or
+	// Unavailable (the sale is not loaded in Redis).
+	Outcome seckill.Outcome
 	// Position is the buyer's place in line, 1 next (Waiting,
 	// AlreadyWaiting).
 	Position int64
@@ -62,7 +50,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 			return JoinResult{}, err
 		}
 		if v < 0 {
-			return JoinResult{Outcome: JoinNotWarmed}, nil
+			return JoinResult{Outcome: seckill.Unavailable}, nil
 		}
 		seq, room = strconv.FormatInt(v, 10), int64(maxEntries)-others
 	}
@@ -77,14 +65,14 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		if len(res) != 3 {
 			return false, fmt.Errorf("join script: unexpected reply %v", res)
 		}
-		code := res[0]
-		return code == int64(JoinAdmitted) || code == int64(JoinWaiting), nil
+		o, _ := scriptOutcome(res[0])
+		return o == seckill.Admitted || o == seckill.Waiting, nil
 	})
 	if err != nil {
 		return JoinResult{}, err
 	}
 	r, err := parseJoin(res)
-	if err != nil || n == 1 || (r.Outcome != JoinWaiting && r.Outcome != JoinAlreadyWaiting) {
+	if err != nil || n == 1 || (r.Outcome != seckill.Waiting && r.Outcome != seckill.AlreadyWaiting) {
 		return r, err
 	}
 	// A sale of several parts: the place in the one line, and, if another
@@ -98,7 +86,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		return JoinResult{}, err
 	}
 	r.Position = pos
-	if st <= 0 || r.Outcome != JoinWaiting {
+	if st <= 0 || r.Outcome != seckill.Waiting {
 		return r, nil
 	}
 	if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
@@ -111,7 +99,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	case ws.Waiting:
 		r.Position = ws.Position
 	case ws.OrderID != 0:
-		r = JoinResult{Outcome: JoinAdmitted, OrderID: ws.OrderID}
+		r = JoinResult{Outcome: seckill.Admitted, OrderID: ws.OrderID}
 		if a, ok, err := s.Admission(ctx, ws.OrderID, []int64{saleID}); err == nil && ok {
 			r.PayBy = a.PayBy
 		}
@@ -182,27 +170,27 @@ func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq 
 }
 
 func parseJoin(res []any) (JoinResult, error) {
-	code, _ := res[0].(int64)
-	r := JoinResult{Outcome: JoinOutcome(code)}
+	o, _ := scriptOutcome(res[0])
+	r := JoinResult{Outcome: o}
 	value, _ := res[1].(string)
 	var err error
 	switch r.Outcome {
-	case JoinAdmitted, JoinAlreadyClaimed:
+	case seckill.Admitted, seckill.AlreadyClaimed:
 		if r.OrderID, err = strconv.ParseInt(value, 10, 64); err != nil {
 			return JoinResult{}, fmt.Errorf("join script: bad order id %q", value)
 		}
-		if r.Outcome == JoinAdmitted {
+		if r.Outcome == seckill.Admitted {
 			ms, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
 			if err != nil {
 				return JoinResult{}, fmt.Errorf("join script: bad pay_by %v", res[2])
 			}
 			r.PayBy = time.UnixMilli(ms).UTC()
 		}
-	case JoinWaiting, JoinAlreadyWaiting:
+	case seckill.Waiting, seckill.AlreadyWaiting:
 		if r.Position, err = strconv.ParseInt(value, 10, 64); err != nil {
 			return JoinResult{}, fmt.Errorf("join script: bad position %q", value)
 		}
-	case JoinNotStarted, JoinEnded, JoinNotWarmed, JoinFull:
+	case seckill.SaleNotStarted, seckill.SaleEnded, seckill.Unavailable, seckill.WaitlistFull:
 	default:
 		return JoinResult{}, fmt.Errorf("join script: unexpected code %v", res[0])
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -29,32 +30,32 @@ func TestJoin_FirstComeFirstServedAndBounded(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 
-	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinAlreadyClaimed, OrderID: 1001}, join(t, sc, "ann"))
+	require.Equal(t, redisstore.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, join(t, sc, "ann"))
 	for i, u := range []string{"bob", "cy", "dee"} {
-		require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: int64(i + 1)}, join(t, sc, u))
+		require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, join(t, sc, u))
 	}
-	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinAlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
-	require.Equal(t, redisstore.JoinFull, join(t, sc, "eve").Outcome, "at most 3 entries")
+	require.Equal(t, redisstore.JoinResult{Outcome: seckill.AlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
+	require.Equal(t, seckill.WaitlistFull, join(t, sc, "eve").Outcome, "at most 3 entries")
 
 	left, err := sc.Leave(t.Context(), saleID, "bob")
 	require.NoError(t, err)
 	require.True(t, left)
 	require.Equal(t, redisstore.WaitState{}, waitState(t, sc, "bob"))
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
-	require.Equal(t, redisstore.JoinResult{Outcome: redisstore.JoinWaiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
+	require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
 }
 
 func TestJoin_OutsideTheWindowOrUnwarmed(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
-	require.Equal(t, redisstore.JoinNotWarmed, join(t, sc, "ann").Outcome)
+	require.Equal(t, seckill.Unavailable, join(t, sc, "ann").Outcome)
 	spec := openSale(0)
 	spec.StartsAt = time.Now().Add(time.Hour)
 	spec.EndsAt = time.Now().Add(2 * time.Hour)
 	warm(t, sc, spec)
-	require.Equal(t, redisstore.JoinNotStarted, join(t, sc, "ann").Outcome)
+	require.Equal(t, seckill.SaleNotStarted, join(t, sc, "ann").Outcome)
 }
 
 // A buyer who joins while a unit is in stock is first in line (units never
@@ -66,7 +67,7 @@ func TestJoin_AdmitsAtOnceWhileStockLasts(t *testing.T) {
 
 	res := join(t, sc, "ann")
 
-	require.Equal(t, redisstore.JoinAdmitted, res.Outcome)
+	require.Equal(t, seckill.Admitted, res.Outcome)
 	require.Equal(t, int64(7000), res.OrderID)
 	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 5*time.Second)
 	require.Zero(t, remaining(t, sc))
@@ -79,7 +80,7 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 	join(t, sc, "bob")
 	join(t, sc, "cy")
 	ctx := t.Context()
@@ -115,7 +116,7 @@ func TestRelease_SkipsBuyersWhoHoldAnOrder(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.JoinAdmitted, join(t, sc, "bob").Outcome) // a unit in stock: admitted at once
+	require.Equal(t, seckill.Admitted, join(t, sc, "bob").Outcome) // a unit in stock: admitted at once
 	join(t, sc, "cy")
 	join(t, sc, "dee")
 	// Redis re-loaded claims from the database: cy holds an order while on the line.
@@ -134,14 +135,14 @@ func TestClaim_TakesAWaitingBuyerOffTheLine(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 	join(t, sc, "bob")
 	_, err := sc.Release(t.Context(), saleID, "ann", 1001, nil) // the order never held a unit
 	require.NoError(t, err)
 	_, err = sc.Client().Incr(t.Context(), sc.SaleKeys(saleID).Stock).Result() // a unit came back outside the waitlist
 	require.NoError(t, err)
 
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "bob", 1002).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "bob", 1002).Outcome)
 
 	require.Equal(t, redisstore.WaitState{OrderID: 1002}, waitState(t, sc, "bob"))
 }
@@ -154,7 +155,7 @@ func TestRelease_AfterTheEndGivesNoOneTheUnit(t *testing.T) {
 	spec := openSale(1)
 	spec.EndsAt = time.Now().Add(300 * time.Millisecond)
 	warm(t, sc, spec)
-	require.Equal(t, redisstore.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 	join(t, sc, "bob")
 	time.Sleep(time.Until(spec.EndsAt))
 
@@ -163,7 +164,7 @@ func TestRelease_AfterTheEndGivesNoOneTheUnit(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, res.HandedTo)
 	require.Equal(t, int64(1), remaining(t, sc))
-	require.Equal(t, redisstore.Ended, claim(t, sc, "cy", 1002).Outcome)
+	require.Equal(t, seckill.SaleEnded, claim(t, sc, "cy", 1002).Outcome)
 }
 
 func TestHandOver_GivesStockToWaitingBuyers(t *testing.T) {

@@ -62,7 +62,7 @@ func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
 	for i := int64(1); i <= units; i++ {
 		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.Admitted, res.Outcome)
+		require.Equal(t, seckill.Admitted, res.Outcome)
 	}
 
 	st := &starter{started: map[int64]int{}, failed: map[int64]bool{}, failEvery: 7}

@@ -17,7 +17,7 @@ import (
 // AddClaimCounts adds counts[sale][outcome] to the sales' claim counters,
 // in one statement. The API processes call it about once a second with
 // what they answered since.
-func (s *Store) AddClaimCounts(ctx context.Context, counts map[int64]map[seckill.ClaimOutcome]int64) error {
+func (s *Store) AddClaimCounts(ctx context.Context, counts map[int64]map[seckill.Outcome]int64) error {
 	var values []string
 	var args []any
 	sales := make([]int64, 0, len(counts))
@@ -28,7 +28,7 @@ func (s *Store) AddClaimCounts(ctx context.Context, counts map[int64]map[seckill
 	// opposite orders.
 	sort.Slice(sales, func(i, j int) bool { return sales[i] < sales[j] })
 	for _, sale := range sales {
-		outcomes := make([]seckill.ClaimOutcome, 0, len(counts[sale]))
+		outcomes := make([]seckill.Outcome, 0, len(counts[sale]))
 		for o := range counts[sale] {
 			outcomes = append(outcomes, o)
 		}
@@ -66,7 +66,7 @@ func (s *Store) MarkSoldOut(ctx context.Context, saleID int64, at time.Time) err
 type SaleStats struct {
 	Sale *seckill.Sale
 	// Claims counts the claims answered, by outcome.
-	Claims map[seckill.ClaimOutcome]int64
+	Claims map[seckill.Outcome]int64
 	// Orders counts the orders by status; Closed by close reason.
 	Orders map[seckill.OrderStatus]int64
 	Closed map[seckill.CloseReason]int64
@@ -91,7 +91,7 @@ func (s *Store) SaleStats(ctx context.Context, id int64) (*SaleStats, error) {
 	}
 	st := &SaleStats{
 		Sale: row.sale(), SoldOutAt: row.SoldOutAt,
-		Claims: map[seckill.ClaimOutcome]int64{}, Orders: map[seckill.OrderStatus]int64{},
+		Claims: map[seckill.Outcome]int64{}, Orders: map[seckill.OrderStatus]int64{},
 		Closed: map[seckill.CloseReason]int64{}, Refunds: map[string]int64{},
 	}
 	if st.SoldOutAt != nil {
@@ -101,7 +101,7 @@ func (s *Store) SaleStats(ctx context.Context, id int64) (*SaleStats, error) {
 	db := s.db.WithContext(ctx)
 
 	var claims []struct {
-		Outcome seckill.ClaimOutcome
+		Outcome seckill.Outcome
 		Count   int64
 	}
 	if err := db.Raw(`SELECT outcome, count FROM sale_claims WHERE sale_id = ?`, id).Scan(&claims).Error; err != nil {
