@@ -10,7 +10,7 @@ FAST_PKGS = $$($(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$
 
 FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
-FUZZ_TARGETS := FuzzClaim FuzzVerifySignature FuzzParseEvent FuzzParseToken FuzzParseTokenClaims FuzzIdempotencyKey
+FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
 .PHONY: help dev test browser stripe-mock test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
 help: ## list the targets
@@ -34,8 +34,9 @@ vet: ## go vet (both builds) and a gofmt check
 	$(GO) vet -tags slim ./...
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
-	@for t in $(FUZZ_TARGETS); do \
-	  echo "== $$t"; $(GO) test ./api -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+	  p=$${pt%%:*}; t=$${pt#*:}; \
+	  echo "== $$p $$t"; $(GO) test ./$$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
 chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts, 20,000 cases

@@ -64,6 +64,19 @@ func ErrorCode(err error) Code {
 	return CodeInternal
 }
 
+// Errors the adapters return and their consumers test for with errors.Is.
+var (
+	// ErrNotFound: the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrOrderDecided: the order's saga has finished; the order is PAID
+	// or CLOSED.
+	ErrOrderDecided = errors.New("the order's saga has finished")
+	// ErrPaymentNotYet: the order's saga cannot take a payment now (not
+	// started yet, or lost and about to be restarted by reconciliation):
+	// the event stays recorded and undelivered, and is delivered later.
+	ErrPaymentNotYet = errors.New("the order's saga is not running yet")
+)
+
 // Application error types of activities. A business refusal is returned as
 // a non-retryable temporal ApplicationError with one of these types.
 const (

@@ -28,6 +28,19 @@ const (
 	CloseCancelled      CloseReason = "CANCELLED"
 	ClosePaymentFailed  CloseReason = "PAYMENT_FAILED"
 	CloseSoldOut        CloseReason = "SOLD_OUT"
+
+	// CloseSecondActiveOrder closes an order refused because its buyer
+	// already held an active order of the sale (Redis admitted it after
+	// losing the first claim). docs/API.md v3 lists no reason of its own
+	// for this, so it reads CANCELLED on the wire; the name says what it
+	// is wherever the code decides it.
+	CloseSecondActiveOrder = CloseCancelled
+)
+
+// Refund statuses (docs/API.md's refund.status).
+const (
+	RefundPending   = "PENDING"
+	RefundSucceeded = "SUCCEEDED"
 )
 
 // Refund is a payment taken for an order that could not be honoured.

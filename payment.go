@@ -1,6 +1,9 @@
 package seckill
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // PaymentProvider is the provider that takes buyers' payments. It takes
 // each payment on its own page and tells seckill through the signed
@@ -78,4 +81,34 @@ type Intent struct {
 	// AmountCents and Currency are what it took (IntentSucceeded).
 	AmountCents int64
 	Currency    string
+}
+
+// PaymentRecord is a provider event as seckill recorded it
+// (payment_events): what the webhook received and what became of it.
+type PaymentRecord struct {
+	ID              string
+	Type            string
+	OrderID         int64 // 0: the event names no order
+	PaymentIntentID string
+	AmountCents     int64
+	Currency        string
+	Payload         []byte
+	Outcome         PaymentOutcome
+	ReceivedAt      time.Time
+	DeliveredAt     *time.Time
+}
+
+// Signal is the event as its order's saga takes it.
+func (e *PaymentRecord) Signal() PaymentEvent {
+	return PaymentEvent{
+		EventID: e.ID, Type: PaymentEventType(e.Type), PaymentIntentID: e.PaymentIntentID,
+		AmountCents: e.AmountCents, Currency: e.Currency, ReceivedAt: e.ReceivedAt.UTC(),
+	}
+}
+
+// Pending reports whether no saga has decided what e does yet: it is only
+// RECEIVED, or DELIVERED to a saga run that may have ended without acting
+// on it (a run that failed or was terminated).
+func (e *PaymentRecord) Pending() bool {
+	return e.Outcome == OutcomeReceived || e.Outcome == OutcomeDelivered
 }

@@ -18,6 +18,20 @@ const (
 	MaxStockSegments = 64
 )
 
+// NewSale is what an admin creates (POST /api/v1/sales, validated).
+type NewSale struct {
+	Name           string
+	PriceCents     int64
+	Currency       string
+	Stock          int64
+	StartsAt       time.Time
+	EndsAt         time.Time
+	PaymentTimeout time.Duration
+	// StockSegments is how many segments the Redis stock is split into
+	// (0: 1).
+	StockSegments int
+}
+
 // SaleState is derived from the clock and the stock, never stored.
 type SaleState string
 

@@ -159,7 +159,7 @@ const (
 	// DriftStockWhileWaiting: units sat in a sale's stock while buyers
 	// waited on its waitlist; they are handed to the waitlist.
 	DriftStockWhileWaiting = "stock_while_waiting"
-	// DriftMoveUnfinished: units moving between the parts of a sale's
+	// DriftMoveUnfinished: units moving between the segments of a sale's
 	// stock were left in flight by a mover that stopped; they are landed.
 	DriftMoveUnfinished = "move_unfinished"
 	// DriftCheckFailed: checking or fixing one order (or one sale) failed;

@@ -2,6 +2,25 @@ package seckill
 
 import "time"
 
+// SaleStats is a sale's funnel, from claims to paid orders, as the
+// database counts it.
+type SaleStats struct {
+	Sale *Sale
+	// Claims counts the claims answered, by outcome.
+	Claims map[Outcome]int64
+	// Orders counts the orders by status; Closed by close reason.
+	Orders map[OrderStatus]int64
+	Closed map[CloseReason]int64
+	// Refunds counts refunds by status (RefundPending, RefundSucceeded),
+	// and their amount.
+	Refunds      map[string]int64
+	RefundsCents int64
+	// PaidCents is the sum of the paid orders' amounts.
+	PaidCents int64
+	// SoldOutAt is when a claim was first refused as sold out, if ever.
+	SoldOutAt *time.Time
+}
+
 // SaleStatsJSON is a sale's funnel (GET /api/v1/sales/{id}/stats, admin):
 // how its claims were answered, what became of its orders, and how fast
 // it sold out.

@@ -58,8 +58,9 @@ func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
 // StartOrder is the saga's first step, one transaction: it writes the
 // admitted claim as an order with the pay_by fixed at admission and takes
 // its unit from the database's available stock (AWAITING_PAYMENT), or
-// closes it as SOLD_OUT when the database has none (or as CANCELLED,
-// holding no unit, when the user holds another active order). It returns
+// closes it as SOLD_OUT when the database has none (or as
+// CloseSecondActiveOrder, holding no unit, when the user holds another
+// active order). It returns
 // the order
 // as it stands (an earlier run's order is taken as it is) and the
 // payments recorded for it that no saga has acted on, so a buyer who paid
@@ -75,13 +76,13 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 		return err
 	})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, seckill.ErrNotFound):
 		return seckill.StartOrderResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
 	case errors.Is(err, store.ErrActiveOrderExists):
 		// Redis admitted a second active claim for this user (possible only
 		// after Redis lost its claims); the database refused it, and wrote it
-		// CLOSED as CANCELLED without a unit. Its payments are handed back
+		// CLOSED (CloseSecondActiveOrder) without a unit. Its payments are handed back
 		// below like any closed order's, so the saga refunds them.
 	case err != nil && !errors.Is(err, store.ErrSoldOut):
 		return seckill.StartOrderResult{}, err
@@ -185,7 +186,7 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 	if err != nil {
 		return fmt.Errorf("read sale %d: %w", saleID, err)
 	}
-	a.rstore.KnowParts(saleID, sale.StockSegments)
+	a.rstore.KnowSegments(saleID, sale.StockSegments)
 	var next *redisstore.NextOrder
 	if unit {
 		next = &redisstore.NextOrder{ID: a.ids.Next(), Terms: redisstore.TermsOf(*sale)}
@@ -215,7 +216,7 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 		EventID: in.EventID, OrderID: in.OrderID, PaymentIntentID: in.PaymentIntentID,
 		AmountCents: in.AmountCents, Currency: in.Currency, Reason: in.Reason,
 	})
-	if err != nil || status == store.RefundSucceeded {
+	if err != nil || status == seckill.RefundSucceeded {
 		return err
 	}
 	id, err := a.provider.Refund(ctx, seckill.RefundRequest{

@@ -143,7 +143,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, PayBy: payBy})
 		require.NoError(t, err)
-		_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_" + user, Type: string(seckill.PaymentSucceeded),
+		_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_" + user, Type: string(seckill.PaymentSucceeded),
 			OrderID: id, PaymentIntentID: "pi_" + user, AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
 		require.NoError(t, err)
 	}
@@ -189,7 +189,7 @@ func TestStartOrder_ARefusedSecondOrderHandsBackItsPayments(t *testing.T) {
 	testenv.Warm(t, rs, sale, 2)
 	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
-	_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_second", Type: string(seckill.PaymentSucceeded),
+	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_second", Type: string(seckill.PaymentSucceeded),
 		OrderID: 1002, PaymentIntentID: "pi_second", AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 

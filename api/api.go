@@ -23,11 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/payments/delivery"
-	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/saga"
-	"github.com/seckill/seckill/store"
 )
 
 // MaxBody is the largest request body accepted (413 BODY_TOO_LARGE above).
@@ -35,11 +32,19 @@ const MaxBody = 64 << 10
 
 // Config is what the API needs.
 type Config struct {
-	Store *store.Store
-	Redis *redisstore.Store
+	Store Store
+	Redis Redis
 	IDs   *idgen.Generator
-	// Sagas starts, signals and cancels order sagas.
-	Sagas         *saga.Client
+	// Sagas cancels order sagas and reports Temporal's health.
+	Sagas Sagas
+	// Delivery hands the webhook's events to their orders' sagas
+	// (delivery.Deliverer, built by app).
+	Delivery Deliverer
+	// Auth verifies bearer tokens (auth.Provider or auth.Secret); nil
+	// verifies HS256 tokens under JWTSecret.
+	Auth auth.Verifier
+	// JWTSecret signs the dev sign-in's tokens (Dev.SignIn), and verifies
+	// tokens when Auth is nil.
 	JWTSecret     []byte
 	WebhookSecret []byte
 	Log           *slog.Logger
@@ -63,19 +68,14 @@ type Config struct {
 	// Payments makes orders' payment objects (POST /orders/{id}/payment);
 	// nil with the dev provider, whose checkout needs none.
 	Payments seckill.PaymentIntents
-	// PaymentHold is how long a payment for an order never written is
-	// held before it is refunded (delivery.Deliverer.Hold).
-	PaymentHold time.Duration
 }
 
 // Server is the HTTP API.
 type Server struct {
 	cfg      Config
 	app      *fiber.App
-	auth     *verifier
 	sales    *saleCache
 	metrics  *metrics
-	delivery *delivery.Deliverer
 	soldOut  *soldOutFlags
 	watchers *orderWatchers
 	funnel   *funnel
@@ -96,6 +96,9 @@ func New(cfg Config) *Server {
 	if cfg.SoldOutTTL <= 0 {
 		cfg.SoldOutTTL = SoldOutTTL
 	}
+	if cfg.Auth == nil {
+		cfg.Auth = auth.NewSecret(cfg.JWTSecret, "", auth.AdminClaim{})
+	}
 	if cfg.WaitlistMax <= 0 {
 		cfg.WaitlistMax = DefaultWaitlistMax
 	}
@@ -104,17 +107,15 @@ func New(cfg Config) *Server {
 		reg = NewRegistry()
 	}
 	s := &Server{
-		cfg:  cfg,
-		auth: newVerifier(cfg.JWTSecret),
+		cfg: cfg,
 		// Redis learns each sale's number of stock parts from the
 		// database, never from keys it may have lost.
 		sales: newSaleCache(cfg.Store, func(sale *seckill.Sale) {
 			if cfg.Redis != nil {
-				cfg.Redis.KnowParts(sale.ID, sale.StockSegments)
+				cfg.Redis.KnowSegments(sale.ID, sale.StockSegments)
 			}
 		}),
 		metrics:  newMetrics(reg),
-		delivery: &delivery.Deliverer{Store: cfg.Store, Redis: cfg.Redis, Sagas: cfg.Sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 		watchers: newOrderWatchers(),
 		funnel:   newFunnel(),
@@ -145,17 +146,17 @@ func New(cfg Config) *Server {
 	}
 	v1.Get("/sales", s.listSales)
 	v1.Get("/sales/:id", s.getSale)
-	v1.Post("/sales", s.auth.authenticate, requireAdmin, s.createSale)
-	v1.Get("/sales/:id/stats", s.auth.authenticate, requireAdmin, s.saleStats)
-	v1.Post("/sales/:id/claims", s.auth.authenticate, s.claim)
-	v1.Post("/sales/:id/waitlist", s.auth.authenticate, s.joinWaitlist)
-	v1.Get("/sales/:id/waitlist/me", s.auth.authenticate, s.waitlistMe)
-	v1.Delete("/sales/:id/waitlist/me", s.auth.authenticate, s.leaveWaitlist)
-	v1.Get("/orders", s.auth.authenticate, s.listOrders)
-	v1.Get("/orders/:id", s.auth.authenticate, s.getOrder)
-	v1.Get("/orders/:id/events", s.auth.authenticate, s.orderEvents)
-	v1.Post("/orders/:id/cancel", s.auth.authenticate, s.cancelOrder)
-	v1.Post("/orders/:id/payment", s.auth.authenticate, s.createPayment)
+	v1.Post("/sales", s.authenticate, requireAdmin, s.createSale)
+	v1.Get("/sales/:id/stats", s.authenticate, requireAdmin, s.saleStats)
+	v1.Post("/sales/:id/claims", s.authenticate, s.claim)
+	v1.Post("/sales/:id/waitlist", s.authenticate, s.joinWaitlist)
+	v1.Get("/sales/:id/waitlist/me", s.authenticate, s.waitlistMe)
+	v1.Delete("/sales/:id/waitlist/me", s.authenticate, s.leaveWaitlist)
+	v1.Get("/orders", s.authenticate, s.listOrders)
+	v1.Get("/orders/:id", s.authenticate, s.getOrder)
+	v1.Get("/orders/:id/events", s.authenticate, s.orderEvents)
+	v1.Post("/orders/:id/cancel", s.authenticate, s.cancelOrder)
+	v1.Post("/orders/:id/payment", s.authenticate, s.createPayment)
 	s.routePages()
 	return s
 }
@@ -205,8 +206,11 @@ func (s *Server) reqCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	checks := map[string]string{"redis": "ok", "postgres": "ok", "temporal": "ok"}
+	checks := map[string]string{"redis": "ok", "postgres": "ok", "temporal": "ok", "auth": "ok"}
 	ok := true
+	if err := s.cfg.Auth.Ready(); err != nil {
+		checks["auth"], ok = "unavailable", false
+	}
 	if err := s.cfg.Redis.Ping(ctx); err != nil {
 		checks["redis"], ok = "unavailable", false
 	}
@@ -231,7 +235,7 @@ func parseID(s string) (int64, bool) {
 	return id, err == nil && id > 0 && s[0] != '+' && s[0] != '0'
 }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, seckill.ErrNotFound) }
 
 // loopbackAddr is addr with a wildcard host (0.0.0.0, ::) replaced by the
 // loopback address, so the server can call itself.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
@@ -60,7 +61,7 @@ func newClaimRigWith(t testing.TB, cfg api.Config) *claimRig {
 
 func (r *claimRig) createSale(t testing.TB, stock int64) int64 {
 	t.Helper()
-	admin, err := api.SignToken(r.secret, "fuzz-admin", true, time.Hour)
+	admin, err := auth.SignToken(r.secret, "fuzz-admin", true, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +128,11 @@ type claimAnswer struct {
 	}
 }
 
-func (r *claimRig) send(t *testing.T, path, auth, idemKey string, body []byte) claimAnswer {
+func (r *claimRig) send(t *testing.T, path, bearer, idemKey string, body []byte) claimAnswer {
 	t.Helper()
 	req := httptest.NewRequest("POST", path, bytes.NewReader(body))
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	if bearer != "" {
+		req.Header.Set("Authorization", bearer)
 	}
 	if idemKey != "" {
 		req.Header["Idempotency-Key"] = []string{idemKey}
@@ -222,14 +223,14 @@ func FuzzClaim(f *testing.F) {
 		if _, err := url.PathUnescape(pathID); err != nil {
 			t.Skip("not a valid escape")
 		}
-		validUser := fuzzSubjectRE.MatchString(user) && rawAuth == ""
-		auth := rawAuth
+		validUser := auth.ValidSubject(user) && rawAuth == ""
+		bearer := rawAuth
 		if validUser {
-			tok, err := api.SignToken(r.secret, user, false, time.Hour)
+			tok, err := auth.SignToken(r.secret, user, false, time.Hour)
 			if err != nil {
 				t.Fatalf("sign for valid user %q: %v", user, err)
 			}
-			auth = "Bearer " + tok
+			bearer = "Bearer " + tok
 		}
 		// Only a canonical decimal id names a sale: "007" or "+7" do not.
 		target := int64(0)
@@ -243,7 +244,7 @@ func FuzzClaim(f *testing.F) {
 			before = r.state(t, target)
 		}
 		path := "/api/v1/sales/" + pathID + "/claims"
-		a := r.send(t, path, auth, idem, body)
+		a := r.send(t, path, bearer, idem, body)
 
 		if a.status >= 500 {
 			t.Fatalf("%s: %d %s (Redis and Postgres are up)", path, a.status, a.body)
@@ -260,7 +261,7 @@ func FuzzClaim(f *testing.F) {
 		switch {
 		case !validUser:
 			if a.status != http.StatusUnauthorized {
-				t.Fatalf("no valid token (auth %q): %d %s", auth, a.status, a.body)
+				t.Fatalf("no valid token (auth %q): %d %s", bearer, a.status, a.body)
 			}
 		case target == 0:
 			if a.decoded.Code != seckill.CodeSaleNotFound {
@@ -326,7 +327,7 @@ func FuzzClaim(f *testing.F) {
 			}
 		}
 		if wireIdem != "" && validKey && validUser {
-			again := r.send(t, path, auth, idem, body)
+			again := r.send(t, path, bearer, idem, body)
 			if !again.replayed {
 				t.Fatalf("second send of key %q not marked Idempotent-Replayed", idem)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 )
 
 // Event-stream timing. A stream re-reads its order when the worker
@@ -50,7 +51,7 @@ func (s *Server) orderEvents(c *fiber.Ctx) error {
 	return nil
 }
 
-func (s *Server) streamOrder(w *bufio.Writer, o *seckill.Order, id int64, p Principal, wake <-chan struct{}) {
+func (s *Server) streamOrder(w *bufio.Writer, o *seckill.Order, id int64, p auth.Principal, wake <-chan struct{}) {
 	heartbeat := time.NewTicker(streamHeartbeat)
 	defer heartbeat.Stop()
 	poll := time.NewTicker(streamPoll)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/store"
 )
 
 // funnelFlushEvery is how often an API process adds its claim counts to
@@ -51,7 +50,7 @@ func (f *funnel) markSoldOut(sale int64, at time.Time) {
 
 // flush adds the counts to the database; on failure they are kept for the
 // next flush, so none is lost while the database is away.
-func (f *funnel) flush(ctx context.Context, st *store.Store) error {
+func (f *funnel) flush(ctx context.Context, st Store) error {
 	f.mu.Lock()
 	counts, soldOut := f.counts, f.soldOut
 	f.counts, f.soldOut = map[int64]map[seckill.Outcome]int64{}, map[int64]time.Time{}
@@ -83,7 +82,7 @@ func (f *funnel) flush(ctx context.Context, st *store.Store) error {
 }
 
 // run flushes every funnelFlushEvery until ctx is done, then once more.
-func (f *funnel) run(ctx context.Context, st *store.Store, log *slog.Logger) {
+func (f *funnel) run(ctx context.Context, st Store, log *slog.Logger) {
 	t := time.NewTicker(funnelFlushEvery)
 	defer t.Stop()
 	for {

@@ -8,9 +8,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/saga"
 )
 
 var errNoOrder = seckill.Errorf(seckill.CodeOrderNotFound, "no such order")
@@ -27,7 +27,7 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 
 // view is o's wire form for p: with the payment's client secret for its
 // owner only (docs/API.md).
-func view(o *seckill.Order, p Principal) seckill.OrderJSON {
+func view(o *seckill.Order, p auth.Principal) seckill.OrderJSON {
 	if o.UserID == p.UserID {
 		return o.OwnerView()
 	}
@@ -68,7 +68,7 @@ func (s *Server) listOrders(c *fiber.Ctx) error {
 	}
 	if !listed {
 		// Admitted, its row not written yet: the newest of all.
-		o, err := s.queuedOrder(ctx, held, Principal{UserID: user})
+		o, err := s.queuedOrder(ctx, held, auth.Principal{UserID: user})
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func (s *Server) ownOrder(ctx context.Context, c *fiber.Ctx) (*seckill.Order, er
 }
 
 // findOrder is visibleOrder for an id already parsed.
-func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
+func (s *Server) findOrder(ctx context.Context, id int64, p auth.Principal) (*seckill.Order, error) {
 	o, err := s.cfg.Store.Order(ctx, id)
 	if isNotFound(err) {
 		o, err = s.queuedOrder(ctx, id, p)
@@ -126,7 +126,7 @@ func (s *Server) findOrder(ctx context.Context, id int64, p Principal) (*seckill
 // the pay_by fixed at admission. A claim admitted before admissions were
 // kept (an older release) is found by its owner in the sale's claims,
 // without a pay_by. nil when there is none.
-func (s *Server) queuedOrder(ctx context.Context, id int64, p Principal) (*seckill.Order, error) {
+func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*seckill.Order, error) {
 	sales, err := s.cfg.Redis.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func (s *Server) cancelOrder(c *fiber.Ctx) error {
 		in.PayBy = *o.PayBy
 	}
 	err = s.cfg.Sagas.Cancel(ctx, in)
-	if errors.Is(err, saga.ErrDecided) {
+	if errors.Is(err, seckill.ErrOrderDecided) {
 		// The saga has finished meanwhile: it is paid or closed now.
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is already decided")
 	}

@@ -44,7 +44,7 @@ func (s *Server) routePages() {
 	}
 	if s.cfg.Dev.Checkout {
 		s.app.Get(checkoutPath, s.page(web, "checkout.html"))
-		s.app.Post(checkoutPath+"/:id", s.auth.authenticate, s.devCheckout)
+		s.app.Post(checkoutPath+"/:id", s.authenticate, s.devCheckout)
 	}
 }
 

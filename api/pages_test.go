@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 )
 
 // get sends a GET through the app and returns status, headers and body.
@@ -70,9 +72,9 @@ func TestDemoSignIn_GivesAUserTokenOnlyWhenEnabled(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(a.body, &out))
 	require.Equal(t, "alice", out.UserID)
-	p, err := api.ParseToken(r.secret, out.Token)
+	p, err := auth.NewSecret(r.secret, "", auth.AdminClaim{}).Verify(context.Background(), out.Token)
 	require.NoError(t, err)
-	require.Equal(t, api.Principal{UserID: "alice"}, p)
+	require.Equal(t, auth.Principal{UserID: "alice"}, p)
 
 	status, _, body := r.get(t, "/ui/config", "")
 	require.Equal(t, http.StatusOK, status)
@@ -82,9 +84,9 @@ func TestDemoSignIn_GivesAUserTokenOnlyWhenEnabled(t *testing.T) {
 func TestSaleStats_CountEveryAnswerAndTheSellOut(t *testing.T) {
 	r := newClaimRig(t)
 	r.serve(t) // the counts are flushed while serving
-	admin, err := api.SignToken(r.secret, "ops", true, time.Hour)
+	admin, err := auth.SignToken(r.secret, "ops", true, time.Hour)
 	require.NoError(t, err)
-	user, err := api.SignToken(r.secret, "alice", false, time.Hour)
+	user, err := auth.SignToken(r.secret, "alice", false, time.Hour)
 	require.NoError(t, err)
 	sale := strconv.FormatInt(r.tiny, 10)
 

@@ -93,7 +93,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 				c.Set(fiber.HeaderRetryAfter, "1")
 			}
 		case http.StatusUnauthorized:
-			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="seckill"`)
+			c.Set(fiber.HeaderWWWAuthenticate, wwwAuthenticate)
 		}
 		c.Status(status)
 		if err := c.JSON(p); err != nil {

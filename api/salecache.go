@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/store"
 )
 
 // negativeTTL is how long "no such sale" is remembered, so a flood of
@@ -22,7 +21,7 @@ const (
 // saleCache keeps the immutable part of sales (window, price, timeout) in
 // process: the claim path reads it without touching Postgres.
 type saleCache struct {
-	store *store.Store
+	store Store
 	group singleflight.Group
 	mu    sync.RWMutex
 	sales map[int64]*seckill.Sale
@@ -31,12 +30,12 @@ type saleCache struct {
 	loaded func(*seckill.Sale)
 }
 
-func newSaleCache(st *store.Store, loaded func(*seckill.Sale)) *saleCache {
+func newSaleCache(st Store, loaded func(*seckill.Sale)) *saleCache {
 	return &saleCache{store: st, sales: map[int64]*seckill.Sale{}, miss: map[int64]time.Time{}, loaded: loaded}
 }
 
 // get returns a copy of the sale's immutable fields (its Stock is not
-// current), or store.ErrNotFound. A copy: the caller may change it without
+// current), or seckill.ErrNotFound. A copy: the caller may change it without
 // touching what other requests read.
 func (sc *saleCache) get(ctx context.Context, id int64) (seckill.Sale, error) {
 	sc.mu.RLock()
@@ -47,7 +46,7 @@ func (sc *saleCache) get(ctx context.Context, id int64) (seckill.Sale, error) {
 		return *sale, nil
 	}
 	if missing && time.Now().Before(missUntil) {
-		return seckill.Sale{}, store.ErrNotFound
+		return seckill.Sale{}, seckill.ErrNotFound
 	}
 	v, err, _ := sc.group.Do(strconv.FormatInt(id, 10), func() (any, error) {
 		sale, err := sc.store.Sale(ctx, id)

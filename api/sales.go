@@ -16,7 +16,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/store"
 )
 
 var errNoSale = seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
@@ -82,8 +81,8 @@ func parseTime(field, v string) (time.Time, error) {
 	return t, nil
 }
 
-func (r *createSaleRequest) validate(now time.Time) (store.NewSale, error) {
-	var n store.NewSale
+func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
+	var n seckill.NewSale
 	switch {
 	case r.Name == nil:
 		return n, invalid("name", "is required")
@@ -141,7 +140,7 @@ func (r *createSaleRequest) validate(now time.Time) (store.NewSale, error) {
 	if !endsAt.After(now) {
 		return n, invalid("ends_at", "is in the past (%s): a sale must end in the future", endsAt.UTC().Format(time.RFC3339))
 	}
-	return store.NewSale{
+	return seckill.NewSale{
 		Name:           name,
 		PriceCents:     *r.PriceCents,
 		Currency:       currency,
@@ -170,7 +169,7 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
 		_, warmErr = s.cfg.Redis.Warm(ctx, redisstore.WarmSpec{
-			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Parts: sale.StockSegments,
+			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Segments: sale.StockSegments,
 		})
 		return warmErr
 	})

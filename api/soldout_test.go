@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/redisstore"
 )
 
@@ -46,7 +47,7 @@ func (r *claimRig) serve(t *testing.T) {
 
 func (r *claimRig) claimAs(t *testing.T, user string, sale int64) claimAnswer {
 	t.Helper()
-	tok, err := api.SignToken(r.secret, user, false, time.Hour)
+	tok, err := auth.SignToken(r.secret, user, false, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestSoldOutFlag_IdempotencyKeyAlwaysAsksTheScript(t *testing.T) {
 	r.claimAs(t, "alice", r.tiny)
 	r.claimAs(t, "bob", r.tiny) // sets the flag
 	r.sneakUnit(t, r.tiny)
-	tok, _ := api.SignToken(r.secret, "carol", false, time.Hour)
+	tok, _ := auth.SignToken(r.secret, "carol", false, time.Hour)
 	a := r.send(t, "/api/v1/sales/"+strconv.FormatInt(r.tiny, 10)+"/claims", "Bearer "+tok, "carol-1", nil)
 	if a.status != http.StatusAccepted {
 		t.Fatalf("carol with a key: %d %s; a keyed answer is recorded, so it must come from the script", a.status, a.body)

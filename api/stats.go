@@ -7,7 +7,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/store"
 )
 
 // saleStats answers a sale's funnel (admin).
@@ -29,7 +28,7 @@ func (s *Server) saleStats(c *fiber.Ctx) error {
 	return c.JSON(statsJSON(st, time.Now()))
 }
 
-func statsJSON(st *store.SaleStats, now time.Time) seckill.SaleStatsJSON {
+func statsJSON(st *seckill.SaleStats, now time.Time) seckill.SaleStatsJSON {
 	sale := st.Sale
 	out := seckill.SaleStatsJSON{
 		SaleID: strconv.FormatInt(sale.ID, 10), Name: sale.Name, State: sale.State(now), Stock: sale.Stock,
@@ -42,7 +41,7 @@ func statsJSON(st *store.SaleStats, now time.Time) seckill.SaleStatsJSON {
 			ClosedByReason:  st.Closed,
 		},
 		Refunds: seckill.RefundStats{
-			Pending: st.Refunds[store.RefundPending], Succeeded: st.Refunds[store.RefundSucceeded], AmountCents: st.RefundsCents,
+			Pending: st.Refunds[seckill.RefundPending], Succeeded: st.Refunds[seckill.RefundSucceeded], AmountCents: st.RefundsCents,
 		},
 		RevenueCents: st.PaidCents, Currency: sale.Currency, SoldOutAt: st.SoldOutAt,
 	}

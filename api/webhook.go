@@ -11,8 +11,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/payments/delivery"
-	"github.com/seckill/seckill/store"
 )
 
 // stripeEvent is the part of a Stripe event seckill reads.
@@ -88,10 +86,13 @@ func ParseEvent(body []byte) (ev seckill.PaymentEvent, orderID int64, err error)
 func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	outcome := seckill.OutcomeReceived
 	defer func() {
+		// The label is the event's outcome, or the error code the
+		// provider was answered with (INVALID_SIGNATURE, UNAVAILABLE...).
+		label := string(outcome)
 		if err != nil {
-			outcome = seckill.PaymentOutcome(seckill.ErrorCode(err))
+			label = string(seckill.ErrorCode(err))
 		}
-		s.metrics.webhooks.WithLabelValues(string(outcome)).Inc()
+		s.metrics.webhooks.WithLabelValues(label).Inc()
 	}()
 
 	body := c.Body()
@@ -113,7 +114,7 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	case orderID == 0:
 		initial = seckill.OutcomeUnknownOrder
 	}
-	stored, inserted, err := s.cfg.Store.RecordPaymentEvent(ctx, store.PaymentEvent{
+	stored, inserted, err := s.cfg.Store.RecordPaymentEvent(ctx, seckill.PaymentRecord{
 		ID: ev.EventID, Type: string(ev.Type), OrderID: orderID, PaymentIntentID: ev.PaymentIntentID,
 		AmountCents: ev.AmountCents, Currency: ev.Currency, Payload: body, Outcome: initial,
 	})
@@ -125,8 +126,8 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		return c.JSON(fiber.Map{"received": true, "outcome": stored.Outcome})
 	}
 	ev.ReceivedAt = stored.ReceivedAt.UTC()
-	outcome, err = s.delivery.Deliver(ctx, ev, orderID)
-	if errors.Is(err, delivery.ErrNotYet) {
+	outcome, err = s.cfg.Delivery.Deliver(ctx, ev, orderID)
+	if errors.Is(err, seckill.ErrPaymentNotYet) {
 		// Recorded durably; reconciliation delivers it once the order's
 		// saga runs (a claim admitted moments ago, or a saga being
 		// restarted).

@@ -117,7 +117,7 @@ func openOwnedRedis(ctx context.Context, cfg Config, st *store.Store, own bool) 
 	}
 	knownSale := func(ctx context.Context, saleID int64) (bool, error) {
 		_, err := st.Sale(ctx, saleID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, seckill.ErrNotFound) {
 			return false, nil
 		}
 		return err == nil, err
@@ -179,10 +179,17 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	verifier, err := cfg.Verifier(ctx)
+	if err != nil {
+		return err
+	}
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
 	srv := api.New(api.Config{
-		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue}),
+		Auth:  verifier,
+		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: sagas,
+		Delivery:  &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
-		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools, Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
+		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools && !cfg.UsesProvider(), Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
 		Payments: intents,
 	})
 	g, gctx := errgroup.WithContext(ctx)

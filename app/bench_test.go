@@ -55,9 +55,9 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	// each twice: its 40 units are all won, and the rest are refused.
 	// Winners pay or fail from their 202, so a unit whose payment failed at
 	// once can be won again by a later claim.
-	won := byOutcome["admitted"].Count
+	won := byOutcome["ADMITTED"].Count
 	require.GreaterOrEqual(t, won, int64(80), "every unit of both sales is won: %+v", byOutcome)
-	require.Equal(t, int64(600), won+byOutcome["sold_out"].Count+byOutcome["already_claimed"].Count,
+	require.Equal(t, int64(600), won+byOutcome["SOLD_OUT"].Count+byOutcome["ALREADY_CLAIMED"].Count,
 		"every claim is admitted, sold out or already claimed: %+v", byOutcome)
 	require.Equal(t, int(won), rep.Sagas.Orders)
 	require.Equal(t, int(won), rep.Settle.Paid+rep.Settle.Failed+rep.Settle.Abandoned)
@@ -108,7 +108,7 @@ func TestBench_WaitlistAndSegments(t *testing.T) {
 	require.NoError(t, err, progress.String())
 	t.Log("\n" + rep.String())
 	require.True(t, rep.OK(), "%s", rep)
-	require.Equal(t, int64(30), rep.Claims.ByOutcome["admitted"].Count)
+	require.Equal(t, int64(30), rep.Claims.ByOutcome["ADMITTED"].Count)
 	require.NotNil(t, rep.Waitlist)
 	require.Positive(t, rep.Waitlist.Answers["WAITING"], "%v", rep.Waitlist.Answers)
 	require.Equal(t, rep.Settle.Abandoned, rep.Waitlist.Admitted, "every abandoned unit went to a waiting buyer")

@@ -5,16 +5,19 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/stripepay"
 	"github.com/seckill/seckill/reconcile"
@@ -37,6 +40,24 @@ type Config struct {
 	TaskQueue           string
 	JWTSecret           []byte
 	WebhookSecret       []byte
+
+	// Sign-in through the shop's identity provider (docs/API.md
+	// "Authentication"): OIDCIssuer (SECKILL_OIDC_ISSUER, discovery) or
+	// JWKSURL (SECKILL_JWKS_URL) with JWTIssuer (SECKILL_JWT_ISSUER).
+	// Neither: HS256 under JWTSecret.
+	OIDCIssuer string
+	JWKSURL    string
+	JWTIssuer  string
+	// JWTAudience (SECKILL_JWT_AUDIENCE) must be in every token's aud.
+	JWTAudience string
+	// AdminClaim (SECKILL_ADMIN_CLAIM) says which tokens are an admin's.
+	AdminClaim auth.AdminClaim
+	// JWKSRefresh (SECKILL_JWKS_REFRESH) is how often the provider's key
+	// set is read again, so a key it retired stops being accepted.
+	JWKSRefresh time.Duration
+	// AdminToken (SECKILL_ADMIN_TOKEN) is the admin token the command-line
+	// tools send to the API; unset, they sign one with JWTSecret.
+	AdminToken string
 
 	DevTemporalPort int
 	DevUIPort       int
@@ -138,6 +159,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		TaskQueue:           str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
 		JWTSecret:           []byte(getenv("SECKILL_JWT_SECRET")),
 		WebhookSecret:       []byte(getenv("SECKILL_WEBHOOK_SECRET")),
+		OIDCIssuer:          getenv("SECKILL_OIDC_ISSUER"),
+		JWKSURL:             getenv("SECKILL_JWKS_URL"),
+		JWTIssuer:           getenv("SECKILL_JWT_ISSUER"),
+		JWTAudience:         str("SECKILL_JWT_AUDIENCE", auth.DefaultAudience),
+		AdminToken:          getenv("SECKILL_ADMIN_TOKEN"),
+		JWKSRefresh:         dur("SECKILL_JWKS_REFRESH", auth.DefaultRefresh),
 		DevTemporalPort:     num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
 		DevUIPort:           num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
 		DevPProfPort:        num("SECKILL_DEV_PPROF_PORT", 0, 0, 65535),
@@ -158,6 +185,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),
 		StripeAPIBase:       getenv("STRIPE_API_BASE"),
 	}
+	admin, err := auth.ParseAdminClaim(str("SECKILL_ADMIN_CLAIM", auth.DefaultAdminClaim))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("SECKILL_ADMIN_CLAIM: %w", err))
+	}
+	c.AdminClaim = admin
+	errs = append(errs, c.checkSignIn()...)
 	switch c.PaymentProvider {
 	case ProviderDev:
 	case ProviderStripe:
@@ -183,7 +216,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.DevTools = flag("SECKILL_DEV_TOOLS", false)
 	c.RelayRate = float64(num("SECKILL_RELAY_RATE", 0, 0, 100000))
 	c.EagerStart = flag("SECKILL_EAGER_START", true)
-	var err error
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {
 		errs = append(errs, fmt.Errorf("SECKILL_CLAIM_RATE: %w", err))
 	}
@@ -225,12 +257,74 @@ func parseRate(v string) (int, time.Duration, error) {
 	return max, window, nil
 }
 
-// RequireSecrets fails unless both secrets are set: production processes
-// never fall back to the dev secrets.
+// UsesProvider reports whether tokens are verified with an identity
+// provider's keys rather than the shared secret.
+func (c *Config) UsesProvider() bool { return c.OIDCIssuer != "" || c.JWKSURL != "" }
+
+// checkSignIn checks that the sign-in settings name one way to verify
+// tokens.
+func (c *Config) checkSignIn() []error {
+	var errs []error
+	for _, setting := range [][2]string{{"SECKILL_OIDC_ISSUER", c.OIDCIssuer}, {"SECKILL_JWKS_URL", c.JWKSURL}} {
+		if u, err := url.Parse(setting[1]); setting[1] != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			errs = append(errs, fmt.Errorf("%s must be an http(s) URL, got %q", setting[0], setting[1]))
+		}
+	}
+	switch {
+	case c.OIDCIssuer != "" && c.JWKSURL != "":
+		errs = append(errs, errors.New("SECKILL_OIDC_ISSUER and SECKILL_JWKS_URL are both set: set the issuer (its keys are found by discovery) or the key set with SECKILL_JWT_ISSUER, not both"))
+	case c.JWKSURL != "" && c.JWTIssuer == "":
+		errs = append(errs, errors.New("SECKILL_JWKS_URL needs SECKILL_JWT_ISSUER, the iss its tokens must carry"))
+	case c.OIDCIssuer != "" && c.JWTIssuer != "" && c.JWTIssuer != c.OIDCIssuer:
+		errs = append(errs, fmt.Errorf("SECKILL_JWT_ISSUER (%q) differs from SECKILL_OIDC_ISSUER (%q): with discovery the issuer is SECKILL_OIDC_ISSUER; unset SECKILL_JWT_ISSUER", c.JWTIssuer, c.OIDCIssuer))
+	}
+	if c.UsesProvider() && len(c.JWTSecret) > 0 {
+		name := "SECKILL_OIDC_ISSUER"
+		if c.JWKSURL != "" {
+			name = "SECKILL_JWKS_URL"
+		}
+		errs = append(errs, fmt.Errorf("%s and SECKILL_JWT_SECRET are both set: tokens are verified with the identity provider's keys or with the shared secret, not both; unset one", name))
+	}
+	return errs
+}
+
+// Verifier is how the API verifies bearer tokens: the identity provider's
+// keys, loaded in the background until ctx is done, or the shared secret.
+func (c *Config) Verifier(ctx context.Context) (auth.Verifier, error) {
+	if !c.UsesProvider() {
+		return auth.NewSecret(c.JWTSecret, c.JWTAudience, c.AdminClaim), nil
+	}
+	issuer := c.JWTIssuer
+	if c.OIDCIssuer != "" {
+		issuer = c.OIDCIssuer
+	}
+	return auth.NewProvider(ctx, auth.ProviderConfig{
+		Discover: c.OIDCIssuer != "", Issuer: issuer, JWKSURL: c.JWKSURL,
+		Audience: c.JWTAudience, Admin: c.AdminClaim, Refresh: c.JWKSRefresh, Log: c.Log,
+	})
+}
+
+// AdminBearer returns the bearer token the command-line tools send to the
+// API as an admin: SECKILL_ADMIN_TOKEN, or one signed with the JWT secret
+// for subject, valid for ttl. With an identity provider only its own
+// tokens pass, so SECKILL_ADMIN_TOKEN is then required.
+func (c *Config) AdminBearer(subject string, ttl time.Duration) (string, error) {
+	if c.AdminToken != "" {
+		return c.AdminToken, nil
+	}
+	if c.UsesProvider() {
+		return "", errors.New("SECKILL_ADMIN_TOKEN is required with an identity provider (SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL): set it to an admin's access token from the provider")
+	}
+	return auth.SignToken(c.JWTSecret, subject, true, ttl)
+}
+
+// RequireSecrets fails unless the process has its secrets: the webhook
+// secret, and the JWT secret unless an identity provider signs the tokens.
+// Production processes never fall back to the dev secrets.
 func (c *Config) RequireSecrets() error {
 	var errs []error
-	if len(c.JWTSecret) == 0 {
-		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required: set it to a long random value (openssl rand -hex 32), the key your identity provider signs tokens with; `seckill dev` uses a printed dev secret"))
+	if len(c.JWTSecret) == 0 && !c.UsesProvider() {
+		errs = append(errs, errors.New("SECKILL_JWT_SECRET is required unless SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL names your identity provider: set it to a long random value (openssl rand -hex 32); `seckill dev` uses a printed dev secret"))
 	}
 	if len(c.WebhookSecret) == 0 {
 		errs = append(errs, errors.New("SECKILL_WEBHOOK_SECRET is required: set it to your payment provider's webhook signing secret (Stripe: whsec_...); `seckill dev` uses a printed dev secret"))
@@ -238,9 +332,10 @@ func (c *Config) RequireSecrets() error {
 	return errors.Join(errs...)
 }
 
-// WithDevSecrets fills unset secrets with the fixed dev ones.
+// WithDevSecrets fills unset secrets with the fixed dev ones (the JWT
+// secret only when no identity provider is set).
 func (c *Config) WithDevSecrets() {
-	if len(c.JWTSecret) == 0 {
+	if len(c.JWTSecret) == 0 && !c.UsesProvider() {
 		c.JWTSecret = []byte(DevJWTSecret)
 	}
 	if len(c.WebhookSecret) == 0 {

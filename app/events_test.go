@@ -140,7 +140,7 @@ func TestDevCheckout_PaysWithASignedWebhook(t *testing.T) {
 	r := s.mustDo("POST", "/dev/sign-in", "", []byte(`{"user_id":"bob"}`))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	token := r.json(t)["token"].(string)
-	for _, bad := range []string{`{"user_id":"b o b"}`, `{}`, `{"user_id":""}`, `[`} {
+	for _, bad := range []string{`{"user_id":"b\u0000b"}`, `{"user_id":"élise"}`, `{"user_id":"` + strings.Repeat("b", 256) + `"}`, `{}`, `{"user_id":""}`, `[`} {
 		r := s.mustDo("POST", "/dev/sign-in", "", []byte(bad))
 		require.Equal(t, http.StatusBadRequest, r.status, bad)
 		require.Equal(t, "INVALID_REQUEST", r.json(t)["code"], bad)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/auth"
 )
 
 // TestClaim_IdempotencyKeyReplaysAcrossAPIRestart: the same user sending the
@@ -39,8 +39,8 @@ func TestClaim_IdempotencyKeyReplaysAcrossAPIRestart(t *testing.T) {
 			d.Close()
 		}
 	}
-	admin, _ := api.SignToken(cfg.JWTSecret, "admin", true, time.Hour)
-	alice, _ := api.SignToken(cfg.JWTSecret, "alice", false, time.Hour)
+	admin, _ := auth.SignToken(cfg.JWTSecret, "admin", true, time.Hour)
+	alice, _ := auth.SignToken(cfg.JWTSecret, "alice", false, time.Hour)
 	post := func(base, path, token, key, body string) (int, http.Header, string) {
 		req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
 		require.NoError(t, err)

@@ -17,7 +17,6 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/saga"
 )
 
@@ -115,7 +114,7 @@ func (o orderState) line(id int64) string {
 func WaitOrder(ctx context.Context, cfg Config, apiURL string, id int64, want seckill.OrderStatus, timeout time.Duration) (string, error) {
 	cfg.WithDevSecrets()
 	apiURL = strings.TrimRight(apiURL, "/")
-	token, err := api.SignToken(cfg.JWTSecret, "seckill-order-wait", true, timeout+time.Minute)
+	token, err := cfg.AdminBearer("seckill-order-wait", timeout+time.Minute)
 	if err != nil {
 		return "", err
 	}

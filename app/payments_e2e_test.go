@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/store"
 )
 
 // awaiting claims a unit for user and waits for the saga to lock it.
@@ -96,7 +95,7 @@ func TestPayments_EveryPaymentEndsPaidOrRefunded(t *testing.T) {
 		// signal failed and the provider retries later): the saga reads it
 		// as it closes the order, and the buyer keeps the unit paid for.
 		o := s.awaiting(sale, "unsignalled")
-		_, inserted, err := s.store.RecordPaymentEvent(context.Background(), store.PaymentEvent{
+		_, inserted, err := s.store.RecordPaymentEvent(context.Background(), seckill.PaymentRecord{
 			ID: "evt_unsignalled", Type: string(seckill.PaymentSucceeded), OrderID: mustInt(t, o.OrderID),
 			PaymentIntentID: "pi_unsignalled", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`),
 			Outcome: seckill.OutcomeReceived,

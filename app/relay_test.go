@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/redisstore"
 )
 
@@ -51,7 +52,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 
 	call := func(method, path, user string, admin bool, body string) (int, map[string]any) {
-		tok, err := api.SignToken(cfg.JWTSecret, user, admin, time.Hour)
+		tok, err := auth.SignToken(cfg.JWTSecret, user, admin, time.Hour)
 		require.NoError(t, err)
 		req := httptest.NewRequest(method, base+path, stringsReader(body))
 		req.RequestURI = ""

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
 )
 
 // SaleUsage is the help of `seckill sale`.
@@ -64,7 +63,7 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		starts := fs.String("starts", "now", "start: now, +DURATION from now, or RFC 3339")
 		ends := fs.String("ends", "+1h", "end: +DURATION from the start, or RFC 3339")
 		timeout := fs.Duration("timeout", 15*time.Minute, "time each winner has to pay (5s..24h)")
-		segments := fs.Int("segments", 1, "parts the Redis stock is split into, each in its own Cluster hash slot (1..64)")
+		segments := fs.Int("segments", 1, "segments the Redis stock is split into, each in its own Cluster hash slot (1..64)")
 		if _, err := parseFlags(fs, args, 0); err != nil {
 			return err
 		}
@@ -282,7 +281,7 @@ type saleClient struct {
 // error answer becomes "409 SOLD_OUT: detail".
 func (c *saleClient) do(ctx context.Context, method, path string, body []byte, out any) ([]byte, error) {
 	c.cfg.WithDevSecrets()
-	tok, err := api.SignToken(c.cfg.JWTSecret, "seckill-cli", true, 5*time.Minute)
+	tok, err := c.cfg.AdminBearer("seckill-cli", 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +343,7 @@ func printSale(w io.Writer, s seckill.SaleJSON) {
 	fmt.Fprintf(tw, "window\t%s .. %s\n", s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339))
 	fmt.Fprintf(tw, "pay within\t%s\n", time.Duration(s.PaymentTimeoutSeconds)*time.Second)
 	if s.StockSegments > 1 {
-		fmt.Fprintf(tw, "segments\t%d (Redis stock parts)\n", s.StockSegments)
+		fmt.Fprintf(tw, "segments\t%d (Redis stock segments)\n", s.StockSegments)
 	}
 	fmt.Fprintf(tw, "stock\ttotal %d, remaining %d (Redis); available %d, locked %d, sold %d (database)\n",
 		s.Stock.Total, s.Stock.Remaining, s.Stock.Available, s.Stock.Locked, s.Stock.Sold)

@@ -52,7 +52,7 @@ func TestStartupErrors_NameTheFix(t *testing.T) {
 
 	var empty app.Config
 	err = empty.RequireSecrets()
-	require.ErrorContains(t, err, "SECKILL_JWT_SECRET is required: set it")
+	require.ErrorContains(t, err, "SECKILL_JWT_SECRET is required unless SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL")
 	require.ErrorContains(t, err, "SECKILL_WEBHOOK_SECRET is required: set it")
 
 	_, err = app.FromEnv(func(k string) string {
@@ -78,6 +78,30 @@ func TestStartupErrors_NameTheFix(t *testing.T) {
 	cfg, err = app.FromEnv(env(nil))
 	require.NoError(t, err)
 	require.Equal(t, app.ProviderDev, cfg.PaymentProvider, "dev unless told otherwise")
+
+	// Sign-in: one way to verify tokens, each mistake named.
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SECKILL_OIDC_ISSUER": "https://id.example", "SECKILL_JWT_SECRET": "s"}, "SECKILL_OIDC_ISSUER and SECKILL_JWT_SECRET are both set"},
+		{map[string]string{"SECKILL_JWKS_URL": "https://id.example/jwks", "SECKILL_JWT_ISSUER": "https://id.example", "SECKILL_JWT_SECRET": "s"}, "SECKILL_JWKS_URL and SECKILL_JWT_SECRET are both set"},
+		{map[string]string{"SECKILL_OIDC_ISSUER": "https://id.example", "SECKILL_JWKS_URL": "https://id.example/jwks"}, "SECKILL_OIDC_ISSUER and SECKILL_JWKS_URL are both set"},
+		{map[string]string{"SECKILL_JWKS_URL": "https://id.example/jwks"}, "SECKILL_JWKS_URL needs SECKILL_JWT_ISSUER"},
+		{map[string]string{"SECKILL_OIDC_ISSUER": "id.example"}, "SECKILL_OIDC_ISSUER must be an http(s) URL"},
+		{map[string]string{"SECKILL_ADMIN_CLAIM": "role=admin"}, "SECKILL_ADMIN_CLAIM"},
+	} {
+		_, err = app.FromEnv(env(tt.env))
+		require.ErrorContains(t, err, tt.want, "%v", tt.env)
+	}
+	cfg, err = app.FromEnv(env(map[string]string{"SECKILL_OIDC_ISSUER": "https://id.example", "SECKILL_WEBHOOK_SECRET": "w",
+		"SECKILL_ADMIN_CLAIM": "/realm_access/roles=seckill-admin", "SECKILL_JWT_AUDIENCE": "shop-api"}))
+	require.NoError(t, err)
+	require.True(t, cfg.UsesProvider())
+	require.NoError(t, cfg.RequireSecrets(), "no JWT secret is needed with a provider")
+	require.Equal(t, "/realm_access/roles=seckill-admin", cfg.AdminClaim.String())
+	_, err = cfg.AdminBearer("cli", time.Minute)
+	require.ErrorContains(t, err, "SECKILL_ADMIN_TOKEN is required with an identity provider")
 }
 
 func TestMigrate_ShowsProgress(t *testing.T) {

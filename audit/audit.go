@@ -17,7 +17,6 @@ import (
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
-	"github.com/seckill/seckill/store"
 )
 
 // Check is one invariant's result.
@@ -130,9 +129,9 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		return nil, fmt.Errorf("read sale: %w", err)
 	}
 	if sale.Total == 0 {
-		return nil, fmt.Errorf("sale %d: %w", saleID, store.ErrNotFound)
+		return nil, fmt.Errorf("sale %d: %w", saleID, seckill.ErrNotFound)
 	}
-	a.Redis.KnowParts(saleID, sale.StockSegments)
+	a.Redis.KnowSegments(saleID, sale.StockSegments)
 	var orders []orderRow
 	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id,
 			EXISTS (SELECT 1 FROM payment_intents pi WHERE pi.order_id = orders.id) AS has_intent
@@ -220,7 +219,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	rep.Checks = append(rep.Checks, finish(c1))
 
 	// 2. At rest, Redis remaining (stocks and units in flight between
-	// parts, each once) == DB available.
+	// segments, each once) == DB available.
 	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
 	switch {
 	case !warmed:
@@ -280,7 +279,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		if err := a.DB.WithContext(ctx).Raw(`SELECT status FROM orders WHERE id = ?`, o.ID).Scan(&status).Error; err != nil {
 			return nil, fmt.Errorf("reread order %d: %w", o.ID, err)
 		}
-		if status != string(seckill.StatusPaid) && status != string(seckill.StatusClosed) { // not settled meanwhile
+		if status != string(seckill.StatusPaid) && status != string(seckill.StatusClosed) { // not forgotten meanwhile
 			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, run.State()))
 		}
 	}
@@ -309,7 +308,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	// checked from the payment events, whether or not the order has a row.
 	c5 := Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund (from the payment events)"}
 	for _, e := range events {
-		refunded := e.RefundStatus != nil && *e.RefundStatus == store.RefundSucceeded
+		refunded := e.RefundStatus != nil && *e.RefundStatus == seckill.RefundSucceeded
 		appliedHere := e.Status == string(seckill.StatusPaid) && e.PaidWith != nil && e.PaymentIntentID != nil && *e.PaidWith == *e.PaymentIntentID
 		order := fmt.Sprintf("order %d (%s)", e.OrderID, e.Status)
 		if e.Status == "" {
@@ -347,7 +346,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	rep.Checks = append(rep.Checks, finish(c6))
 
 	// 7. A unit is counted once wherever it is, and none is stranded: no
-	// move between parts left half done past the grace (Remaining counts
+	// move between segments left half done past the grace (Remaining counts
 	// one that is once; a mover that stopped leaves it for reconciliation
 	// to finish), no unit in a stock while buyers wait for one.
 	c7 := Check{Invariant: 7, Name: "no unit stranded between segments, moves and the waitlist"}
@@ -357,14 +356,14 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	for _, m := range moves {
 		if age := now.Sub(m.At); age > opts.Grace {
-			state := "in flight to part " + fmt.Sprint(m.Dest)
+			state := "in flight to segment " + fmt.Sprint(m.Dest)
 			switch {
 			case m.Dest < 0:
 				state = "released and not aimed"
 			case m.Given:
-				state = fmt.Sprintf("given to part %d, not settled", m.Dest)
+				state = fmt.Sprintf("given to segment %d, not forgotten", m.Dest)
 			}
-			c7.Violations = append(c7.Violations, fmt.Sprintf("move %s of %d units from part %d %s for %s", m.ID, m.Units, m.From, state, age.Round(time.Second)))
+			c7.Violations = append(c7.Violations, fmt.Sprintf("move %s of %d units from segment %d %s for %s", m.ID, m.Units, m.From, state, age.Round(time.Second)))
 		}
 	}
 	if rep.AtRest && remaining > 0 && rep.Waiting > 0 && now.Before(sale.EndsAt) {

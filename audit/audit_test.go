@@ -83,7 +83,7 @@ func failed(rep *audit.Report) []int {
 	return out
 }
 
-// A move between parts left half done (its mover stopped after giving)
+// A move between segments left half done (its mover stopped after giving)
 // past the grace breaks invariant 7, though the units are counted once.
 func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
 	st, _ := testenv.Store(t)
@@ -91,14 +91,14 @@ func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	sale := testenv.SegmentedSale(t, st, rs, 10, 2)
-	testenv.GivenNotSettled(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now().Add(-time.Hour))
+	testenv.GivenNotForgotten(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now().Add(-time.Hour))
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
 
 	require.NoError(t, err)
 	require.Equal(t, int64(10), rep.Stock.Remaining, "counted once")
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "move b-stopped of 3 units from part 1 given to part 0, not settled")
+	require.Contains(t, rep.String(), "move b-stopped of 3 units from segment 1 given to segment 0, not forgotten")
 }
 
 // Invariants 5 and 8 are checked from the payment events: a payment kept
@@ -114,7 +114,7 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	a := &audit.Auditor{DB: st.Gorm(), Redis: rs}
 	record := func(id string, orderID int64, outcome seckill.PaymentOutcome) {
 		t.Helper()
-		_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
+		_, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
 			PaymentIntentID: "pi_" + id, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: outcome})
 		require.NoError(t, err)
 	}
@@ -170,7 +170,7 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	record("evt_bob", 1002, seckill.OutcomeLate)
 	status, err := st.StartRefund(ctx, store.NewRefund{EventID: "evt_bob", OrderID: 1002, PaymentIntentID: "pi_evt_bob", AmountCents: 990, Currency: "usd", Reason: seckill.OutcomeLate})
 	require.NoError(t, err)
-	require.Equal(t, store.RefundPending, status)
+	require.Equal(t, seckill.RefundPending, status)
 	require.NoError(t, st.FinishRefund(ctx, "evt_bob", "re_1"))
 	rep, err = a.Run(ctx, sale.ID, opts)
 	require.NoError(t, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/saga"
 )
@@ -298,7 +299,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func createSale(ctx context.Context, o Options, name string) (int64, error) {
-	admin, err := api.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+	admin, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
 	if err != nil {
 		return 0, err
 	}

@@ -15,10 +15,13 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
 
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/auth"
 )
 
-// Outcome classifies one claim's answer.
+// Outcome classifies one claim's answer by its status: the API's outcomes
+// (seckill.Outcome, whose names the report uses), and what only a client
+// sees.
 type Outcome uint8
 
 const (
@@ -32,7 +35,10 @@ const (
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"admitted", "sold_out", "already_claimed", "rate_limited", "unavailable", "other_error", "failed"}
+var outcomeNames = [numOutcomes]string{
+	string(seckill.Admitted), string(seckill.SoldOut), string(seckill.AlreadyClaimed), string(seckill.RateLimited),
+	string(seckill.Unavailable), "OTHER_ERROR", "NO_ANSWER",
+}
 
 func (o Outcome) String() string { return outcomeNames[o] }
 
@@ -266,7 +272,7 @@ func joins2Wait(buyer int, share float64) bool {
 // error code.
 func joinAnswer(err error, resp *fasthttp.Response) string {
 	if err != nil {
-		return "failed"
+		return "NO_ANSWER"
 	}
 	var body struct{ Status, Code string }
 	_ = json.Unmarshal(resp.Body(), &body)
@@ -302,7 +308,7 @@ func mintTokens(secret []byte, buyers int, runID string) ([][]byte, error) {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < buyers; i += workers {
-				tok, err := api.SignToken(secret, "b"+runID+"-"+strconv.Itoa(i), false, 6*time.Hour)
+				tok, err := auth.SignToken(secret, "b"+runID+"-"+strconv.Itoa(i), false, 6*time.Hour)
 				if err != nil {
 					errs <- err
 					return

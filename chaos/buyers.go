@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 )
 
 // shop is the buyers' side of one run: their claims, their waitlist joins,
@@ -44,7 +45,7 @@ func newShop(o options, seed uint64, base, saleID string) *shop {
 func (s *shop) user(i int) string { return fmt.Sprintf("buyer-%d-%04d", s.seed, i) }
 
 func (s *shop) token(i int) string {
-	t, _ := api.SignToken([]byte(jwtSecret), s.user(i), false, time.Hour)
+	t, _ := auth.SignToken([]byte(jwtSecret), s.user(i), false, time.Hour)
 	return t
 }
 
@@ -126,7 +127,7 @@ func (s *shop) buy() {
 	o := s.o
 	spread := o.faultsFor * 3 / 4
 	// With segments, the sale opens with a burst: the first buyers come at
-	// once, so claims borrow between the parts while the API may die.
+	// once, so claims borrow between the segments while the API may die.
 	burst := 0
 	if o.segments > 1 {
 		burst = min(o.buyers/3, 2*o.units)

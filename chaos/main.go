@@ -16,7 +16,7 @@
 // killed (the Sentinels fail over, the killed node returns as a replica)
 // or a replica is. With --redis cluster, Redis is a Cluster of three
 // primaries with replicas (internal/redistopo): the primary serving the
-// slot of one of the sale's stock parts, drawn by the seed, is killed, the
+// slot of one of the sale's stock segments, drawn by the seed, is killed, the
 // Cluster fails over, and the node rejoins as a replica 1-3 s later. With
 // a replica to fail over to, no 202 may be lost (admitted_but_lost must be
 // 0). Alongside, toxiproxy (in this process, between the API and worker
@@ -27,8 +27,8 @@
 // --segments N creates the sale with stock_segments N. Then the sale opens
 // with a burst (the first min(buyers/3, 2*units) buyers at once, the rest
 // paced as usual) and one more fault, api-borrow: a watcher reading the
-// parts' stocks every 2 ms SIGKILLs the API while claims borrow between
-// parts (a part empty while another still holds units, a part down to a
+// segments' stocks every 2 ms SIGKILLs the API while claims borrow between
+// segments (a segment empty while another still holds units, a segment down to a
 // tenth of its share, or a move in flight), at most twice per run, 5 s
 // apart; it is restarted like any other.
 //
@@ -112,7 +112,7 @@ func main() {
 	flag.BoolVar(&o.pgRestart, "pg-restart", true, "include PostgreSQL restarts (pg_ctlcluster; the machine's server)")
 	flag.StringVar(&o.binary, "binary", "", "seckill binary (default: build one)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, Temporal's database)")
-	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed; "cluster": a Redis Cluster of three primaries with replicas, the primary of a sale part's slot killed and failed over`)
+	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed; "cluster": a Redis Cluster of three primaries with replicas, the primary of a sale segment's slot killed and failed over`)
 	flag.IntVar(&o.segments, "segments", 1, "the sale's stock_segments (1..64); above 1 adds the opening burst and the api-borrow fault")
 	flag.Float64Var(&o.waitlist, "waitlist", 0, "share (0..1) of the buyers answered SOLD_OUT who join the sale's waitlist at once")
 	flag.StringVar(&o.payments, "payments", "dev", `"dev": signed webhooks for the dev provider; "stripe": seckill on stripe-mock, payers pay through the order's PaymentIntent`)

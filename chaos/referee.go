@@ -16,24 +16,24 @@ import (
 )
 
 // referee reads the sale's Redis keys directly (never through toxiproxy),
-// as the audit does: the parts' stocks, the moves between them, the
+// as the audit does: the segments' stocks, the moves between them, the
 // waitlist's admissions and the outbox.
 type referee struct {
-	rdb    redis.UniversalClient
-	rs     *redisstore.Store
-	sale   int64
-	parts  int
-	prefix string
+	rdb      redis.UniversalClient
+	rs       *redisstore.Store
+	sale     int64
+	segments int
+	prefix   string
 }
 
-func openReferee(rawURL string, sale int64, parts int) (*referee, error) {
+func openReferee(rawURL string, sale int64, segments int) (*referee, error) {
 	rdb, err := redisClient(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	rs := redisstore.New(rdb, redisPrefix)
-	rs.KnowParts(sale, parts)
-	return &referee{rdb: rdb, rs: rs, sale: sale, parts: parts}, nil
+	rs.KnowSegments(sale, segments)
+	return &referee{rdb: rdb, rs: rs, sale: sale, segments: segments}, nil
 }
 
 func (r *referee) close() { _ = r.rdb.Close() }
@@ -76,15 +76,15 @@ func redisClient(rawURL string) (redis.UniversalClient, error) {
 	return redis.NewClient(o), nil
 }
 
-// stockKey is the stock key of part p of the sale (its Cluster slot is
-// the part's).
-func (r *referee) stockKey(p int) string { return r.rs.PartKeys(r.sale, p).Stock }
+// stockKey is the stock key of segment p of the sale (its Cluster slot is
+// the segment's).
+func (r *referee) stockKey(p int) string { return r.rs.SegmentKeys(r.sale, p).Stock }
 
-// stocks reads every part's stock (-1: a part not loaded).
+// stocks reads every segment's stock (-1: a segment not loaded).
 func (r *referee) stocks(ctx context.Context) ([]int64, error) {
-	cmds := make([]*redis.StringCmd, r.parts)
+	cmds := make([]*redis.StringCmd, r.segments)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for q := range r.parts {
+		for q := range r.segments {
 			cmds[q] = p.Get(ctx, r.stockKey(q))
 		}
 		return nil
@@ -92,7 +92,7 @@ func (r *referee) stocks(ctx context.Context) ([]int64, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	out := make([]int64, r.parts)
+	out := make([]int64, r.segments)
 	for q, c := range cmds {
 		v, err := c.Int64()
 		if err != nil {
@@ -134,26 +134,26 @@ func (r *referee) followWaitlist(ctx context.Context, s *shop) {
 }
 
 // borrowKill is one SIGKILL of the API while claims borrowed between the
-// sale's parts, as the JSON line reports it.
+// sale's segments, as the JSON line reports it.
 type borrowKill struct {
 	AtSeconds float64 `json:"at_s"`
-	// Stocks are the parts' stocks read just before the kill.
+	// Stocks are the segments' stocks read just before the kill.
 	Stocks []int64 `json:"stocks"`
-	// MovesLeft: the moves between parts in flight just after the kill
+	// MovesLeft: the moves between segments in flight just after the kill
 	// (the killed API's among them, left for the next mover or
 	// reconciliation to finish).
 	MovesLeft int `json:"moves_left"`
-	// Borrowing: a part was empty while another held units (claims of the
-	// empty part's buyers borrow), a part was about to be (down to a tenth
+	// Borrowing: a segment was empty while another held units (claims of the
+	// empty segment's buyers borrow), a segment was about to be (down to a tenth
 	// of its share), or a move was in flight. False: no such moment came while buyers
 	// claimed, and the API was killed when they were done.
 	Borrowing bool `json:"borrowing"`
 }
 
 // killWhileBorrowing SIGKILLs the API (its supervisor restarts it) while
-// claims borrow between the sale's parts: it polls the parts' stocks every
+// claims borrow between the sale's segments: it polls the segments' stocks every
 // 2 ms (and their moves every 20 ms) and kills the API a moment (0-5 ms,
-// from rng) after one part is empty while another holds units, a part is
+// from rng) after one segment is empty while another holds units, a segment is
 // down to a tenth of its share of the units (at least its last one), or a
 // move is in flight. At most twice, 5 s apart,
 // while buyers claim; if no such moment came during the claims, once when
@@ -170,12 +170,12 @@ func (r *referee) killWhileBorrowing(ctx context.Context, claimsDone <-chan stru
 		}
 		cancel()
 		kills = append(kills, k)
-		fmt.Printf("  %5.1fs fault: api-borrow (parts %v, %d moves in flight after the kill, borrowing %v)\n", k.AtSeconds, st, k.MovesLeft, borrowing)
+		fmt.Printf("  %5.1fs fault: api-borrow (segments %v, %d moves in flight after the kill, borrowing %v)\n", k.AtSeconds, st, k.MovesLeft, borrowing)
 		_ = proc.WaitHTTP(base+"/readyz", 60*time.Second)
 	}
-	// The parts drain evenly (a claim borrows half of the fullest part), so
+	// The segments drain evenly (a claim borrows half of the fullest segment), so
 	// the borrowing is the burst's last few units and can pass between two
-	// polls: a part down to a tenth of its share counts as borrowing.
+	// polls: a segment down to a tenth of its share counts as borrowing.
 	lowMark := max(1, share/10)
 	var last time.Time
 	for poll := 0; len(kills) < 2; poll++ {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/internal/redistopo"
 	"github.com/seckill/seckill/store"
@@ -28,7 +28,7 @@ const (
 	jwtSecret     = "chaos-jwt-secret"
 	webhookSecret = "whsec_chaos"
 	// redisPrefix is every process's SECKILL_REDIS_PREFIX, so the driver
-	// can read the sale's keys (its parts, the waitlist) as the referee.
+	// can read the sale's keys (its segments, the waitlist) as the referee.
 	redisPrefix = "seckill-chaos"
 	// grace is how long past its deadline an order may take to settle
 	// (the audit's --grace, and orders_stuck's).
@@ -198,7 +198,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		return nil, err
 	}
 
-	admin, _ := api.SignToken([]byte(jwtSecret), "chaos-admin", true, time.Hour)
+	admin, _ := auth.SignToken([]byte(jwtSecret), "chaos-admin", true, time.Hour)
 	saleID, err := createSale(base, admin, o)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	// Connected (and, on a Cluster, its slots learned) before the buyers
 	// come, so the api-borrow watcher sees the opening burst.
 	if st, err := ref.stocks(ctx); err != nil || len(st) != o.segments || st[0] < 0 {
-		fmt.Printf("  the referee reads parts %v: %v\n", st, err)
+		fmt.Printf("  the referee reads segments %v: %v\n", st, err)
 	}
 
 	sh := newShop(o, seed, base, saleID)
@@ -252,9 +252,9 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		if o.pgRestart {
 			kinds = append(kinds, "postgres")
 		}
-		// The Cluster's victim part, from a source of its own so that the
+		// The Cluster's victim segment, from a source of its own so that the
 		// schedule of the other variants stays the seed's.
-		partRng := newRand(seed ^ 0xc1a5)
+		segmentRng := newRand(seed ^ 0xc1a5)
 		// Every kind once, in the seed's order, then the seed's picks.
 		order := append([]string(nil), kinds...)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -283,14 +283,14 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 				redis.Kill() // restarts empty: no persistence
 			case "redis-primary":
 				if cluster != nil {
-					// The primary of one of the sale's parts' slots; the
+					// The primary of one of the sale's segments' slots; the
 					// Cluster promotes one of its replicas; the killed node
 					// rejoins as a replica a little later.
-					part := partRng.IntN(o.segments)
-					if err := killClusterPrimary(cluster, ref.stockKey(part), 1*time.Second+time.Duration(partRng.IntN(2000))*time.Millisecond); err != nil {
-						fmt.Printf("  %5.1fs redis-primary (part %d): %v\n", time.Since(start).Seconds(), part, err)
+					segment := segmentRng.IntN(o.segments)
+					if err := killClusterPrimary(cluster, ref.stockKey(segment), 1*time.Second+time.Duration(segmentRng.IntN(2000))*time.Millisecond); err != nil {
+						fmt.Printf("  %5.1fs redis-primary (segment %d): %v\n", time.Since(start).Seconds(), segment, err)
 					} else {
-						fmt.Printf("  %5.1fs redis-primary of part %d failed over, the node rejoined\n", time.Since(start).Seconds(), part)
+						fmt.Printf("  %5.1fs redis-primary of segment %d failed over, the node rejoined\n", time.Since(start).Seconds(), segment)
 					}
 					break
 				}
@@ -349,7 +349,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		}
 	}()
 
-	// The API killed while claims borrow between the sale's parts.
+	// The API killed while claims borrow between the sale's segments.
 	claimsDone := make(chan struct{})
 	if o.segments > 1 {
 		faultsDone.Add(1)

@@ -6,10 +6,10 @@
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
 -- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
 -- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
--- KEYS[5] idem    seckill:{sN}:idem:<user>:<key hash>  the first decision
+-- KEYS[5] idem    seckill:{sN}:idem:<user, base64url>:<key hash>  the first decision
 --         for this user's Idempotency-Key, "code:order id" (used when
 --         ARGV[5] is "1")
--- KEYS[6] rate    seckill:{sN}:rl:<user>  sorted set of this user's recent
+-- KEYS[6] rate    seckill:{sN}:rl:<user, base64url>  sorted set of this user's recent
 --         attempts (used when ARGV[6] > 0)
 -- KEYS[7] admitted seckill:{sN}:admitted  hash order id -> "<pay_by_ms>:<user>"
 --         of every admission, so an order can be found and shown (QUEUED,
@@ -27,8 +27,8 @@
 -- ARGV[8] the sale's payment timeout, milliseconds: pay_by = admission + it
 -- ARGV[9] the amount owed, cents (the sale's price)
 -- ARGV[10] its currency
--- ARGV[11] "1" when SOLD_OUT is the final answer; "0" on one part of a
---          sale of several, whose other parts may still lend it units:
+-- ARGV[11] "1" when SOLD_OUT is the final answer; "0" on one segment of a
+--          sale of several, whose other segments may still lend it units:
 --          a SOLD_OUT is then not recorded for the Idempotency-Key
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with

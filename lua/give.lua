@@ -1,17 +1,17 @@
--- give.lua: units taken from one part (take.lua, or release.lua parking a
+-- give.lua: units taken from one segment (take.lua, or release.lua parking a
 -- released unit) arrive in another, exactly once. admit.lua comes first.
--- Each unit goes to the first waiting buyer of this part (a new order for
+-- Each unit goes to the first waiting buyer of this segment (a new order for
 -- them, as release.lua does), or with nobody waiting to the stock.
 --
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN.p}:...)
--- KEYS[8] moved   set of the move ids this part was given
+-- KEYS[8] moved   set of the move ids this segment was given
 -- ARGV[1] move id
 -- ARGV[2] units
 -- ARGV[3] sale id
 -- ARGV[4] payment timeout ms, ARGV[5] amount cents, ARGV[6] currency
 -- ARGV[7] pub/sub channel told that the sale has stock again
--- ARGV[8] the join sequence the caller saw at the head of this part's
+-- ARGV[8] the join sequence the caller saw at the head of this segment's
 --         waitlist ('' when it expects nobody): when the head has changed
 --         meanwhile (a claim or a leave took it), nothing happens and the
 --         caller gives it again without expecting anyone
@@ -20,7 +20,7 @@
 -- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
 -- 0 when this move was given before (nothing happens again), 2 when the
 -- head of the waitlist is not the one expected (nothing happens), 3 when
--- this part is not warmed (nothing happens: the move stays in flight, and
+-- this segment is not warmed (nothing happens: the move stays in flight, and
 -- re-warm, which leaves units in flight out of what it loads, is followed
 -- by reconciliation landing it), 1 otherwise, followed by the waiting
 -- buyers who got a unit.

@@ -11,15 +11,15 @@
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
 -- ARGV[1] user id
--- ARGV[2] most entries this part's line may hold: SECKILL_WAITLIST_MAX
---         less the buyers waiting in the sale's other parts (0 or less:
+-- ARGV[2] most entries this segment's line may hold: SECKILL_WAITLIST_MAX
+--         less the buyers waiting in the sale's other segments (0 or less:
 --         the line is full)
 -- ARGV[3] a fresh order id, used only if a unit is in stock
 -- ARGV[4] sale id
 -- ARGV[5] payment timeout ms, ARGV[6] amount cents, ARGV[7] currency
--- ARGV[8] the join sequence to use ('' for the next of this part's own):
---         a sale of several parts numbers joins in part 0, so that the
---         first to join is first across every part
+-- ARGV[8] the join sequence to use ('' for the next of this segment's own):
+--         a sale of several segments numbers joins in segment 0, so that the
+--         first to join is first across every segment
 --
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
@@ -27,9 +27,9 @@
 --   3 SALE_NOT_STARTED
 --   4 SALE_ENDED
 --   5 UNAVAILABLE      fail closed, as claim.lua
---   7 WAITING          value = position in this part's line (1 is
+--   7 WAITING          value = position in this segment's line (1 is
 --                      next): joined now; extra = the join sequence
---   8 ALREADY_WAITING  value = position in this part's line, extra = the
+--   8 ALREADY_WAITING  value = position in this segment's line, extra = the
 --                      join sequence
 --   9 WAITLIST_FULL
 local stock = redis.call('GET', KEYS[1])

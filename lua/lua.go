@@ -7,7 +7,7 @@
 // clock.lua (Redis' clock), admit.lua (write an admission, hand a unit
 // to the waitlist) and move.lua (the record of units in flight between
 // the parts of a sale whose stock is split, stock_segments). take.lua,
-// give.lua, aim.lua and settle.lua are the steps of such a move.
+// give.lua, aim.lua and forget.lua are the steps of such a move.
 package lua
 
 import _ "embed"
@@ -40,8 +40,8 @@ var (
 	aim string
 	//go:embed restore.lua
 	Restore string
-	//go:embed settle.lua
-	Settle string
+	//go:embed forget.lua
+	Forget string
 	//go:embed unlock.lua
 	Unlock string
 	//go:embed sequence.lua

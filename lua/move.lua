@@ -1,10 +1,10 @@
 -- move.lua: a move's record, read and written the same way by every
--- script that touches one (take.lua, aim.lua, settle.lua, release.lua).
+-- script that touches one (take.lua, aim.lua, forget.lua, release.lua).
 -- lua.go puts this file in front of them.
 --
--- Units that leave one part of a sale for another are recorded in the
--- moves hash of the part they left (seckill:{sN.p}:moves), move id ->
--- JSON {"units": n, "dest": part, "at": ms}: dest is -1 until the move is
+-- Units that leave one segment of a sale for another are recorded in the
+-- moves hash of the segment they left (seckill:{sN.p}:moves), move id ->
+-- JSON {"units": n, "dest": segment, "at": ms}: dest is -1 until the move is
 -- aimed (a released unit parked by release.lua), at is when the units
 -- left, on Redis' clock. docs/DESIGN.md draws a move's states.
 

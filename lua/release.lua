@@ -6,8 +6,8 @@
 -- the unit given back: to the first waiting buyer (hand_over: an order for
 -- them, in this same script, so the unit is never also open to a claim),
 -- or, with nobody waiting, to the counter for open claims. On a sale of
--- several parts the unit is parked instead, as a move not yet aimed, and
--- the caller lands it in the part whose waiting buyer came first
+-- several segments the unit is parked instead, as a move not yet aimed, and
+-- the caller lands it in the segment whose waiting buyer came first
 -- (aim.lua, give.lua). A retry, a second compensation or a claim record
 -- lost with Redis finds nothing to do. A unit is only given back to a
 -- warmed sale: a missing counter is re-warmed from Postgres, which already
@@ -33,7 +33,7 @@
 --         plus it)
 -- ARGV[8] amount, cents
 -- ARGV[9] currency
--- ARGV[10] the move id a parked unit gets (a sale of several parts)
+-- ARGV[10] the move id a parked unit gets (a sale of several segments)
 --
 -- Returns {released, user, pay_by, parked}: released 1 when the claim was
 -- released now, 0 when there was nothing to do; user and pay_by name the
@@ -51,8 +51,8 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 if ARGV[3] == '0' or redis.call('EXISTS', KEYS[1]) == 0 then
   return {1, '', '', 0}
 end
-local parts = tonumber(redis.call('HGET', KEYS[3], 'parts') or '1')
-if parts > 1 then
+local segments = tonumber(redis.call('HGET', KEYS[3], 'parts') or '1')
+if segments > 1 then
   write_move(KEYS[8], KEYS[3], ARGV[10], {units = 1, dest = -1, at = now_ms()})
   return {1, '', '', 1}
 end

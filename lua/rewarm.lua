@@ -13,12 +13,12 @@
 -- ARGV[3] ends_ms
 -- ARGV[4] expire_ms
 -- ARGV[5] consumer group of the outbox relay
--- ARGV[6] how many parts the sale's stock has (this is one of them)
--- ARGV[7] the highest join sequence any live part's waitlist holds (part 0
---         numbers the joins of a sale of several parts: a re-loaded part 0
+-- ARGV[6] how many segments the sale's stock has (this is one of them)
+-- ARGV[7] the highest join sequence any live segment's waitlist holds (segment 0
+--         numbers the joins of a sale of several segments: a re-loaded segment 0
 --         goes on after it, so the line keeps its order)
 -- ARGV[8..] user id, order id, user id, order id, ... of the active orders
---         of this part's buyers
+--         of this segment's buyers
 --
 -- Returns 1 when the sale was loaded now, 0 when it was already live.
 if redis.call('EXISTS', KEYS[1]) == 1 then

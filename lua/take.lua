@@ -1,7 +1,7 @@
--- take.lua: take units out of one part of a sale's stock, to be given to
--- another part by give.lua (docs/DESIGN.md "A move between parts"). The
+-- take.lua: take units out of one segment of a sale's stock, to be given to
+-- another segment by give.lua (docs/DESIGN.md "A move between segments"). The
 -- units are recorded as in flight (move.lua's record) until the mover
--- settles the move, so a mover that dies between the scripts leaves a
+-- forgets the move, so a mover that dies between the scripts leaves a
 -- record that reconciliation finishes: a unit is in a stock, in a claim,
 -- or in flight, never nowhere. move.lua comes first.
 --
@@ -10,9 +10,9 @@
 -- KEYS[3] moves   seckill:{sN.p}:moves
 -- ARGV[1] move id (unique per move)
 -- ARGV[2] the most units to take
--- ARGV[3] the part the units go to
+-- ARGV[3] the segment the units go to
 --
--- Returns the units taken: 0 when the part has none. A repeat of a move
+-- Returns the units taken: 0 when the segment has none. A repeat of a move
 -- already taken returns its units again and takes nothing.
 local prev = redis.call('HGET', KEYS[3], ARGV[1])
 if prev then

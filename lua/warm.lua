@@ -11,7 +11,7 @@
 -- ARGV[4] expire_ms: when the sale's keys may go (well after the last order
 --         of the sale can have settled)
 -- ARGV[5] consumer group of the outbox relay
--- ARGV[6] how many parts the sale's stock has (this is one of them)
+-- ARGV[6] how many segments the sale's stock has (this is one of them)
 --
 -- Returns 1 when the sale was loaded now, 0 when it was already live.
 if redis.call('EXISTS', KEYS[1]) == 1 then

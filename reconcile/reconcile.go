@@ -26,8 +26,8 @@
 //     reads the release's mark where it writes: an order read active at
 //     the start of the pass may have closed since);
 //
-//   - move_unfinished: units a mover left between the parts of a sale
-//     (it stopped between take, give and settle): finish each move from
+//   - move_unfinished: units a mover left between the segments of a sale
+//     (it stopped between take, give and forget): finish each move from
 //     the state it is in;
 //
 //   - redis_above_db: Redis remaining above Postgres available (impossible
@@ -58,14 +58,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
-	"github.com/seckill/seckill/store"
 )
 
 // Sagas is what reconciliation asks of Temporal (saga.Client).
@@ -74,17 +71,45 @@ type Sagas interface {
 	Start(ctx context.Context, in seckill.SagaInput) error
 }
 
+// Store is what reconciliation reads in the database (store.Store).
+type Store interface {
+	SettlingSales(ctx context.Context, since time.Time) ([]*seckill.Sale, error)
+	Sale(ctx context.Context, id int64) (*seckill.Sale, error)
+	ActiveOrders(ctx context.Context, saleID int64) ([]*seckill.Order, error)
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
+	UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*seckill.PaymentRecord, error)
+	UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error)
+}
+
+// Redis is what reconciliation reads and repairs in Redis
+// (redisstore.Store).
+type Redis interface {
+	KnowSegments(saleID int64, n int)
+	Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error)
+	Counts(ctx context.Context, saleIDs []int64) (map[int64]redisstore.SaleCounts, error)
+	Claims(ctx context.Context, saleID int64) (map[string]int64, error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
+	RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error)
+	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *redisstore.NextOrder) (redisstore.Released, error)
+	LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error)
+	HandOver(ctx context.Context, saleID int64, terms redisstore.Terms, orderIDs []int64) (int, error)
+	FinishMoves(ctx context.Context, saleID int64, terms redisstore.Terms, olderThan time.Duration, nextID func() int64) (int, error)
+}
+
 // Reconciler holds the three stores.
 type Reconciler struct {
-	Store *store.Store
-	Redis *redisstore.Store
+	Store Store
+	Redis Redis
 	Sagas Sagas
 	Log   *slog.Logger
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.
 	Grace time.Duration
-	// Delivery hands undelivered payment events to their sagas.
-	Delivery *delivery.Deliverer
+	// Delivery hands undelivered payment events to their sagas
+	// (delivery.Deliverer).
+	Delivery interface {
+		Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error)
+	}
 	// IDs hands out the ids of the orders a unit becomes when it is
 	// handed to a waiting buyer (an idgen.Generator). Required.
 	IDs interface{ Next() int64 }
@@ -171,9 +196,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	if err != nil {
 		return nil, err
 	}
-	// The sale's number of stock parts comes from the database, never
+	// The sale's number of stock segments comes from the database, never
 	// from Redis keys that may have been lost.
-	r.Redis.KnowParts(saleID, sale.StockSegments)
+	r.Redis.KnowSegments(saleID, sale.StockSegments)
 
 	// Claims admitted in Redis whose saga never started, and claims that
 	// outlived their order.
@@ -204,7 +229,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			continue
 		case err == nil:
 			continue
-		case !errors.Is(err, store.ErrNotFound):
+		case !errors.Is(err, seckill.ErrNotFound):
 			failed(orderID, "read the order of a claim", err)
 			continue
 		}
@@ -216,7 +241,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			failed(orderID, "describe the saga of a claim", err)
 			continue
 		}
-		if run.Running || run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		if run.Running || run.Status == saga.RunCompleted {
 			continue // running: it will write its row; completed: it decided
 		}
 		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
@@ -271,7 +296,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			in.PayBy = *o.PayBy
 		}
 		switch {
-		case run.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		case run.Status == saga.RunCompleted:
 			report(seckill.Drift{Kind: seckill.DriftSagaEndedOrderUnsettled, SaleID: saleID, OrderID: o.ID,
 				Detail: fmt.Sprintf("order is %s but its saga completed", o.Status)})
 		case run.Found:
@@ -292,16 +317,16 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	}
 	for _, e := range events {
 		outcome, err := r.Delivery.Deliver(ctx, e.Signal(), e.OrderID)
-		if errors.Is(err, delivery.ErrNotYet) {
+		if errors.Is(err, seckill.ErrPaymentNotYet) {
 			continue // its saga is being restarted above; next pass
 		}
 		report(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, SaleID: saleID, OrderID: e.OrderID, Fixed: err == nil,
 			Detail: fmt.Sprintf("payment event %s recorded but not delivered; delivered now: %s", e.ID, outcome)})
 	}
 
-	// Units a mover left in flight between the parts of the sale (it
-	// stopped between the steps): land them, and settle the moves given
-	// but not settled. (Each is counted once either way; landed first,
+	// Units a mover left in flight between the segments of the sale (it
+	// stopped between the steps): land them, and forget the moves given
+	// but not forgotten. (Each is counted once either way; landed first,
 	// the check below reads no move half done.)
 	moved, err := r.Redis.FinishMoves(ctx, saleID, redisstore.TermsOf(*sale), grace, r.IDs.Next)
 	if err != nil {
@@ -309,7 +334,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	}
 	if moved > 0 {
 		report(seckill.Drift{Kind: seckill.DriftMoveUnfinished, SaleID: saleID, Fixed: true,
-			Detail: fmt.Sprintf("%d moves of units between the sale's parts were left in flight; finished", moved)})
+			Detail: fmt.Sprintf("%d moves of units between the sale's segments were left in flight; finished", moved)})
 	}
 
 	// Redis above the database: lower it, never raise it.
@@ -333,7 +358,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	}
 
 	// Units in stock while buyers wait for one (a counter re-loaded while
-	// the waitlist survived, a join in one part while another had a unit):
+	// the waitlist survived, a join in one segment while another had a unit):
 	// give them to the waitlist.
 	counts, err := r.Redis.Counts(ctx, []int64{saleID})
 	if err != nil {
@@ -371,7 +396,7 @@ func (r *Reconciler) orphanPayments(ctx context.Context) ([]seckill.Drift, error
 	var drifts []seckill.Drift
 	for _, e := range events {
 		outcome, err := r.Delivery.Deliver(ctx, e.Signal(), e.OrderID)
-		if errors.Is(err, delivery.ErrNotYet) {
+		if errors.Is(err, seckill.ErrPaymentNotYet) {
 			continue // its order may still come
 		}
 		drifts = append(drifts, r.noted(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, OrderID: e.OrderID, Fixed: err == nil,

@@ -163,18 +163,18 @@ func TestSale_NeverRestoresTheClaimOfAnOrderReleasedDuringThePass(t *testing.T) 
 	require.Equal(t, int64(5), n)
 }
 
-// A move between parts given but not settled (its mover stopped between
-// give.lua and settle.lua) is counted once: one pass with any grace
+// A move between segments given but not forgotten (its mover stopped between
+// give.lua and forget.lua) is counted once: one pass with any grace
 // leaves Redis with the database's 10 units, none stranded.
-func TestSale_AMoveGivenButNotSettledStrandsNothing(t *testing.T) {
+func TestSale_AMoveGivenButNotForgottenStrandsNothing(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	sale := testenv.SegmentedSale(t, st, rs, 10, 2)
-	// take.lua and give.lua ran, settle.lua did not: 3 units left part 1
-	// and reached part 0, and part 1 still holds the move's record.
-	testenv.GivenNotSettled(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now())
+	// take.lua and give.lua ran, forget.lua did not: 3 units left segment 1
+	// and reached segment 0, and segment 1 still holds the move's record.
+	testenv.GivenNotForgotten(t, rdb, rs, sale.ID, 1, 0, "b-stopped", 3, time.Now())
 
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
@@ -187,7 +187,7 @@ func TestSale_AMoveGivenButNotSettledStrandsNothing(t *testing.T) {
 	require.Equal(t, int64(10), n)
 	moves, err := rs.Moves(ctx, sale.ID)
 	require.NoError(t, err)
-	require.Empty(t, moves, "the move was settled")
+	require.Empty(t, moves, "the move was forgotten")
 }
 
 // payments is Temporal as delivery sees it: no saga runs, and the
@@ -214,7 +214,7 @@ func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	lost := idgen.At(time.Now().Add(-20 * time.Minute)) // admitted past delivery.PendingWindow
-	_, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: lost,
+	_, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: lost,
 		PaymentIntentID: "pi_lost", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
 	require.NoError(t, err)
 	temporal := &payments{}

@@ -91,9 +91,9 @@ func BenchmarkWinnerLatency(b *testing.B) {
 
 // BenchmarkSellOut is one sale meeting five buyers per unit, 16 claims at
 // a time, at the adapter (no HTTP, so no sold-out flag in front of Redis):
-// the stock in 1 part or in 8, on one server and on a Cluster of 3
+// the stock in 1 segment or in 8, on one server and on a Cluster of 3
 // primaries. Each op is one claim; reported: claims/s, p50 and p99 of all
-// claims, and the moves that fed empty parts.
+// claims, and the moves that fed empty segments.
 //
 //	go test ./redisstore -run '^$' -bench SellOut -benchtime 50000x -count 3
 func BenchmarkSellOut(b *testing.B) {
@@ -104,8 +104,8 @@ func BenchmarkSellOut(b *testing.B) {
 		name string
 		url  string
 	}{{"single", single.URL()}, {"cluster", cluster.URL()}} {
-		for _, parts := range []int{1, 8} {
-			b.Run(setup.name+"/parts="+strconv.Itoa(parts), func(b *testing.B) {
+		for _, segments := range []int{1, 8} {
+			b.Run(setup.name+"/segments="+strconv.Itoa(segments), func(b *testing.B) {
 				st, err := redisstore.Open(setup.url, "seckillbench-"+testenv.Suffix(), redisstore.Options{PoolSize: 64, MinReplicas: 0})
 				if err != nil {
 					b.Fatal(err)
@@ -113,7 +113,7 @@ func BenchmarkSellOut(b *testing.B) {
 				defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
 				units := max(int64(b.N/5), 1)
 				now := time.Now()
-				if _, err := st.Warm(b.Context(), redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Parts: parts}); err != nil {
+				if _, err := st.Warm(b.Context(), redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments}); err != nil {
 					b.Fatal(err)
 				}
 				var (

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -62,8 +63,8 @@ type ClaimResult struct {
 	// (Admitted only).
 	PayBy time.Time
 	// Tentative marks a SOLD_OUT that is true now but may not stay so (a
-	// sale of several parts with units still moving between them, or owed
-	// to the waiting buyers of the claimant's part): it was not recorded
+	// sale of several segments with units still moving between them, or owed
+	// to the waiting buyers of the claimant's segment): it was not recorded
 	// for the Idempotency-Key, and is no reason to answer other buyers
 	// SOLD_OUT.
 	Tentative bool
@@ -87,8 +88,8 @@ func (t Terms) args() []any {
 	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
 }
 
-// maxBorrows bounds how often a claim on a sale of several parts borrows
-// from other parts (or waits for units in flight) before it answers a
+// maxBorrows bounds how often a claim on a sale of several segments borrows
+// from other segments (or waits for units in flight) before it answers a
 // tentative SOLD_OUT.
 const maxBorrows = 8
 
@@ -100,10 +101,10 @@ const maxBorrows = 8
 // unknown (Redis unreachable or timed out): the caller must not assume the
 // claim failed or succeeded.
 //
-// On a sale of several parts the claim runs on the buyer's part; when that
-// part is empty it borrows units from the fullest other part (moves), so
-// the answer is a final SOLD_OUT only when no part has a unit and none is
-// in flight between parts. A part whose line has waiting buyers borrows
+// On a sale of several segments the claim runs on the buyer's segment; when that
+// segment is empty it borrows units from the fullest other segment (moves), so
+// the answer is a final SOLD_OUT only when no segment has a unit and none is
+// in flight between segments. A segment whose line has waiting buyers borrows
 // nothing for a new claim (the line comes first): its SOLD_OUT is
 // Tentative, as is one given after maxBorrows.
 func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms) (ClaimResult, error) {
@@ -111,7 +112,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	home := partOf(userID, n)
+	home := segmentOf(userID, n)
 	final := n == 1
 	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
 	again := s.WithRateLimit(RateLimit{}) // one claim is one attempt, however often it borrows
@@ -122,17 +123,17 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 		}
 		switch {
 		case b == borrowedOwed, b != borrowedNone && attempt+1 >= maxBorrows:
-			// Units may still come (to this part's waiting buyers first):
+			// Units may still come (to this segment's waiting buyers first):
 			// SOLD_OUT for now, recorded for no Idempotency-Key.
 			res.Tentative = true
 			return res, nil
 		case b == borrowedNone && idempotencyKey == "":
-			// No part has a unit and none is on its way: sold out. (With an
+			// No segment has a unit and none is on its way: sold out. (With an
 			// Idempotency-Key the script records the final answer below.)
 			return res, nil
 		case b == borrowedNone:
 			final = true
-		case b == borrowedInFlight: // units are on their way between parts: let them land
+		case b == borrowedInFlight: // units are on their way between segments: let them land
 			time.Sleep(2 * time.Millisecond)
 		}
 		res, err = again.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
@@ -140,9 +141,9 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 	return res, err
 }
 
-// claimOnce runs claim.lua on the part with keys k. Unless final, a
-// SOLD_OUT of the part is not recorded as the Idempotency-Key's answer:
-// other parts may still have units.
+// claimOnce runs claim.lua on the segment with keys k. Unless final, a
+// SOLD_OUT of the segment is not recorded as the Idempotency-Key's answer:
+// other segments may still have units.
 func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms, final bool) (ClaimResult, error) {
 	idem, idemKey := "0", ""
 	if idempotencyKey != "" {
@@ -211,7 +212,7 @@ func parseClaim(res []any) (ClaimResult, error) {
 }
 
 // ClaimCommand is the Redis command Claim runs for a claim without an
-// Idempotency-Key on a sale of one part (EVALSHA, the script's hash, its
+// Idempotency-Key on a sale of one segment (EVALSHA, the script's hash, its
 // keys and arguments), with user and order as given: redis-benchmark
 // replays it as the raw ceiling of the claim path. Preload the script
 // first.
@@ -223,26 +224,34 @@ func (s *Store) ClaimCommand(saleID int64, user, order string, terms Terms) []st
 		strconv.FormatInt(terms.PaymentTimeout.Milliseconds(), 10), strconv.FormatInt(terms.AmountCents, 10), terms.Currency, "1")
 }
 
-// tag is the "prefix:{tag}:" every key of the part with keys k starts with.
+// tag is the "prefix:{tag}:" every key of the segment with keys k starts with.
 func (k Keys) tag() string { return strings.TrimSuffix(k.Stock, "stock") }
 
-// claimKeys are claim.lua's KEYS for userID on the part with keys k, with
+// claimKeys are claim.lua's KEYS for userID on the segment with keys k, with
 // idem as KEYS[5]. Without an Idempotency-Key (idem "") the script never
-// reads KEYS[5]: a placeholder in the part's slot stands in, rather than a
+// reads KEYS[5]: a placeholder in the segment's slot stands in, rather than a
 // key hashed on every claim.
 func claimKeys(k Keys, userID, idem string) []string {
 	if idem == "" {
 		idem = k.tag() + "idem:-"
 	}
-	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userID, k.Admitted, k.Wait, k.Waited}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userInKey(userID), k.Admitted, k.Wait, k.Waited}
 }
 
-// idempotencyKeyOf is the record of one user's key, in the user's part.
+// userInKey is userID as it appears in a key name: base64url, so that a
+// provider's subject ("auth0|5f3c", an e-mail, up to 255 printable ASCII
+// characters, ":" and braces included) never splits a key's parts or its
+// hash tag, and two users never share a key (the encoding is one-to-one).
+// Claims, waitlist entries and outbox entries hold the id itself, as
+// values or hash fields.
+func userInKey(userID string) string { return base64.RawURLEncoding.EncodeToString([]byte(userID)) }
+
+// idempotencyKeyOf is the record of one user's key, in the user's segment.
 // The client's key is hashed: it may hold any printable characters, and
 // its length must not grow Redis keys.
 func idempotencyKeyOf(k Keys, userID, key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return k.tag() + "idem:" + userID + ":" + hex.EncodeToString(sum[:16])
+	return k.tag() + "idem:" + userInKey(userID) + ":" + hex.EncodeToString(sum[:16])
 }
 
 // ClaimOf returns the order id userID holds on saleID, or 0.
@@ -261,11 +270,11 @@ func (s *Store) ClaimOf(ctx context.Context, saleID int64, userID string) (int64
 	return id, nil
 }
 
-// Claims returns every claim of a sale, over all its parts: user id ->
+// Claims returns every claim of a sale, over all its segments: user id ->
 // order id, 0 for a record that names no order (none of seckill's scripts
 // writes one).
 func (s *Store) Claims(ctx context.Context, saleID int64) (map[string]int64, error) {
-	raw, err := s.everyPart(ctx, saleID, func(k Keys) string { return k.Claims })
+	raw, err := s.everySegment(ctx, saleID, func(k Keys) string { return k.Claims })
 	if err != nil {
 		return nil, fmt.Errorf("read claims: %w", err)
 	}
@@ -277,15 +286,15 @@ func (s *Store) Claims(ctx context.Context, saleID int64) (map[string]int64, err
 	return out, nil
 }
 
-// everyPart reads the hash key(k) of every part of saleID into one map
-// (a buyer's fields live in their own part only).
-func (s *Store) everyPart(ctx context.Context, saleID int64, key func(Keys) string) (map[string]string, error) {
-	parts, err := s.allKeys(ctx, saleID)
+// everySegment reads the hash key(k) of every segment of saleID into one map
+// (a buyer's fields live in their own segment only).
+func (s *Store) everySegment(ctx context.Context, saleID int64, key func(Keys) string) (map[string]string, error) {
+	segments, err := s.allKeys(ctx, saleID)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, k := range parts {
+	for _, k := range segments {
 		raw, err := s.rdb.HGetAll(ctx, key(k)).Result()
 		if err != nil {
 			return nil, err
@@ -307,7 +316,7 @@ type Admission struct {
 }
 
 // Admission finds order orderID among the admissions of saleIDs (the
-// sales to look in, every part of each). ok is false when none of them
+// sales to look in, every segment of each). ok is false when none of them
 // admitted it.
 func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (a Admission, ok bool, err error) {
 	type lookup struct {

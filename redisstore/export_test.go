@@ -21,14 +21,14 @@ func SlotOf(key string) uint16 {
 	return slot(key)
 }
 
-// TakeForTest takes units from part from for part dest and stops there, as
+// TakeForTest takes units from segment from for segment dest and stops there, as
 // a mover that died would.
 func (s *Store) TakeForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
 	_, err := s.take(ctx, saleID, from, id, units, dest)
 	return err
 }
 
-// MovesForTest counts the moves every part of saleID was given.
+// MovesForTest counts the moves every segment of saleID was given.
 func (s *Store) MovesForTest(ctx context.Context, saleID int64) (int64, error) {
 	ks, err := s.allKeys(ctx, saleID)
 	if err != nil {
@@ -45,11 +45,11 @@ func (s *Store) MovesForTest(ctx context.Context, saleID int64) (int64, error) {
 	return n, nil
 }
 
-// PartOf is the part userID belongs to on a sale of n parts.
-func PartOf(userID string, n int) int { return partOf(userID, n) }
+// SegmentOf is the segment userID belongs to on a sale of n segments.
+func SegmentOf(userID string, n int) int { return segmentOf(userID, n) }
 
-// GiveForTest takes units from part from and gives them to part dest, and
-// stops before settling the move, as a mover killed between the two
+// GiveForTest takes units from segment from and gives them to segment dest, and
+// stops before forgetting the move, as a mover killed between the two
 // scripts would.
 func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
 	got, err := s.take(ctx, saleID, from, id, units, dest)
@@ -60,7 +60,7 @@ func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id stri
 	return err
 }
 
-// AimForTest aims parked move id of part from at part dest (aim.lua).
+// AimForTest aims parked move id of segment from at segment dest (aim.lua).
 func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id string, dest int) error {
 	_, _, _, err := s.aim(ctx, saleID, from, id, dest)
 	return err
@@ -72,7 +72,7 @@ func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id 
 	return err
 }
 
-// SettleOnlyForTest runs settle.lua alone: a concurrent mover's last step.
-func (s *Store) SettleOnlyForTest(ctx context.Context, saleID int64, from int, id string) error {
-	return s.settle(ctx, saleID, from, id)
+// ForgetOnlyForTest runs forget.lua alone: a concurrent mover's last step.
+func (s *Store) ForgetOnlyForTest(ctx context.Context, saleID int64, from int, id string) error {
+	return s.forget(ctx, saleID, from, id)
 }

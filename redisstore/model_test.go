@@ -4,26 +4,26 @@
 // active, which are paid, how many units the database holds; Redis is the
 // machine's real one, each case on a key prefix of its own.
 //
-// Each case warms a sale of 0..12 units over 1..4 parts for 8 buyers and
+// Each case warms a sale of 0..12 units over 1..4 segments for 8 buyers and
 // runs a random sequence of: claims (with and without an Idempotency-Key,
 // and a client's retry of the last one: same key, fresh order id), joins,
 // leaves, releases (the saga's compensation, the unit given back; and a
 // SOLD_OUT close, no unit given back), the activity's retry of the last
 // release (a fresh NextOrder id, as activities.release draws one per
 // attempt), payments (a PAID order keeps its claim), the loss of one
-// part's keys, re-warm from the model's database figure, a reconciliation
+// segment's keys, re-warm from the model's database figure, a reconciliation
 // pass (FinishMoves, then HandOver while units sit in stock and buyers
 // wait), crashes between the scripts of a move (taken not given, given not
 // settled), and WAIT failures (Store.WithReplicas(1, 5ms) on this
 // replica-less Redis: every durable write happens, then ErrNotReplicated;
 // the model takes it as done, as a WAIT timeout without a failover is; on
-// a sale of several parts a release that fails so is a release parked and
+// a sale of several segments a release that fails so is a release parked and
 // not landed).
 //
 // The laws, checked after every step:
 //
-//  1. Units are conserved: with every part loaded, Store.Remaining (the
-//     stocks plus the units in flight between parts, each once) plus the
+//  1. Units are conserved: with every segment loaded, Store.Remaining (the
+//     stocks plus the units in flight between segments, each once) plus the
 //     units held by active unpaid orders plus the units sold equals the
 //     sale's units (less the units of SOLD_OUT closes: units the database
 //     never had). The move records Redis keeps (Store.Moves) are the ones
@@ -34,12 +34,12 @@
 //     waitlist (by a release, a join's or reconciliation's hand-over, a
 //     parked release landed) goes to the buyer who joined first among those
 //     waiting; every buyer's WaitStateOf (position in the one line over all
-//     parts, or the order the waitlist gave) and WaitlistAdmissions are the
-//     model's. (A move between parts landed by reconciliation serves its
-//     destination part's line, as give.lua documents; a join or a claim
-//     that finds a unit in its own part's stock takes it, as a claim does:
+//     segments, or the order the waitlist gave) and WaitlistAdmissions are the
+//     model's. (A move between segments landed by reconciliation serves its
+//     destination segment's line, as give.lua documents; a join or a claim
+//     that finds a unit in its own segment's stock takes it, as a claim does:
 //     units in stock while buyers wait are the drift reconciliation repairs.)
-//  4. After a reconciliation pass over a sale whose parts are all loaded, no
+//  4. After a reconciliation pass over a sale whose segments are all loaded, no
 //     move is left in flight and no unit is in stock while a buyer waits.
 //
 // Claim, join and release answers are checked against the model's too.
@@ -76,10 +76,10 @@ import (
 
 // The model's sale, its buyers and the terms of every admission.
 const (
-	modelSale     int64 = 7
-	modelUsers          = 8
-	modelMaxUnits       = 12
-	modelMaxParts       = 4
+	modelSale        int64 = 7
+	modelUsers             = 8
+	modelMaxUnits          = 12
+	modelMaxSegments       = 4
 )
 
 var modelTerms = redisstore.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
@@ -102,7 +102,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"releaseSoldOut": func(t *rapid.T) { m.release(t, false) },
 		"retryRelease":   m.retryRelease,
 		"pay":            m.pay,
-		"losePart":       m.losePart,
+		"loseSegment":    m.loseSegment,
 		"rewarm":         m.rewarm,
 		"reconcile":      m.reconcile,
 		"crashTake":      m.crashTake,
@@ -164,7 +164,7 @@ type model struct {
 	line   []string         // the waitlist, first first
 	waited map[string]int64 // user -> order the waitlist gave (WaitStateOf.OrderID)
 	idem   map[string]mIdem // user|key -> the recorded decision
-	lost   map[int]bool     // parts whose keys are gone
+	lost   map[int]bool     // segments whose keys are gone
 	moves  map[string]*mMove
 
 	ids         int64
@@ -186,10 +186,10 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 	}
 	// Fewer units than buyers more often than not: the waitlist has work.
 	m.total = int64(rapid.OneOf(rapid.IntRange(0, 4), rapid.IntRange(0, modelMaxUnits)).Draw(t, "units"))
-	m.n = rapid.IntRange(1, modelMaxParts).Draw(t, "parts")
+	m.n = rapid.IntRange(1, modelMaxSegments).Draw(t, "parts")
 	m.maxWait = rapid.IntRange(1, modelUsers).Draw(t, "waitlistMax")
 	now := time.Now()
-	m.spec = redisstore.WarmSpec{SaleID: modelSale, Units: m.total, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Parts: m.n}
+	m.spec = redisstore.WarmSpec{SaleID: modelSale, Units: m.total, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
 	loaded, err := s.Warm(m.ctx, m.spec)
 	if err != nil || !loaded {
 		t.Fatalf("warm: %v %v", loaded, err)
@@ -201,7 +201,7 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 
 func (m *model) id() int64 { m.ids++; return m.ids }
 
-func (m *model) part(u string) int { return redisstore.PartOf(u, m.n) }
+func (m *model) segment(u string) int { return redisstore.SegmentOf(u, m.n) }
 
 func (m *model) unpaid() []int64 {
 	var out []int64
@@ -227,7 +227,7 @@ func (m *model) waiting(u string) bool { return slices.Contains(m.line, u) }
 func (m *model) lineOf(p int) []string {
 	var out []string
 	for _, u := range m.line {
-		if m.part(u) == p {
+		if m.segment(u) == p {
 			out = append(out, u)
 		}
 	}
@@ -269,12 +269,12 @@ func (m *model) handToLine(id int64) string {
 
 // ---- Redis reads
 
-// stocks reads every part's stock, -1 for a part Redis does not hold.
+// stocks reads every segment's stock, -1 for a segment Redis does not hold.
 func (m *model) stocks(t *rapid.T) []int64 {
 	cmds := make([]*redis.StringCmd, m.n)
 	_, err := m.s.Client().Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for q := range m.n {
-			cmds[q] = p.Get(m.ctx, m.s.PartKeys(modelSale, q).Stock)
+			cmds[q] = p.Get(m.ctx, m.s.SegmentKeys(modelSale, q).Stock)
 		}
 		return nil
 	})
@@ -305,8 +305,8 @@ func (m *model) redisMoves(t *rapid.T) map[string]redisstore.Move {
 }
 
 // adoptMove takes into the model the one new move record a borrow left
-// when the WAIT after its take failed: id, for part dest, half (rounded
-// up) of the fullest other part's stock st.
+// when the WAIT after its take failed: id, for segment dest, half (rounded
+// up) of the fullest other segment's stock st.
 func (m *model) adoptMove(t *rapid.T, id string, dest int, st []int64) {
 	got := m.redisMoves(t)
 	var fresh []string
@@ -321,7 +321,7 @@ func (m *model) adoptMove(t *rapid.T, id string, dest int, st []int64) {
 	x := got[id]
 	fuller := slices.Max(append(slices.Clone(st[:dest]), st[dest+1:]...))
 	if x.Dest != dest || x.From == dest || x.Given || x.Units != (fuller+1)/2 || st[x.From] != fuller {
-		t.Fatalf("move %s is %+v; want half (rounded up) of the fullest other part (stocks %v) for part %d", id, x, st, dest)
+		t.Fatalf("move %s is %+v; want half (rounded up) of the fullest other segment (stocks %v) for segment %d", id, x, st, dest)
 	}
 	m.moves[id] = &mMove{from: x.From, dest: x.Dest, units: x.Units}
 	time.Sleep(2 * time.Millisecond) // records of different steps never share a millisecond: FinishMoves' order is known
@@ -391,7 +391,7 @@ func (m *model) retryClaim(t *rapid.T) {
 func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	o := m.id()
 	st := m.stocks(t)
-	home := m.part(u)
+	home := m.segment(u)
 	others := int64(0)
 	for q, v := range st {
 		if q != home && v > 0 {
@@ -411,8 +411,8 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	case replay:
 		want = redisstore.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Replayed: true}
 		if rec.outcome == seckill.SoldOut && m.n > 1 {
-			// A replayed SOLD_OUT on a sale of several parts still borrows
-			// (units move into the buyer's part, the answer stays the
+			// A replayed SOLD_OUT on a sale of several segments still borrows
+			// (units move into the buyer's segment, the answer stays the
 			// replay), tentative when it stopped after maxBorrows.
 			anyTentative = true
 			if slow && len(m.lineOf(home)) == 0 && others > 0 {
@@ -428,7 +428,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	case m.n == 1:
 		want.Outcome, record = seckill.SoldOut, true
 	case len(m.lineOf(home)) > 0:
-		// The part's line comes first: nothing is borrowed for a new claim.
+		// The segment's line comes first: nothing is borrowed for a new claim.
 		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	case others > 0:
 		if slow { // the borrow's take is the first write: its WAIT fails
@@ -440,7 +440,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	case m.inFlight() > 0:
 		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	default:
-		// No part has a unit and none is in flight: final. (A part whose
+		// No segment has a unit and none is in flight: final. (A segment whose
 		// keys are lost counts as holding none: Claim cannot see what
 		// re-warm will load into it.)
 		want.Outcome, record = seckill.SoldOut, true
@@ -473,7 +473,7 @@ func (m *model) join(t *rapid.T) {
 	slow := m.drawSlow(t)
 	o := m.id()
 	st := m.stocks(t)
-	home := m.part(u)
+	home := m.segment(u)
 	inStock := int64(0)
 	for _, v := range st {
 		inStock += max(v, 0)
@@ -499,7 +499,7 @@ func (m *model) join(t *rapid.T) {
 		wantErr = slow
 		want = redisstore.JoinResult{Outcome: seckill.Waiting, Position: m.rank(u)}
 		if !slow && m.n > 1 && inStock > 0 {
-			// Another part has a unit: it is handed to the first in line.
+			// Another segment has a unit: it is handed to the first in line.
 			if m.handToLine(o) == u {
 				want = redisstore.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 			} else {
@@ -552,7 +552,7 @@ func (m *model) retryRelease(t *rapid.T) {
 
 func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 	ord := m.orders[o]
-	u, home := ord.user, m.part(ord.user)
+	u, home := ord.user, m.segment(ord.user)
 	var next *redisstore.NextOrder
 	if giveBack {
 		next = &redisstore.NextOrder{ID: m.id(), Terms: modelTerms}
@@ -615,14 +615,14 @@ func (m *model) pay(t *rapid.T) {
 	t.Logf("pay %d of %s", o, m.orders[o].user)
 }
 
-// losePart deletes every key of one part, as a Cluster primary lost with
-// no replica (or, for a sale of one part, a Redis restarted empty).
-func (m *model) losePart(t *rapid.T) {
-	p := rapid.IntRange(0, m.n-1).Draw(t, "part")
-	tag := strings.TrimSuffix(m.s.PartKeys(modelSale, p).Stock, "stock")
+// loseSegment deletes every key of one segment, as a Cluster primary lost with
+// no replica (or, for a sale of one segment, a Redis restarted empty).
+func (m *model) loseSegment(t *rapid.T) {
+	p := rapid.IntRange(0, m.n-1).Draw(t, "segment")
+	tag := strings.TrimSuffix(m.s.SegmentKeys(modelSale, p).Stock, "stock")
 	keys, err := m.s.Client().Keys(m.ctx, tag+"*").Result()
 	if err != nil {
-		t.Fatalf("list keys of part %d: %v", p, err)
+		t.Fatalf("list keys of segment %d: %v", p, err)
 	}
 	for _, k := range keys {
 		if err := m.s.Client().Del(m.ctx, k).Err(); err != nil {
@@ -634,23 +634,23 @@ func (m *model) losePart(t *rapid.T) {
 		short[i] = strings.TrimPrefix(k, tag)
 	}
 	slices.Sort(short)
-	t.Logf("lose part %d: keys %v", p, short)
+	t.Logf("lose segment %d: keys %v", p, short)
 	m.lost[p] = true
-	inPart := func(u string) bool { return m.part(u) == p }
-	m.line = slices.DeleteFunc(m.line, inPart)
-	maps.DeleteFunc(m.waited, func(u string, _ int64) bool { return inPart(u) })
-	maps.DeleteFunc(m.idem, func(k string, _ mIdem) bool { return inPart(strings.SplitN(k, "|", 2)[0]) })
+	inSegment := func(u string) bool { return m.segment(u) == p }
+	m.line = slices.DeleteFunc(m.line, inSegment)
+	maps.DeleteFunc(m.waited, func(u string, _ int64) bool { return inSegment(u) })
+	maps.DeleteFunc(m.idem, func(k string, _ mIdem) bool { return inSegment(strings.SplitN(k, "|", 2)[0]) })
 	for id, mv := range m.moves {
 		switch {
 		case mv.from == p:
 			delete(m.moves, id) // its units are the database's again: re-warm loads them
 		case mv.dest == p:
-			mv.given = false // the part's moved set is gone
+			mv.given = false // the segment's moved set is gone
 		}
 	}
 }
 
-// rewarm loads the lost parts from the database, as warmup and
+// rewarm loads the lost segments from the database, as warmup and
 // reconciliation do: the units neither sold nor held, and the claims of
 // the active orders.
 func (m *model) rewarm(t *rapid.T) {
@@ -663,12 +663,12 @@ func (m *model) rewarm(t *rapid.T) {
 	spec := m.spec
 	spec.Units = m.available()
 	loaded, err := m.s.Rewarm(m.ctx, spec, claims)
-	t.Logf("rewarm %d units, %d claims, lost parts %v: loaded=%v err=%v", spec.Units, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
+	t.Logf("rewarm %d units, %d claims, lost segments %v: loaded=%v err=%v", spec.Units, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
 	if err != nil || loaded != m.anyLost() {
 		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", loaded, err, m.anyLost())
 	}
-	// A move aimed at a lost part may have reached it or not: re-warm
-	// drops its record, and the part is loaded with its units.
+	// A move aimed at a lost segment may have reached it or not: re-warm
+	// drops its record, and the segment is loaded with its units.
 	maps.DeleteFunc(m.moves, func(_ string, mv *mMove) bool { return mv.dest >= 0 && m.lost[mv.dest] })
 	m.lost = map[int]bool{}
 }
@@ -679,7 +679,7 @@ func (m *model) rewarm(t *rapid.T) {
 func (m *model) reconcile(t *rapid.T) {
 	// FinishMoves lands the records oldest first: a parked release at the
 	// first in line (or back home with nobody waiting), a move at its
-	// destination's line first, a move given only settled. A destination
+	// destination's line first, a move given only forgotten. A destination
 	// not loaded stops it.
 	type rec struct {
 		id string
@@ -723,7 +723,7 @@ func (m *model) reconcile(t *rapid.T) {
 		if dest < 0 {
 			dest = mv.from
 			if len(m.line) > 0 {
-				dest = m.part(m.line[0])
+				dest = m.segment(m.line[0])
 			}
 		}
 		if m.lost[dest] {
@@ -749,7 +749,7 @@ func (m *model) reconcile(t *rapid.T) {
 	}
 	t.Logf("reconcile: finished %d moves err=%v, grants %v", done, err, grants)
 	if stopped != (err != nil) || (err != nil && !strings.Contains(err.Error(), "not warmed")) || done != wantDone {
-		t.Fatalf("FinishMoves: %d, %v; want %d, stopped at a part not loaded: %v", done, err, wantDone, stopped)
+		t.Fatalf("FinishMoves: %d, %v; want %d, stopped at a segment not loaded: %v", done, err, wantDone, stopped)
 	}
 	if stopped || m.anyLost() {
 		return // the sale is not warmed: the re-warmer's job first
@@ -787,11 +787,11 @@ func (m *model) reconcile(t *rapid.T) {
 	}
 }
 
-// drawSource is a crashing mover's source: a part with a unit to take,
-// with every part's stock as read (the case is skipped when no move can be).
+// drawSource is a crashing mover's source: a segment with a unit to take,
+// with every segment's stock as read (the case is skipped when no move can be).
 func (m *model) drawSource(t *rapid.T) ([]int64, int) {
 	if m.n == 1 {
-		t.Skip("one part: no moves")
+		t.Skip("one segment: no moves")
 	}
 	st := m.stocks(t)
 	var from []int
@@ -801,19 +801,19 @@ func (m *model) drawSource(t *rapid.T) ([]int64, int) {
 		}
 	}
 	if len(from) == 0 {
-		t.Skip("no part has a unit to take")
+		t.Skip("no segment has a unit to take")
 	}
 	return st, rapid.SampledFrom(from).Draw(t, "from")
 }
 
 // crashTake is a mover that took units and died before giving them: a
-// borrow's take (for a part nobody waits in) or a hand-over's (for the
-// part of the first in line).
+// borrow's take (for a segment nobody waits in) or a hand-over's (for the
+// segment of the first in line).
 func (m *model) crashTake(t *rapid.T) {
 	st, src := m.drawSource(t)
 	var dests []int
 	for q := range m.n {
-		if q != src && (len(m.lineOf(q)) == 0 || (len(m.line) > 0 && m.part(m.line[0]) == q)) {
+		if q != src && (len(m.lineOf(q)) == 0 || (len(m.line) > 0 && m.segment(m.line[0]) == q)) {
 			dests = append(dests, q)
 		}
 	}
@@ -825,7 +825,7 @@ func (m *model) crashTake(t *rapid.T) {
 	m.crashes++
 	id := "x" + strconv.Itoa(m.crashes)
 	err := m.s.TakeForTest(m.ctx, modelSale, src, id, units, dest)
-	t.Logf("crash after take %s: %d from part %d (stock %d) for part %d: %v", id, units, src, st[src], dest, err)
+	t.Logf("crash after take %s: %d from segment %d (stock %d) for segment %d: %v", id, units, src, st[src], dest, err)
 	if err != nil {
 		t.Fatalf("take: %v", err)
 	}
@@ -833,8 +833,8 @@ func (m *model) crashTake(t *rapid.T) {
 	time.Sleep(2 * time.Millisecond)
 }
 
-// crashGive is a borrow's mover that gave units to a part nobody waits in
-// and died before settling the move.
+// crashGive is a borrow's mover that gave units to a segment nobody waits in
+// and died before forgetting the move.
 func (m *model) crashGive(t *rapid.T) {
 	st, src := m.drawSource(t)
 	var dests []int
@@ -844,14 +844,14 @@ func (m *model) crashGive(t *rapid.T) {
 		}
 	}
 	if len(dests) == 0 {
-		t.Skip("no loaded part without a line to give to")
+		t.Skip("no loaded segment without a line to give to")
 	}
 	dest := rapid.SampledFrom(dests).Draw(t, "dest")
 	units := int64(rapid.IntRange(1, 3).Draw(t, "units"))
 	m.crashes++
 	id := "x" + strconv.Itoa(m.crashes)
 	err := m.s.GiveForTest(m.ctx, modelSale, src, id, units, dest)
-	t.Logf("crash after give %s: %d from part %d (stock %d) to part %d: %v", id, units, src, st[src], dest, err)
+	t.Logf("crash after give %s: %d from segment %d (stock %d) to segment %d: %v", id, units, src, st[src], dest, err)
 	if err != nil {
 		t.Fatalf("give: %v", err)
 	}
@@ -885,7 +885,7 @@ func (m *model) check(t *rapid.T) {
 	}
 	if m.anyLost() {
 		if ok {
-			t.Fatalf("a part is lost, yet Remaining reads the sale as warmed (%d)", rem)
+			t.Fatalf("a segment is lost, yet Remaining reads the sale as warmed (%d)", rem)
 		}
 	} else if !ok || rem != m.available() {
 		t.Fatalf("law 1: Redis remaining %d (warmed %v), want %d = %d units - %d never in the database - %d sold - %d held by unpaid orders",
@@ -899,7 +899,7 @@ func (m *model) check(t *rapid.T) {
 	}
 	want := map[string]int64{}
 	for u, id := range m.active {
-		if !m.lost[m.part(u)] {
+		if !m.lost[m.segment(u)] {
 			want[u] = id
 		}
 	}

@@ -15,19 +15,19 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// Units move between the parts of a sale in three steps, each a script on
-// one part (docs/DESIGN.md draws the states):
+// Units move between the segments of a sale in three steps, each a script on
+// one segment (docs/DESIGN.md draws the states):
 //
-//	take.lua     source part: stock -= n, record the move (units, dest, at)
+//	take.lua     source segment: stock -= n, record the move (units, dest, at)
 //	             (release.lua parks a released unit the same way, dest -1,
 //	             and aim.lua fixes its dest once)
-//	give.lua     dest part: the units go to its first waiting buyers, the
+//	give.lua     dest segment: the units go to its first waiting buyers, the
 //	             rest to its stock; the move id joins its moved set, so a
 //	             repeat gives nothing
-//	settle.lua   source part: forget the record
+//	forget.lua   source segment: forget the record
 //
 // A mover that stops between steps leaves the record; FinishMoves
-// (reconciliation) completes it. Between give and settle the units are in
+// (reconciliation) completes it. Between give and forget the units are in
 // the destination and the record still names them: readHoldings counts a
 // record whose id is in its destination's moved set as given, so every
 // unit is counted once, wherever it is.
@@ -35,17 +35,17 @@ import (
 var (
 	takeScript    = redis.NewScript(lua.Take)
 	giveScript    = redis.NewScript(lua.Give)
-	settleScript  = redis.NewScript(lua.Settle)
+	forgetScript  = redis.NewScript(lua.Forget)
 	aimScript     = redis.NewScript(lua.Aim)
 	restoreScript = redis.NewScript(lua.Restore)
 	unlockScript  = redis.NewScript(lua.Unlock)
 )
 
-// move is one move's record, kept in the moves hash of the part its units
+// move is one move's record, kept in the moves hash of the segment its units
 // left (move.lua writes it).
 type move struct {
 	Units int64 `json:"units"`
-	// Dest is the part the units go to; -1 until a parked released unit
+	// Dest is the segment the units go to; -1 until a parked released unit
 	// is aimed.
 	Dest int `json:"dest"`
 	// At is when the units left, unix ms on Redis' clock.
@@ -80,19 +80,19 @@ func parseMove(v string) (move, error) {
 	return m, nil
 }
 
-// errPartNotWarmed is give's answer when the destination part is not
+// errSegmentNotWarmed is give's answer when the destination segment is not
 // loaded: nothing was given, the move stays in flight until re-warm has
-// loaded the part and reconciliation lands it.
-var errPartNotWarmed = errors.New("the destination part of the move is not warmed")
+// loaded the segment and reconciliation lands it.
+var errSegmentNotWarmed = errors.New("the destination segment of the move is not warmed")
 
 // errHeadMoved is give's answer when the head of the destination's
 // waitlist is not the buyer the caller chose: nothing was given.
 var errHeadMoved = errors.New("the waitlist's head moved")
 
-// take takes at most most units from part from of saleID for part dest,
-// as move id; it returns how many it took (0: the part had none).
+// take takes at most most units from segment from of saleID for segment dest,
+// as move id; it returns how many it took (0: the segment had none).
 func (s *Store) take(ctx context.Context, saleID int64, from int, id string, most int64, dest int) (int64, error) {
-	k := s.PartKeys(saleID, from)
+	k := s.SegmentKeys(saleID, from)
 	var got int64
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
@@ -104,13 +104,13 @@ func (s *Store) take(ctx context.Context, saleID int64, from int, id string, mos
 	return got, err
 }
 
-// give lands move id's units in part dest of saleID: each to the first
-// waiting buyer of the part as one of orders (with terms), the rest to the
+// give lands move id's units in segment dest of saleID: each to the first
+// waiting buyer of the segment as one of orders (with terms), the rest to the
 // stock. With head (a join sequence) set, it gives only while that buyer
-// still heads the part's waitlist, else errHeadMoved. It returns the
+// still heads the segment's waitlist, else errHeadMoved. It returns the
 // buyers who got a unit (none when the move was given before).
 func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
-	k := s.PartKeys(saleID, dest)
+	k := s.SegmentKeys(saleID, dest)
 	args := append([]any{id, units, saleID}, terms.args()...)
 	expect := ""
 	if head != nil {
@@ -135,7 +135,7 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	case int64(2):
 		return nil, errHeadMoved
 	case int64(3):
-		return nil, errPartNotWarmed
+		return nil, errSegmentNotWarmed
 	}
 	var out []Admission
 	for i := 1; i+2 < len(res); i += 3 {
@@ -153,8 +153,8 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	return out, nil
 }
 
-// giveToHead gives move id to part dest, to the waiting buyer with join
-// sequence head if head is set and that buyer still heads the part's
+// giveToHead gives move id to segment dest, to the waiting buyer with join
+// sequence head if head is set and that buyer still heads the segment's
 // line, else to whoever heads it now (the move's destination never
 // changes once chosen).
 func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
@@ -165,21 +165,21 @@ func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id strin
 	return handed, err
 }
 
-// settle forgets move id in part from of saleID, once it was given.
-func (s *Store) settle(ctx context.Context, saleID int64, from int, id string) error {
-	k := s.PartKeys(saleID, from)
+// forget forgets move id in segment from of saleID, once it was given.
+func (s *Store) forget(ctx context.Context, saleID int64, from int, id string) error {
+	k := s.SegmentKeys(saleID, from)
 	return s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
-		n, err := settleScript.Run(ctx, c, []string{k.Moves}, id).Int()
+		n, err := forgetScript.Run(ctx, c, []string{k.Moves}, id).Int()
 		if err != nil {
-			return false, fmt.Errorf("settle script: %w", err)
+			return false, fmt.Errorf("forget script: %w", err)
 		}
 		return n == 1, nil
 	})
 }
 
-// moveUnits is the whole move of at most most units from part from to
-// part dest, as move id: take, give (to the part's waiting buyers first,
-// as orders), settle. It returns the units taken (0: the part had none)
+// moveUnits is the whole move of at most most units from segment from to
+// segment dest, as move id: take, give (to the segment's waiting buyers first,
+// as orders), forget. It returns the units taken (0: the segment had none)
 // and the buyers who got one.
 func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id string, most int64, head *float64, orders []int64, terms Terms) (int64, []Admission, error) {
 	got, err := s.take(ctx, saleID, from, id, most, dest)
@@ -190,17 +190,17 @@ func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id 
 	if err != nil {
 		return got, nil, err
 	}
-	return got, handed, s.settle(ctx, saleID, from, id)
+	return got, handed, s.forget(ctx, saleID, from, id)
 }
 
-// aim fixes the destination of parked move id in part from: choice,
+// aim fixes the destination of parked move id in segment from: choice,
 // unless an earlier mover aimed it. It returns the destination, whether
-// this call chose it, and ok false when the move is settled already.
+// this call chose it, and ok false when the move is forgotten already.
 func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choice int) (dest int, chosen, ok bool, err error) {
-	k := s.PartKeys(saleID, from)
+	k := s.SegmentKeys(saleID, from)
 	var res []any
 	// Waits for the replicas like every write of a move: an aim lost in a
-	// failover could be aimed again elsewhere, and land in two parts.
+	// failover could be aimed again elsewhere, and land in two segments.
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
 		if res, err = aimScript.Run(ctx, c, []string{k.Moves, k.Meta}, id, choice).Slice(); err != nil {
@@ -215,11 +215,11 @@ func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choi
 	return int(d), res[1] == int64(1), d >= 0, nil
 }
 
-// finishMove gives move id, in flight from part from of a sale of n
-// parts, to its destination and settles it (land). A move already settled
+// finishMove gives move id, in flight from segment from of a sale of n
+// segments, to its destination and forgets it (land). A move already forgotten
 // is left alone.
 func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id string, orders []int64, terms Terms) ([]Admission, error) {
-	v, err := s.rdb.HGet(ctx, s.PartKeys(saleID, from).Moves, id).Result()
+	v, err := s.rdb.HGet(ctx, s.SegmentKeys(saleID, from).Moves, id).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -233,11 +233,11 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 	return s.land(ctx, saleID, n, from, id, m, orders, terms)
 }
 
-// land gives move id (m, in flight from part from of a sale of n parts)
-// to its destination and settles it. A parked released unit has none yet:
-// it is aimed, once, at the part whose first waiting buyer joined first,
-// or back at part from with nobody waiting; every later mover of the same
-// move reads that aim, so the unit lands in one part only. Movers of one
+// land gives move id (m, in flight from segment from of a sale of n segments)
+// to its destination and forgets it. A parked released unit has none yet:
+// it is aimed, once, at the segment whose first waiting buyer joined first,
+// or back at segment from with nobody waiting; every later mover of the same
+// move reads that aim, so the unit lands in one segment only. Movers of one
 // sale take turns (landingLock), so concurrent releases serve the line in
 // order.
 func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m move, orders []int64, terms Terms) ([]Admission, error) {
@@ -245,7 +245,7 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, 
 	defer unlock()
 	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
-		first, seq, waiting, err := s.firstWaitingPart(ctx, saleID, n)
+		first, seq, waiting, err := s.firstWaitingSegment(ctx, saleID, n)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +255,7 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, 
 		}
 		aimed, chosen, ok, err := s.aim(ctx, saleID, from, id, choice)
 		if err != nil || !ok {
-			return nil, err // !ok: settled meanwhile
+			return nil, err // !ok: forgotten meanwhile
 		}
 		if dest = aimed; chosen && waiting {
 			head = &seq
@@ -265,7 +265,7 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, 
 	if err != nil {
 		return nil, err
 	}
-	return handed, s.settle(ctx, saleID, from, id)
+	return handed, s.forget(ctx, saleID, from, id)
 }
 
 // landingLockTTL bounds how long one mover holds a sale's landing lock.
@@ -273,7 +273,7 @@ const landingLockTTL = 3 * time.Second
 
 // landingLock lets one mover of saleID at a time choose and give: without
 // it two concurrent releases would both choose the same first buyer, and
-// the second unit would go to the next buyer of that part rather than the
+// the second unit would go to the next buyer of that segment rather than the
 // next in line. Best effort: after a second of waiting (or a Redis error)
 // the mover goes on without it; correctness does not depend on it, only
 // the order in line. It returns the unlock.
@@ -296,14 +296,14 @@ func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 	}
 }
 
-// firstWaitingPart is the part of saleID (of n) whose first waiting buyer
+// firstWaitingSegment is the segment of saleID (of n) whose first waiting buyer
 // joined first, and that buyer's join sequence; ok is false when nobody
 // waits.
-func (s *Store) firstWaitingPart(ctx context.Context, saleID int64, n int) (part int, seq float64, ok bool, err error) {
+func (s *Store) firstWaitingSegment(ctx context.Context, saleID int64, n int) (segment int, seq float64, ok bool, err error) {
 	heads := make([]*redis.ZSliceCmd, n)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			heads[q] = p.ZRangeWithScores(ctx, s.PartKeys(saleID, q).Wait, 0, 0)
+			heads[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Wait, 0, 0)
 		}
 		return nil
 	})
@@ -312,32 +312,32 @@ func (s *Store) firstWaitingPart(ctx context.Context, saleID int64, n int) (part
 	}
 	for q, h := range heads {
 		if z := h.Val(); len(z) == 1 && (!ok || z[0].Score < seq) {
-			part, seq, ok = q, z[0].Score, true
+			segment, seq, ok = q, z[0].Score, true
 		}
 	}
-	return part, seq, ok, nil
+	return segment, seq, ok, nil
 }
 
 // borrowed is what one borrow did.
 type borrowed int
 
 const (
-	// borrowedUnits: units arrived in the borrower's part.
+	// borrowedUnits: units arrived in the borrower's segment.
 	borrowedUnits borrowed = iota
-	// borrowedNone: no part has a unit and none is in flight.
+	// borrowedNone: no segment has a unit and none is in flight.
 	borrowedNone
 	// borrowedInFlight: none could be taken, but units are on their way
-	// between parts (the sale is not sold out yet).
+	// between segments (the sale is not sold out yet).
 	borrowedInFlight
-	// borrowedOwed: the borrower's part has buyers waiting in line: any
+	// borrowedOwed: the borrower's segment has buyers waiting in line: any
 	// unit it gets is theirs first, so none is borrowed for a new claim.
 	borrowedOwed
 )
 
-// borrow moves units into part home of saleID (of n) for a claim, from
-// the fullest other part, half of what it holds, as move id.
+// borrow moves units into segment home of saleID (of n) for a claim, from
+// the fullest other segment, half of what it holds, as move id.
 func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string) (borrowed, error) {
-	waiting, err := s.rdb.ZCard(ctx, s.PartKeys(saleID, home).Wait).Result()
+	waiting, err := s.rdb.ZCard(ctx, s.SegmentKeys(saleID, home).Wait).Result()
 	if err != nil {
 		return 0, fmt.Errorf("read the waitlist: %w", err)
 	}
@@ -359,7 +359,7 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 		// one confirms may say so (a move given between the two round trips
 		// of one read hides its units).
 		stable, err := s.stableHolding(ctx, saleID, n)
-		if errors.Is(err, errUnsettled) {
+		if errors.Is(err, errStillMoving) {
 			return borrowedInFlight, nil
 		}
 		if err != nil {
@@ -391,10 +391,10 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 // FinishMoves completes the moves of saleID in flight for longer than
 // olderThan (their mover stopped between the steps), giving a parked
 // released unit to the first waiting buyer as an order numbered by
-// nextID, and settles the moves given but not settled. It returns how
+// nextID, and forgets the moves given but not forgotten. It returns how
 // many it finished.
 func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olderThan time.Duration, nextID func() int64) (int, error) {
-	n, err := s.Parts(ctx, saleID)
+	n, err := s.Segments(ctx, saleID)
 	if err != nil || n == 1 {
 		return 0, err
 	}
@@ -419,7 +419,7 @@ func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olde
 	return done, nil
 }
 
-// Move is a move of units between the parts of a sale, as the audit
+// Move is a move of units between the segments of a sale, as the audit
 // reports one.
 type Move struct {
 	ID    string
@@ -433,7 +433,7 @@ type Move struct {
 
 // Moves lists saleID's moves whose record is still kept.
 func (s *Store) Moves(ctx context.Context, saleID int64) ([]Move, error) {
-	n, err := s.Parts(ctx, saleID)
+	n, err := s.Segments(ctx, saleID)
 	if err != nil || n == 1 {
 		return nil, err
 	}

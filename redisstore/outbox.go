@@ -13,21 +13,21 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// The outbox: every admission appends one entry to its part's stream
-// (seckill:{sN}:outbox, and {sN.p} for the other parts of a sale of
+// The outbox: every admission appends one entry to its segment's stream
+// (seckill:{sN}:outbox, and {sN.p} for the other segments of a sale of
 // several); relays read it in the consumer group RelayGroup, start each
 // entry's saga, then acknowledge and delete it. Every command here names
-// one stream, so it runs on the slot of its part.
+// one stream, so it runs on the slot of its segment.
 
-// Outbox names one outbox stream: part Part of sale SaleID.
+// Outbox names one outbox stream: segment Segment of sale SaleID.
 type Outbox struct {
-	SaleID int64
-	Part   int
+	SaleID  int64
+	Segment int
 }
 
-func (s *Store) stream(o Outbox) string { return s.PartKeys(o.SaleID, o.Part).Outbox }
+func (s *Store) stream(o Outbox) string { return s.SegmentKeys(o.SaleID, o.Segment).Outbox }
 
-// ActiveOutboxes lists the outboxes the relay must watch: every part of
+// ActiveOutboxes lists the outboxes the relay must watch: every segment of
 // every active sale (ActiveSales).
 func (s *Store) ActiveOutboxes(ctx context.Context) ([]Outbox, error) {
 	sales, err := s.ActiveSales(ctx)
@@ -36,12 +36,12 @@ func (s *Store) ActiveOutboxes(ctx context.Context) ([]Outbox, error) {
 	}
 	var out []Outbox
 	for _, id := range sales {
-		n, err := s.Parts(ctx, id)
+		n, err := s.Segments(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		for p := range n {
-			out = append(out, Outbox{SaleID: id, Part: p})
+			out = append(out, Outbox{SaleID: id, Segment: p})
 		}
 	}
 	return out, nil
@@ -165,7 +165,7 @@ func (s *Store) TakeOverIdle(ctx context.Context, o Outbox, taker string, minIdl
 	return entries(msgs), next, nil
 }
 
-// OutboxBacklog sums the lengths of the outboxes of saleIDs (every part).
+// OutboxBacklog sums the lengths of the outboxes of saleIDs (every segment).
 func (s *Store) OutboxBacklog(ctx context.Context, saleIDs []int64) (int64, error) {
 	var streams []string
 	for _, id := range saleIDs {

@@ -62,7 +62,7 @@ type Store struct {
 	limit    RateLimit
 	replicas int           // WAIT for this many replicas after a durable write (0: no wait)
 	wait     time.Duration // ... for at most this long
-	parts    *parts        // the parts of each sale (shared by copies of s)
+	segments *segments     // the segments of each sale (shared by copies of s)
 }
 
 // RateLimit is how many claims one user may attempt on one sale in a
@@ -87,7 +87,7 @@ func New(rdb redis.UniversalClient, prefix string) *Store {
 	if _, ok := rdb.(*redis.ClusterClient); ok {
 		t = Cluster
 	}
-	return &Store{rdb: rdb, prefix: prefix, topology: t, wait: DefaultReplicaTimeout, parts: newParts()}
+	return &Store{rdb: rdb, prefix: prefix, topology: t, wait: DefaultReplicaTimeout, segments: newSegments()}
 }
 
 // WithReplicas returns s waiting, after each admission and release, until

@@ -31,13 +31,13 @@ type Released struct {
 // when next is not nil, gives the unit back: to the first waiting buyer,
 // as order next.ID with next.Terms, or with nobody waiting to the warmed
 // stock for open claims. Safe to repeat: a repeat finds the claim gone
-// and does nothing (but finish the move of a sale of several parts that an
+// and does nothing (but finish the move of a sale of several segments that an
 // earlier attempt parked).
 //
-// On a sale of one part this is one script. On a sale of several, the
-// script parks the unit as a move in flight and it is given to the part
+// On a sale of one segment this is one script. On a sale of several, the
+// script parks the unit as a move in flight and it is given to the segment
 // whose waiting buyer joined first (aim.lua, give.lua), or back to the
-// buyer's own part.
+// buyer's own segment.
 func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderID int64, next *NextOrder) (Released, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderI
 	}
 	// Land the unit parked now, or by an earlier attempt that stopped
 	// before landing it (nothing when neither parked one).
-	handed, err := s.finishMove(ctx, saleID, n, partOf(userID, n), moveID, []int64{next.ID}, next.Terms)
+	handed, err := s.finishMove(ctx, saleID, n, segmentOf(userID, n), moveID, []int64{next.ID}, next.Terms)
 	if len(handed) > 0 {
 		out.HandedTo = &handed[0]
 	}

@@ -35,18 +35,18 @@ type Keys struct {
 	// Wait is the waitlist: user -> join sequence, first come first.
 	// Waited maps a user the waitlist gave a unit to the order.
 	Wait, Waited string
-	// Moves holds the records of units taken from this part and not yet
-	// settled (move id -> move.lua's record); Moved the ids of the moves
-	// given to this part (so a repeat gives nothing).
+	// Moves holds the records of units taken from this segment and not yet
+	// forgotten (move id -> move.lua's record); Moved the ids of the moves
+	// given to this segment (so a repeat gives nothing).
 	Moves, Moved string
 	// Released holds the ids of the orders released (release.lua), so a
 	// claim is never written back for one (restore.lua).
 	Released string
 }
 
-// SaleKeys returns the keys of sale id's part 0: all of them for a sale of
-// one part.
-func (s *Store) SaleKeys(saleID int64) Keys { return s.PartKeys(saleID, 0) }
+// SaleKeys returns the keys of sale id's segment 0: all of them for a sale of
+// one segment.
+func (s *Store) SaleKeys(saleID int64) Keys { return s.SegmentKeys(saleID, 0) }
 
 // unitKeys are the keys of every script that gives a unit to a buyer
 // (release, join, handover), in their KEYS order.
@@ -94,7 +94,7 @@ func (s *Store) PublishOrderChange(ctx context.Context, orderID int64) error {
 // Preload loads every script into the script cache, so the first claims of
 // a burst do not pay for an EVAL fallback.
 func (s *Store) Preload(ctx context.Context) error {
-	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, settleScript, aimScript, restoreScript, unlockScript} {
+	for _, sc := range []*redis.Script{claimScript, releaseScript, joinScript, handOverScript, warmScript, rewarmScript, takeScript, giveScript, forgetScript, aimScript, restoreScript, unlockScript} {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("load script: %w", err)
 		}

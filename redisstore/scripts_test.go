@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -573,4 +574,47 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
+}
+
+// A provider's subjects ("auth0|5f3c", e-mails, ids with ":" or braces)
+// are users like any other: each holds its own claim, rate limit and
+// idempotency record, and none appears raw in a key name (where ":" or a
+// brace would split its parts or move its hash tag).
+func TestClaim_ProviderSubjectsNeverShareAKey(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t).WithRateLimit(redisstore.RateLimit{Max: 5, Window: time.Minute})
+	ctx := t.Context()
+	users := []string{"auth0|5f3c9a", "a:b", "a", "b:idem:a", "{x}", "ann@example.com", "with space", "~!*"}
+	warm(t, sc, openSale(int64(len(users))))
+
+	orders := map[int64]string{}
+	for i, u := range users {
+		res, err := sc.Claim(ctx, saleID, u, int64(i+1), "key", terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome, u)
+		orders[res.OrderID] = u
+		again, err := sc.Claim(ctx, saleID, u, int64(100+i), "key", terms)
+		require.NoError(t, err)
+		require.True(t, again.Replayed, u)
+		require.Equal(t, res.OrderID, again.OrderID, "%s replays its own answer", u)
+		held, err := sc.ClaimOf(ctx, saleID, u)
+		require.NoError(t, err)
+		require.Equal(t, res.OrderID, held, u)
+	}
+	require.Len(t, orders, len(users), "one order per user")
+
+	keys, err := sc.Client().Keys(ctx, sc.Prefix()+":*").Result()
+	require.NoError(t, err)
+	var idem, rl int
+	for _, k := range keys {
+		rest := strings.TrimPrefix(k, sc.Prefix()+":")
+		require.LessOrEqual(t, strings.Count(rest, "{"), 1, "at most one hash tag in %q", k)
+		for _, c := range []string{"|", "@", " ", "~", "!", "*"} {
+			require.NotContains(t, rest, c, "a subject is raw in %q", k)
+		}
+		idem += strings.Count(k, ":idem:") - strings.Count(k, ":idem:-")
+		rl += strings.Count(k, ":rl:")
+	}
+	require.Equal(t, len(users), idem, "one idempotency record per user")
+	require.Equal(t, len(users), rl, "one rate-limit set per user")
 }

@@ -18,15 +18,15 @@ type WarmSpec struct {
 	Units    int64
 	StartsAt time.Time
 	EndsAt   time.Time
-	// Parts is how many parts the stock is split into (stock_segments;
+	// Segments is how many segments the stock is split into (stock_segments;
 	// 0 means 1).
-	Parts int
+	Segments int
 }
 
-func (spec WarmSpec) parts() int { return max(spec.Parts, 1) }
+func (spec WarmSpec) segments() int { return max(spec.Segments, 1) }
 
-// share is part p's share of units split over n parts: as even as can be,
-// the first parts holding one more.
+// share is segment p's share of units split over n segments: as even as can be,
+// the first segments holding one more.
 func share(units int64, n, p int) int64 {
 	q, r := units/int64(n), units%int64(n)
 	if int64(p) < r {
@@ -36,18 +36,18 @@ func share(units int64, n, p int) int64 {
 }
 
 // Warm loads spec into Redis, the units split evenly over the sale's
-// parts, unless the sale is live (a live counter is never overwritten),
-// and lists the sale for the relay. It reports whether it loaded part 0
+// segments, unless the sale is live (a live counter is never overwritten),
+// and lists the sale for the relay. It reports whether it loaded segment 0
 // now.
 func (s *Store) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
 	if spec.Units < 0 {
 		return false, errors.New("warm: negative units")
 	}
-	n := spec.parts()
+	n := spec.segments()
 	expire := spec.EndsAt.Add(KeyRetention)
 	var first bool
 	for p := range n {
-		k := s.PartKeys(spec.SaleID, p)
+		k := s.SegmentKeys(spec.SaleID, p)
 		loaded, err := warmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox},
 			share(spec.Units, n, p), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n).Int()
 		if err != nil {
@@ -57,7 +57,7 @@ func (s *Store) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
 			first = loaded == 1
 		}
 	}
-	s.rememberParts(spec.SaleID, n)
+	s.rememberSegments(spec.SaleID, n)
 	if err := s.listForRelay(ctx, spec); err != nil {
 		return false, err
 	}
@@ -83,15 +83,15 @@ type ActiveClaim struct {
 	OrderID int64
 }
 
-// Rewarm loads the parts of a sale whose keys Redis lost (restarted empty,
+// Rewarm loads the segments of a sale whose keys Redis lost (restarted empty,
 // or a Cluster primary lost with no replica) from a database snapshot:
-// spec.Units are the units Redis should hold in all; the parts still live
+// spec.Units are the units Redis should hold in all; the segments still live
 // keep theirs (and their units in flight), the lost ones share the rest,
 // and get back the claims of their buyers' active orders. It does nothing
-// when every part is live, and reports whether it loaded any now.
+// when every segment is live, and reports whether it loaded any now.
 func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
-	n := spec.parts()
-	s.rememberParts(spec.SaleID, n)
+	n := spec.segments()
+	s.rememberSegments(spec.SaleID, n)
 	live, err := s.stableHolding(ctx, spec.SaleID, n)
 	if err != nil {
 		return false, err
@@ -108,14 +108,14 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	if len(lost) == 0 {
 		return false, s.listForRelay(ctx, spec)
 	}
-	// A move aimed at a lost part may have reached it or not: its moved
+	// A move aimed at a lost segment may have reached it or not: its moved
 	// set went with it. Either way its units are the database's now, and
-	// the lost part is loaded with them: the record is dropped, so it is
+	// the lost segment is loaded with them: the record is dropped, so it is
 	// neither counted in flight here nor landed again later.
 	for i := range live.moves {
 		if m := &live.moves[i]; m.Dest >= 0 && m.Dest < n && live.stock[m.Dest] < 0 {
-			if err := s.rdb.HDel(ctx, s.PartKeys(spec.SaleID, m.from).Moves, m.id).Err(); err != nil {
-				return false, fmt.Errorf("drop move %s into a lost part: %w", m.id, err)
+			if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Moves, m.id).Err(); err != nil {
+				return false, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
 			}
 			m.given = true // not in flight
 		}
@@ -130,10 +130,10 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	}
 	var loadedAny bool
 	for i, p := range lost {
-		k := s.PartKeys(spec.SaleID, p)
+		k := s.SegmentKeys(spec.SaleID, p)
 		args := []any{share(units, len(lost), i), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin}
 		for _, c := range claims {
-			if partOf(c.UserID, n) == p {
+			if segmentOf(c.UserID, n) == p {
 				args = append(args, c.UserID, c.OrderID)
 			}
 		}
@@ -150,12 +150,12 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 }
 
 // lastJoin is the highest join sequence in the waitlists of saleID's n
-// parts (0 when nobody waits).
+// segments (0 when nobody waits).
 func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error) {
 	tails := make([]*redis.ZSliceCmd, n)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			tails[q] = p.ZRangeWithScores(ctx, s.PartKeys(saleID, q).Wait, -1, -1)
+			tails[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Wait, -1, -1)
 		}
 		return nil
 	})
@@ -172,11 +172,11 @@ func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error
 }
 
 // holding is what Redis holds of one sale's units at one read: each
-// part's stock, and the moves whose records are kept. It is the one count
+// segment's stock, and the moves whose records are kept. It is the one count
 // of "units Redis holds" (docs/DESIGN.md invariant 7): reconciliation,
 // re-warm, the audit and the stats all read it.
 type holding struct {
-	stock []int64 // per part; -1 for a part Redis does not hold
+	stock []int64 // per segment; -1 for a segment Redis does not hold
 	moves []pending
 }
 
@@ -190,7 +190,7 @@ type pending struct {
 	given bool
 }
 
-// inFlight is the units taken from a part and not yet given to another.
+// inFlight is the units taken from a segment and not yet given to another.
 func (h holding) inFlight() int64 {
 	var n int64
 	for _, m := range h.moves {
@@ -201,8 +201,8 @@ func (h holding) inFlight() int64 {
 	return n
 }
 
-// total is the units the parts hold and have in flight, each once; ok is
-// false when a part is missing (the sale is not warmed).
+// total is the units the segments hold and have in flight, each once; ok is
+// false when a segment is missing (the sale is not warmed).
 func (h holding) total() (n int64, ok bool) {
 	for _, v := range h.stock {
 		if v < 0 {
@@ -213,7 +213,7 @@ func (h holding) total() (n int64, ok bool) {
 	return n + h.inFlight(), true
 }
 
-// holdingOf reads sale saleID's n parts (holdings).
+// holdingOf reads sale saleID's n segments (holdings).
 func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, error) {
 	all, err := s.holdings(ctx, map[int64]int{saleID: n})
 	return all[saleID], err
@@ -223,13 +223,13 @@ func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, er
 // running.
 const stableReads = 10
 
-// errUnsettled is stableHolding's answer when moves kept running through
+// errStillMoving is stableHolding's answer when moves kept running through
 // every read: the caller tries again later.
-var errUnsettled = errors.New("redisstore: the sale's units kept moving between parts while they were counted")
+var errStillMoving = errors.New("redisstore: the sale's units kept moving between segments while they were counted")
 
-// stableHolding reads sale saleID's n parts until two reads in a row
+// stableHolding reads sale saleID's n segments until two reads in a row
 // agree, for an answer that acts on the count (re-warm loading what the
-// live parts lack, a claim's final SOLD_OUT, reconciliation lowering
+// live segments lack, a claim's final SOLD_OUT, reconciliation lowering
 // Redis): a single read taken while a move runs may miss units, or on a
 // Cluster count some twice; two equal reads in a row saw no move step
 // between them.
@@ -248,7 +248,7 @@ func (s *Store) stableHolding(ctx context.Context, saleID int64, n int) (holding
 		}
 		prev = cur
 	}
-	return holding{}, errUnsettled
+	return holding{}, errStillMoving
 }
 
 // equal reports whether h and o read the same stocks and move records.
@@ -266,7 +266,7 @@ func (h holding) equal(o holding) bool {
 	return slices.Equal(a, b)
 }
 
-// holdings reads what Redis holds of several sales (sale id -> parts):
+// holdings reads what Redis holds of several sales (sale id -> segments):
 // one round trip (per node on a Cluster) for the stocks and the move
 // records, and a second only when a record has a destination, to learn
 // whether it was given. On one server (or a Sentinel group) the first read
@@ -274,28 +274,28 @@ func (h holding) equal(o holding) bool {
 // give that runs between the reads can only hide its units (counted
 // neither in flight nor in the stock it reached), never count them twice:
 // a count taken while moves run may be low, never high. On a Cluster a
-// MULTI cannot span slots: the parts are read at different moments, and a
-// move between two parts that runs between their reads may be counted
+// MULTI cannot span slots: the segments are read at different moments, and a
+// move between two segments that runs between their reads may be counted
 // high too, for that one read; LowerRemaining acts only on a second read
-// that agrees, part by part (docs/DESIGN.md). At rest it is exact.
-func (s *Store) holdings(ctx context.Context, parts map[int64]int) (map[int64]holding, error) {
+// that agrees, segment by segment (docs/DESIGN.md). At rest it is exact.
+func (s *Store) holdings(ctx context.Context, segments map[int64]int) (map[int64]holding, error) {
 	type cmds struct {
 		stock []*redis.StringCmd
 		moves []*redis.MapStringStringCmd
 	}
-	all := make(map[int64]cmds, len(parts))
+	all := make(map[int64]cmds, len(segments))
 	read := s.rdb.TxPipelined
 	if s.topology == Cluster {
-		// A MULTI cannot span slots there. Each part's move records are
+		// A MULTI cannot span slots there. Each segment's move records are
 		// read before its stock, so a take between the two reads hides
 		// its units rather than counting them twice.
 		read = s.rdb.Pipelined
 	}
 	_, err := read(ctx, func(p redis.Pipeliner) error {
-		for id, n := range parts {
+		for id, n := range segments {
 			c := cmds{stock: make([]*redis.StringCmd, n)}
 			for q := range n {
-				k := s.PartKeys(id, q)
+				k := s.SegmentKeys(id, q)
 				if n > 1 {
 					c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
 				}
@@ -308,7 +308,7 @@ func (s *Store) holdings(ctx context.Context, parts map[int64]int) (map[int64]ho
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read stock: %w", err)
 	}
-	out := make(map[int64]holding, len(parts))
+	out := make(map[int64]holding, len(segments))
 	for id, c := range all {
 		h := holding{stock: make([]int64, len(c.stock))}
 		for q := range c.stock {
@@ -322,7 +322,7 @@ func (s *Store) holdings(ctx context.Context, parts map[int64]int) (map[int64]ho
 			for mid, v := range mc.Val() {
 				m, err := parseMove(v)
 				if err != nil {
-					return nil, fmt.Errorf("sale %d part %d: %w", id, q, err)
+					return nil, fmt.Errorf("sale %d segment %d: %w", id, q, err)
 				}
 				h.moves = append(h.moves, pending{move: m, from: q, id: mid})
 			}
@@ -345,7 +345,7 @@ func (s *Store) markGiven(ctx context.Context, hs map[int64]holding) error {
 	for id, h := range hs {
 		for i := range h.moves {
 			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < len(h.stock) {
-				checks = append(checks, check{m: m, moved: s.PartKeys(id, m.Dest).Moved})
+				checks = append(checks, check{m: m, moved: s.SegmentKeys(id, m.Dest).Moved})
 			}
 		}
 	}
@@ -367,9 +367,9 @@ func (s *Store) markGiven(ctx context.Context, hs map[int64]holding) error {
 	return nil
 }
 
-// Remaining reads a sale's stock: the sum of its parts and the units in
+// Remaining reads a sale's stock: the sum of its segments and the units in
 // flight between them, each once (holdings). ok is false when the sale
-// (any part) is not warmed.
+// (any segment) is not warmed.
 func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error) {
 	all, err := s.RemainingMany(ctx, []int64{saleID})
 	if err != nil {
@@ -382,15 +382,15 @@ func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, 
 // RemainingMany reads the stock of several sales in one round trip (per
 // node on a Cluster). A sale that is not warmed is absent from the map.
 func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error) {
-	parts := make(map[int64]int, len(saleIDs))
+	segments := make(map[int64]int, len(saleIDs))
 	for _, id := range saleIDs {
-		n, err := s.Parts(ctx, id)
+		n, err := s.Segments(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		parts[id] = n
+		segments[id] = n
 	}
-	all, err := s.holdings(ctx, parts)
+	all, err := s.holdings(ctx, segments)
 	if err != nil {
 		return nil, err
 	}
@@ -414,15 +414,15 @@ end
 return 0`)
 
 // LowerRemaining lowers sale's stock from seen (as Remaining read it) to
-// target if it still holds seen, taking the excess from the fullest parts
+// target if it still holds seen, taking the excess from the fullest segments
 // first. It never raises it. It reports whether it lowered it all.
 func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error) {
-	n, err := s.Parts(ctx, saleID)
+	n, err := s.Segments(ctx, saleID)
 	if err != nil {
 		return false, err
 	}
 	st, err := s.stableHolding(ctx, saleID, n)
-	if errors.Is(err, errUnsettled) {
+	if errors.Is(err, errStillMoving) {
 		return false, nil // moves running: the next pass looks again
 	}
 	if err != nil {
@@ -442,7 +442,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 		if cut <= 0 {
 			continue
 		}
-		done, err := lowerScript.Run(ctx, s.rdb, []string{s.PartKeys(saleID, p).Stock}, st.stock[p], st.stock[p]-cut).Int()
+		done, err := lowerScript.Run(ctx, s.rdb, []string{s.SegmentKeys(saleID, p).Stock}, st.stock[p], st.stock[p]-cut).Int()
 		if err != nil {
 			return false, fmt.Errorf("lower stock: %w", err)
 		}
@@ -454,7 +454,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 	return excess == 0, nil
 }
 
-// SaleCounts are a live sale's Redis figures, over all its parts.
+// SaleCounts are a live sale's Redis figures, over all its segments.
 type SaleCounts struct {
 	// Remaining is the stock (admissions still possible).
 	Remaining int64
@@ -478,10 +478,10 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCoun
 	all := make(map[int64]*cmds, len(remaining))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for id := range remaining {
-			n, _ := s.Parts(ctx, id) // remembered by RemainingMany
+			n, _ := s.Segments(ctx, id) // remembered by RemainingMany
 			c := &cmds{}
 			for q := range n {
-				k := s.PartKeys(id, q)
+				k := s.SegmentKeys(id, q)
 				c.handed = append(c.handed, p.HGet(ctx, k.Meta, "waitlist_admissions"))
 				c.waiting = append(c.waiting, p.ZCard(ctx, k.Wait))
 			}

@@ -132,8 +132,8 @@ func TestTopology_CountsReplicas(t *testing.T) {
 	require.Equal(t, 0, n, "the machine's Redis has no replica")
 }
 
-// A sale of 8 parts on a Cluster of 3 primaries: its parts are spread over
-// the primaries, and it sells exactly its stock, with moves between parts
+// A sale of 8 segments on a Cluster of 3 primaries: its segments are spread over
+// the primaries, and it sells exactly its stock, with moves between segments
 // on different primaries.
 func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 	t.Parallel()
@@ -145,17 +145,17 @@ func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 	ctx := t.Context()
 	require.Eventually(t, func() bool { return st.Ping(ctx) == nil }, 10*time.Second, 100*time.Millisecond)
 
-	const units, buyers, parts = 600, 3000, 8
+	const units, buyers, segments = 600, 3000, 8
 	now := time.Now()
-	_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Parts: parts})
+	_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments})
 	require.NoError(t, err)
 	primaries := map[string]bool{}
-	for p := range parts {
-		n, err := cluster.PrimaryFor(st.PartKeys(saleID, p).Stock)
+	for p := range segments {
+		n, err := cluster.PrimaryFor(st.SegmentKeys(saleID, p).Stock)
 		require.NoError(t, err)
 		primaries[n.Addr()] = true
 	}
-	require.Len(t, primaries, 3, "8 parts in 8 slots land on every primary")
+	require.Len(t, primaries, 3, "8 segments in 8 slots land on every primary")
 
 	var admitted atomic.Int64
 	testenv.ForEachBuyer(buyers, 32, func(i int64) {

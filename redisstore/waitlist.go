@@ -34,10 +34,10 @@ type JoinResult struct {
 // terms. One entry per user: a repeat is AlreadyWaiting with the
 // position. An error means the outcome is unknown, as with Claim.
 //
-// On a sale of several parts the buyer waits in their own part, numbered
-// by a sequence all parts share (kept in part 0), so the first to join is
-// first served whichever part the unit comes back to; a unit still in
-// another part's stock is handed over at once (HandOver).
+// On a sale of several segments the buyer waits in their own segment, numbered
+// by a sequence all segments share (kept in segment 0), so the first to join is
+// first served whichever segment the unit comes back to; a unit still in
+// another segment's stock is handed over at once (HandOver).
 func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms Terms) (JoinResult, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
@@ -45,7 +45,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	}
 	seq, room := "", int64(maxEntries)
 	if n > 1 {
-		v, others, err := s.sequenceAndOthers(ctx, saleID, n, partOf(userID, n))
+		v, others, err := s.sequenceAndOthers(ctx, saleID, n, segmentOf(userID, n))
 		if err != nil {
 			return JoinResult{}, err
 		}
@@ -75,8 +75,8 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if err != nil || n == 1 || (r.Outcome != seckill.Waiting && r.Outcome != seckill.AlreadyWaiting) {
 		return r, err
 	}
-	// A sale of several parts: the place in the one line, and, if another
-	// part still has a unit, the hand-over it is owed (one read for both).
+	// A sale of several segments: the place in the one line, and, if another
+	// segment still has a unit, the hand-over it is owed (one read for both).
 	joined, err := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
 	if err != nil {
 		return JoinResult{}, fmt.Errorf("join script: bad join sequence %v", res[2])
@@ -107,11 +107,11 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	return r, nil
 }
 
-// sequenceAndOthers numbers a join on a sale of n parts (sequence.lua in
-// part 0: -1 when part 0 is not warmed) and counts the buyers waiting in
-// every part but home, in one round trip: the line's bound
+// sequenceAndOthers numbers a join on a sale of n segments (sequence.lua in
+// segment 0: -1 when segment 0 is not warmed) and counts the buyers waiting in
+// every segment but home, in one round trip: the line's bound
 // (SECKILL_WAITLIST_MAX) is the sale's, so home may hold what the others
-// leave. Joins in several parts at the same moment may pass it by as many
+// leave. Joins in several segments at the same moment may pass it by as many
 // as join at once, never more.
 func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int) (int64, int64, error) {
 	var seq *redis.Cmd
@@ -122,7 +122,7 @@ func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int
 		seq = p.Eval(ctx, lua.Sequence, []string{s.SaleKeys(saleID).Meta})
 		for q := range n {
 			if q != home {
-				lens = append(lens, p.ZCard(ctx, s.PartKeys(saleID, q).Wait))
+				lens = append(lens, p.ZCard(ctx, s.SegmentKeys(saleID, q).Wait))
 			}
 		}
 		return nil
@@ -142,7 +142,7 @@ func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int
 }
 
 // stocksAndPosition reads, in one round trip per node, the units in the
-// stocks of saleID's n parts and the number of buyers waiting on them who
+// stocks of saleID's n segments and the number of buyers waiting on them who
 // joined at or before join sequence seq (the position of the buyer with
 // seq).
 func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq float64) (int64, int64, error) {
@@ -151,7 +151,7 @@ func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq 
 	ahead := make([]*redis.IntCmd, n)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			k := s.PartKeys(saleID, q)
+			k := s.SegmentKeys(saleID, q)
 			stock[q] = p.Get(ctx, k.Stock)
 			ahead[q] = p.ZCount(ctx, k.Wait, "-inf", bound)
 		}
@@ -207,7 +207,7 @@ type WaitState struct {
 }
 
 // WaitStateOf reads userID's place on saleID's waitlist (over all its
-// parts). Neither Waiting nor an OrderID: they never joined, or left.
+// segments). Neither Waiting nor an OrderID: they never joined, or left.
 func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (WaitState, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 		if n == 1 {
 			return WaitState{Waiting: true, Position: r + 1}, nil
 		}
-		// The one line over every part: those who joined before, anywhere.
+		// The one line over every segment: those who joined before, anywhere.
 		_, pos, err := s.stocksAndPosition(ctx, saleID, n, score.Val())
 		return WaitState{Waiting: true, Position: pos}, err
 	}
@@ -270,10 +270,10 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 // per id in orderIDs at most, first come first served, and returns how
 // many it gave. Releases and joins never leave a unit in stock while a
 // buyer waits; this repairs the ways they can meet anyway (a counter
-// re-loaded while the waitlist survived; on a sale of several parts, a
-// buyer who joined in one part while another still had a unit).
+// re-loaded while the waitlist survived; on a sale of several segments, a
+// buyer who joined in one segment while another still had a unit).
 func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderIDs []int64) (int, error) {
-	n, err := s.Parts(ctx, saleID)
+	n, err := s.Segments(ctx, saleID)
 	if err != nil || len(orderIDs) == 0 {
 		return 0, err
 	}
@@ -292,7 +292,7 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 		if donor < 0 {
 			return handed, nil
 		}
-		dest, head, waiting, err := s.firstWaitingPart(ctx, saleID, n)
+		dest, head, waiting, err := s.firstWaitingSegment(ctx, saleID, n)
 		if err != nil || !waiting {
 			return handed, err
 		}
@@ -316,9 +316,9 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 	return handed, nil
 }
 
-// handOverIn runs handover.lua on part p of saleID with one order id.
+// handOverIn runs handover.lua on segment p of saleID with one order id.
 func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms Terms, id int64) (int, error) {
-	k := s.PartKeys(saleID, p)
+	k := s.SegmentKeys(saleID, p)
 	args := append(append([]any{saleID}, terms.args()...), id)
 	var n int
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
@@ -332,10 +332,10 @@ func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms Terms
 }
 
 // WaitlistAdmissions lists the orders saleID's waitlist has given, over
-// all its parts: user id -> order id, as each buyer's
+// all its segments: user id -> order id, as each buyer's
 // GET /waitlist/me would tell them.
 func (s *Store) WaitlistAdmissions(ctx context.Context, saleID int64) (map[string]int64, error) {
-	raw, err := s.everyPart(ctx, saleID, func(k Keys) string { return k.Waited })
+	raw, err := s.everySegment(ctx, saleID, func(k Keys) string { return k.Waited })
 	if err != nil {
 		return nil, fmt.Errorf("read waitlist admissions: %w", err)
 	}

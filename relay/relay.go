@@ -202,7 +202,7 @@ func (r *Relay) heartbeat(ctx context.Context) {
 
 // watch relays one outbox until ctx is done.
 func (r *Relay) watch(ctx context.Context, o redisstore.Outbox) {
-	log := r.log.With("saleID", o.SaleID, "part", o.Part)
+	log := r.log.With("saleID", o.SaleID, "segment", o.Segment)
 	var lastTakeover, lastIdleTakeover time.Time
 	failures := 0
 	for ctx.Err() == nil {
@@ -273,7 +273,7 @@ func (r *Relay) takeOverDead(ctx context.Context, o redisstore.Outbox) error {
 			if len(taken) == 0 {
 				break // none left, or another relay took them first
 			}
-			r.log.Info("took over the pending outbox entries of a dead relay", "saleID", o.SaleID, "part", o.Part, "dead", c.Name, "count", len(taken))
+			r.log.Info("took over the pending outbox entries of a dead relay", "saleID", o.SaleID, "segment", o.Segment, "dead", c.Name, "count", len(taken))
 			if err := r.relay(ctx, o, taken); err != nil {
 				return err
 			}
@@ -292,7 +292,7 @@ func (r *Relay) takeOver(ctx context.Context, o redisstore.Outbox) error {
 			return err
 		}
 		if len(taken) > 0 {
-			r.log.Info("took over pending outbox entries", "saleID", o.SaleID, "part", o.Part, "count", len(taken))
+			r.log.Info("took over pending outbox entries", "saleID", o.SaleID, "segment", o.Segment, "count", len(taken))
 			if err := r.relay(ctx, o, taken); err != nil {
 				return err
 			}
@@ -315,7 +315,7 @@ func (r *Relay) relay(ctx context.Context, o redisstore.Outbox, entries []rediss
 		if e.Err != nil {
 			// Only claim.lua writes the outbox; an entry it cannot have
 			// written is acknowledged so it does not block the stream.
-			r.log.Error("dropping malformed outbox entry", "saleID", o.SaleID, "part", o.Part, "id", e.ID, "error", e.Err)
+			r.log.Error("dropping malformed outbox entry", "saleID", o.SaleID, "segment", o.Segment, "id", e.ID, "error", e.Err)
 			mu.Lock()
 			done = append(done, e.ID)
 			mu.Unlock()

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -44,9 +43,6 @@ var (
 	// ErrNoSaga: the order has no saga in Temporal (not started yet, or
 	// its history is gone).
 	ErrNoSaga = errors.New("the order has no saga")
-	// ErrDecided: the order's saga has finished; the order is PAID or
-	// CLOSED.
-	ErrDecided = errors.New("the order's saga has finished")
 )
 
 // Client starts and talks to order sagas on one task queue.
@@ -135,13 +131,13 @@ func (c *Client) Pay(ctx context.Context, orderID int64, ev seckill.PaymentEvent
 // Cancel asks the saga of in to close its unpaid order as CANCELLED. An
 // order not yet relayed gets its saga started with the cancel already in
 // it (signal-with-start, the same options as every start), so the cancel
-// is never lost nor starts a second saga. ErrDecided: the saga finished.
+// is never lost nor starts a second saga. seckill.ErrOrderDecided: the saga finished.
 func (c *Client) Cancel(ctx context.Context, in seckill.SagaInput) error {
 	_, err := c.tc.SignalWithStartWorkflow(ctx, seckill.OrderWorkflowID(in.OrderID), seckill.CancelSignal, nil,
 		c.StartOptions(in), seckill.OrderSagaWorkflow, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
-		return ErrDecided
+		return seckill.ErrOrderDecided
 	}
 	return err
 }
@@ -152,21 +148,57 @@ type Run struct {
 	Found bool
 	// Running: that run has not closed.
 	Running bool
-	// Status of the latest run (completed, failed, canceled, terminated...).
-	Status enumspb.WorkflowExecutionStatus
+	// Status of the latest run.
+	Status RunStatus
 	// SaleID and UserID from its search attributes.
 	SaleID int64
 	UserID string
 }
 
-// State names what became of the run, for operators' messages: "running",
-// "completed", "failed", "canceled", "terminated", ..., or "none in
-// Temporal".
+// RunStatus is what became of a saga's run, in words of its own so that
+// consumers need no Temporal type.
+type RunStatus string
+
+// The statuses of a run: Temporal's execution statuses.
+const (
+	RunRunning        RunStatus = "running"
+	RunCompleted      RunStatus = "completed"
+	RunFailed         RunStatus = "failed"
+	RunCanceled       RunStatus = "canceled"
+	RunTerminated     RunStatus = "terminated"
+	RunContinuedAsNew RunStatus = "continued_as_new"
+	RunTimedOut       RunStatus = "timed_out"
+	RunPaused         RunStatus = "paused"
+	RunUnknown        RunStatus = "unknown"
+)
+
+var runStatuses = map[enumspb.WorkflowExecutionStatus]RunStatus{
+	enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:          RunRunning,
+	enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:        RunCompleted,
+	enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:           RunFailed,
+	enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:         RunCanceled,
+	enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:       RunTerminated,
+	enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: RunContinuedAsNew,
+	enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:        RunTimedOut,
+	enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED:           RunPaused,
+}
+
+// runStatus names s; a status this release does not know is RunUnknown,
+// which no consumer takes for completed.
+func runStatus(s enumspb.WorkflowExecutionStatus) RunStatus {
+	if r, ok := runStatuses[s]; ok {
+		return r
+	}
+	return RunUnknown
+}
+
+// State names what became of the run, for operators' messages: its
+// Status, or "none in Temporal".
 func (r Run) State() string {
 	if !r.Found {
 		return "none in Temporal"
 	}
-	return strings.ToLower(strings.TrimPrefix(r.Status.String(), "WORKFLOW_EXECUTION_STATUS_"))
+	return string(r.Status)
 }
 
 // Describe returns what Temporal knows of the saga of orderID.
@@ -180,7 +212,7 @@ func (c *Client) Describe(ctx context.Context, orderID int64) (Run, error) {
 		return Run{}, fmt.Errorf("describe saga of order %d: %w", orderID, err)
 	}
 	info := desc.GetWorkflowExecutionInfo()
-	r := Run{Found: true, Running: info.GetCloseTime() == nil, Status: info.GetStatus()}
+	r := Run{Found: true, Running: info.GetCloseTime() == nil, Status: runStatus(info.GetStatus())}
 	attrs := info.GetSearchAttributes().GetIndexedFields()
 	var sale string
 	dc := converter.GetDefaultDataConverter()

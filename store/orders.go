@@ -89,7 +89,7 @@ type NewOrder struct {
 // Idempotent by order id: an order written before (by an earlier run) is
 // taken as it stands. ErrActiveOrderExists: the user holds
 // another active order of the sale (the partial unique index refused
-// this one); the order is then written CLOSED as CANCELLED, holding no
+// this one); the order is then written CLOSED as CloseSecondActiveOrder, holding no
 // unit, and returned with the error. It returns the sale too.
 func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *seckill.Sale, error) {
 	sale, err := s.Sale(ctx, n.SaleID)
@@ -109,11 +109,11 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 		return lockUnit(tx, row, payBy)
 	})
 	if errors.Is(err, ErrActiveOrderExists) {
-		// Written all the same, CLOSED as CANCELLED without a unit: the
+		// Written all the same, CLOSED without a unit: the
 		// buyer can see it, and a payment made for it joins an order row
 		// and is refunded like any payment for a closed order.
 		now := time.Now().UTC()
-		reason := string(seckill.CloseCancelled)
+		reason := string(seckill.CloseSecondActiveOrder)
 		ins.Status, ins.CloseReason, ins.ClosedAt = string(seckill.StatusClosed), &reason, &now
 		if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(ins).Error; err != nil {
 			return nil, sale, fmt.Errorf("insert refused order %d: %w", n.ID, err)
@@ -131,7 +131,7 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 	var row orderRow
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
+		return nil, seckill.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load order %d: %w", id, err)
@@ -173,7 +173,7 @@ func (s *Store) lockedOrder(ctx context.Context, id int64, insert *orderRow, fn 
 		}
 		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", id).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrNotFound
+			return seckill.ErrNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("lock order %d: %w", id, err)
@@ -285,7 +285,7 @@ func setOutcome(tx *gorm.DB, eventID string, outcome seckill.PaymentOutcome) err
 // PaymentIntent) and no saga has acted on it yet. The order must be paid
 // with it, not closed.
 type PaidInTimeError struct {
-	Event *PaymentEvent
+	Event *seckill.PaymentRecord
 }
 
 func (e *PaidInTimeError) Error() string {
@@ -321,7 +321,7 @@ func (s *Store) CloseUnpaid(ctx context.Context, orderID int64, reason seckill.C
 
 // paidInTime is the first successful payment recorded for the order that
 // counts and that no saga has acted on, or nil.
-func paidInTime(tx *gorm.DB, row *orderRow, ownIntent string) (*PaymentEvent, error) {
+func paidInTime(tx *gorm.DB, row *orderRow, ownIntent string) (*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := tx.Raw(`SELECT e.* FROM payment_events e
 		WHERE e.order_id = ? AND e.type = ? AND e.outcome IN (?, ?)

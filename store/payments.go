@@ -27,30 +27,8 @@ type paymentEventRow struct {
 
 func (paymentEventRow) TableName() string { return "payment_events" }
 
-// PaymentEvent is a recorded provider event.
-type PaymentEvent struct {
-	ID              string
-	Type            string
-	OrderID         int64 // 0: the event names no order
-	PaymentIntentID string
-	AmountCents     int64
-	Currency        string
-	Payload         []byte
-	Outcome         seckill.PaymentOutcome
-	ReceivedAt      time.Time
-	DeliveredAt     *time.Time
-}
-
-// Signal is the event as its order's saga takes it.
-func (e *PaymentEvent) Signal() seckill.PaymentEvent {
-	return seckill.PaymentEvent{
-		EventID: e.ID, Type: seckill.PaymentEventType(e.Type), PaymentIntentID: e.PaymentIntentID,
-		AmountCents: e.AmountCents, Currency: e.Currency, ReceivedAt: e.ReceivedAt.UTC(),
-	}
-}
-
-func (r *paymentEventRow) event() *PaymentEvent {
-	e := &PaymentEvent{ID: r.ID, Type: r.Type, Payload: r.Payload, Outcome: seckill.PaymentOutcome(r.Outcome),
+func (r *paymentEventRow) event() *seckill.PaymentRecord {
+	e := &seckill.PaymentRecord{ID: r.ID, Type: r.Type, Payload: r.Payload, Outcome: seckill.PaymentOutcome(r.Outcome),
 		ReceivedAt: r.ReceivedAt, DeliveredAt: r.DeliveredAt}
 	if r.OrderID != nil {
 		e.OrderID = *r.OrderID
@@ -67,8 +45,8 @@ func (r *paymentEventRow) event() *PaymentEvent {
 	return e
 }
 
-func events(rows []paymentEventRow) []*PaymentEvent {
-	out := make([]*PaymentEvent, len(rows))
+func events(rows []paymentEventRow) []*seckill.PaymentRecord {
+	out := make([]*seckill.PaymentRecord, len(rows))
 	for i := range rows {
 		out[i] = rows[i].event()
 	}
@@ -85,7 +63,7 @@ func nonZero[T comparable](v T) *T {
 
 // RecordPaymentEvent stores e unless an event with its id is stored
 // already. It returns the stored event and whether this call inserted it.
-func (s *Store) RecordPaymentEvent(ctx context.Context, e PaymentEvent) (*PaymentEvent, bool, error) {
+func (s *Store) RecordPaymentEvent(ctx context.Context, e seckill.PaymentRecord) (*seckill.PaymentRecord, bool, error) {
 	row := paymentEventRow{
 		ID:              e.ID,
 		Type:            e.Type,
@@ -109,11 +87,11 @@ func (s *Store) RecordPaymentEvent(ctx context.Context, e PaymentEvent) (*Paymen
 }
 
 // PaymentEvent returns the stored event id.
-func (s *Store) PaymentEvent(ctx context.Context, id string) (*PaymentEvent, error) {
+func (s *Store) PaymentEvent(ctx context.Context, id string) (*seckill.PaymentRecord, error) {
 	var row paymentEventRow
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
+		return nil, seckill.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load payment event %q: %w", id, err)
@@ -150,7 +128,7 @@ func (s *Store) MarkDelivered(ctx context.Context, id string) error {
 
 // OrderPaymentEvents returns the payment events (succeeded or failed)
 // recorded for orderID, oldest first.
-func (s *Store) OrderPaymentEvents(ctx context.Context, orderID int64) ([]*PaymentEvent, error) {
+func (s *Store) OrderPaymentEvents(ctx context.Context, orderID int64) ([]*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := s.db.WithContext(ctx).Where("order_id = ? AND type IN ?", orderID,
 		[]string{string(seckill.PaymentSucceeded), string(seckill.PaymentFailed)}).
@@ -161,16 +139,9 @@ func (s *Store) OrderPaymentEvents(ctx context.Context, orderID int64) ([]*Payme
 	return events(rows), nil
 }
 
-// Pending reports whether no saga has decided what e does yet: it is only
-// RECEIVED, or DELIVERED to a saga run that may have ended without acting
-// on it (a run that failed or was terminated).
-func (e *PaymentEvent) Pending() bool {
-	return e.Outcome == seckill.OutcomeReceived || e.Outcome == seckill.OutcomeDelivered
-}
-
 // UndeliveredPaymentEvents returns the events of saleID's orders that were
 // recorded before olderThan and never reached a saga.
-func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*PaymentEvent, error) {
+func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e JOIN orders o ON o.id = e.order_id
 		WHERE o.sale_id = ? AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?
@@ -185,7 +156,7 @@ func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olde
 // with no row, recorded before olderThan and never delivered: a payment
 // for an order whose saga never wrote it (a refused order before it was
 // written, an admission lost in a failover). Oldest first, at most limit.
-func (s *Store) UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*PaymentEvent, error) {
+func (s *Store) UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e
 		WHERE e.order_id IS NOT NULL AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?

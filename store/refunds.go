@@ -12,12 +12,6 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// Refund statuses (docs/API.md's refund.status).
-const (
-	RefundPending   = "PENDING"
-	RefundSucceeded = "SUCCEEDED"
-)
-
 type refundRow struct {
 	EventID          string `gorm:"primaryKey"`
 	OrderID          *int64
@@ -50,7 +44,7 @@ type NewRefund struct {
 func (s *Store) StartRefund(ctx context.Context, r NewRefund) (string, error) {
 	row := refundRow{
 		EventID: r.EventID, OrderID: nonZero(r.OrderID), PaymentIntentID: r.PaymentIntentID,
-		AmountCents: r.AmountCents, Currency: r.Currency, Reason: string(r.Reason), Status: RefundPending,
+		AmountCents: r.AmountCents, Currency: r.Currency, Reason: string(r.Reason), Status: seckill.RefundPending,
 		UpdatedAt: time.Now().UTC(),
 	}
 	var status string
@@ -70,12 +64,12 @@ func (s *Store) StartRefund(ctx context.Context, r NewRefund) (string, error) {
 // FinishRefund marks the event's refund SUCCEEDED with the provider's id.
 func (s *Store) FinishRefund(ctx context.Context, eventID, providerRefundID string) error {
 	res := s.db.WithContext(ctx).Model(&refundRow{}).Where("event_id = ?", eventID).
-		Updates(map[string]any{"status": RefundSucceeded, "provider_refund_id": providerRefundID, "updated_at": time.Now().UTC()})
+		Updates(map[string]any{"status": seckill.RefundSucceeded, "provider_refund_id": providerRefundID, "updated_at": time.Now().UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("finish refund of %q: %w", eventID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("finish refund of %q: %w", eventID, ErrNotFound)
+		return fmt.Errorf("finish refund of %q: %w", eventID, seckill.ErrNotFound)
 	}
 	return nil
 }
@@ -89,11 +83,11 @@ func (s *Store) orderRefund(ctx context.Context, orderID int64) (*seckill.Refund
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	r := &seckill.Refund{Status: RefundSucceeded}
+	r := &seckill.Refund{Status: seckill.RefundSucceeded}
 	for _, row := range rows {
 		r.AmountCents += row.AmountCents
-		if row.Status == RefundPending {
-			r.Status = RefundPending
+		if row.Status == seckill.RefundPending {
+			r.Status = seckill.RefundPending
 		}
 	}
 	return r, nil

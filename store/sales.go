@@ -49,23 +49,10 @@ func (r *saleRow) sale() *seckill.Sale {
 	}
 }
 
-// NewSale is what an admin creates.
-type NewSale struct {
-	Name           string
-	PriceCents     int64
-	Currency       string
-	Stock          int64
-	StartsAt       time.Time
-	EndsAt         time.Time
-	PaymentTimeout time.Duration
-	// StockSegments is how many parts the Redis stock is split into (0: 1).
-	StockSegments int
-}
-
 // CreateSale inserts a sale with all its stock available, then runs
 // within (which may be nil) inside the same transaction: if within fails the
 // sale is not created and its error is returned.
-func (s *Store) CreateSale(ctx context.Context, n NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error) {
+func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error) {
 	row := saleRow{
 		Name:                  n.Name,
 		PriceCents:            n.PriceCents,
@@ -97,7 +84,7 @@ func (s *Store) Sale(ctx context.Context, id int64) (*seckill.Sale, error) {
 	var row saleRow
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, ErrNotFound
+		return nil, seckill.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load sale %d: %w", id, err)

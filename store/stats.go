@@ -62,34 +62,17 @@ func (s *Store) MarkSoldOut(ctx context.Context, saleID int64, at time.Time) err
 	return nil
 }
 
-// SaleStats is a sale's funnel, from claims to paid orders.
-type SaleStats struct {
-	Sale *seckill.Sale
-	// Claims counts the claims answered, by outcome.
-	Claims map[seckill.Outcome]int64
-	// Orders counts the orders by status; Closed by close reason.
-	Orders map[seckill.OrderStatus]int64
-	Closed map[seckill.CloseReason]int64
-	// Refunds counts refunds by status, and their amount.
-	Refunds      map[string]int64
-	RefundsCents int64
-	// PaidCents is the sum of the paid orders' amounts.
-	PaidCents int64
-	// SoldOutAt is when a claim was first refused as sold out, if ever.
-	SoldOutAt *time.Time
-}
-
-// SaleStats reads the funnel of sale id. ErrNotFound for an unknown sale.
-func (s *Store) SaleStats(ctx context.Context, id int64) (*SaleStats, error) {
+// SaleStats reads the funnel of sale id. seckill.ErrNotFound for an unknown sale.
+func (s *Store) SaleStats(ctx context.Context, id int64) (*seckill.SaleStats, error) {
 	var row saleRow
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, ErrNotFound
+			return nil, seckill.ErrNotFound
 		}
 		return nil, fmt.Errorf("load sale %d: %w", id, err)
 	}
-	st := &SaleStats{
+	st := &seckill.SaleStats{
 		Sale: row.sale(), SoldOutAt: row.SoldOutAt,
 		Claims: map[seckill.Outcome]int64{}, Orders: map[seckill.OrderStatus]int64{},
 		Closed: map[seckill.CloseReason]int64{}, Refunds: map[string]int64{},

@@ -22,9 +22,6 @@ import (
 	"github.com/seckill/seckill/migrations"
 )
 
-// ErrNotFound is returned when a row does not exist.
-var ErrNotFound = errors.New("not found")
-
 // Store wraps the gorm handle.
 type Store struct {
 	db *gorm.DB

@@ -18,9 +18,9 @@ import (
 	"github.com/seckill/seckill/store"
 )
 
-func newSale(units int64) store.NewSale {
+func newSale(units int64) seckill.NewSale {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	return store.NewSale{
+	return seckill.NewSale{
 		Name:           "Flash coupon",
 		PriceCents:     990,
 		Currency:       "usd",
@@ -105,7 +105,7 @@ func TestCreateSale_FailingWithinRollsBack(t *testing.T) {
 	require.NotNil(t, seen)
 	require.NotZero(t, seen.ID, "within sees the sale's id")
 	_, err = st.Sale(t.Context(), seen.ID)
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, seckill.ErrNotFound)
 	sales, err := st.Sales(t.Context(), 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, sales)
@@ -117,7 +117,7 @@ func TestSale_UnknownIsNotFound(t *testing.T) {
 
 	_, err := st.Sale(t.Context(), 12345)
 
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, seckill.ErrNotFound)
 }
 
 func TestSales_PagesNewestFirst(t *testing.T) {
@@ -153,7 +153,7 @@ func TestStartOrder_UnknownSaleIsNotFound(t *testing.T) {
 
 	_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: 7, SaleID: 999, UserID: "alice", CreatedAt: time.Now()})
 
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, seckill.ErrNotFound)
 }
 
 func TestStartOrder_SoldOutUserMayOrderAgain(t *testing.T) {
@@ -311,7 +311,7 @@ func TestCloseUnpaid_PaidOrderRefused(t *testing.T) {
 func TestRecordPaymentEvent_InsertsOnce(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
-	e := store.PaymentEvent{
+	e := seckill.PaymentRecord{
 		ID:              "evt_1",
 		Type:            string(seckill.PaymentSucceeded),
 		OrderID:         7,
@@ -348,7 +348,7 @@ func TestRecordPaymentEvent_WithoutOrder(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
 
-	stored, inserted, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+	stored, inserted, err := st.RecordPaymentEvent(t.Context(), seckill.PaymentRecord{
 		ID: "evt_1", Type: "customer.created", Payload: []byte(`{}`), Outcome: seckill.OutcomeIgnored,
 	})
 
@@ -374,7 +374,7 @@ func TestMarkDelivered_OnlyReplacesReceived(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := "evt_" + strconv.Itoa(i)
-			_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+			_, _, err := st.RecordPaymentEvent(t.Context(), seckill.PaymentRecord{
 				ID: id, Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: tt.outcome,
 			})
 			require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestMarkDelivered_OnlyReplacesReceived(t *testing.T) {
 func TestMarkDelivered_KeepsFirstDeliveryTime(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
-	_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+	_, _, err := st.RecordPaymentEvent(t.Context(), seckill.PaymentRecord{
 		ID: "evt_1", Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived,
 	})
 	require.NoError(t, err)
@@ -421,7 +421,7 @@ func TestSetPaymentOutcome_RecordsOutcomeAndDelivery(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := "evt_" + strconv.Itoa(i)
-			_, _, err := st.RecordPaymentEvent(t.Context(), store.PaymentEvent{
+			_, _, err := st.RecordPaymentEvent(t.Context(), seckill.PaymentRecord{
 				ID: id, Type: string(seckill.PaymentSucceeded), OrderID: 7, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived,
 			})
 			require.NoError(t, err)
@@ -442,7 +442,7 @@ func TestPaymentEvent_UnknownIsNotFound(t *testing.T) {
 
 	_, err := st.PaymentEvent(t.Context(), "evt_missing")
 
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, seckill.ErrNotFound)
 }
 
 func TestEnsureDatabase_CreatesMissingDatabase(t *testing.T) {
@@ -628,7 +628,7 @@ func TestConfirmAndClose_RecordTheDecidingEventInTheSameTransaction(t *testing.T
 		_, _, err := st.StartOrder(t.Context(), store.NewOrder{ID: id, SaleID: sale.ID, UserID: "u" + strconv.FormatInt(id, 10), CreatedAt: time.Now()})
 		require.NoError(t, err)
 	}
-	for _, ev := range []store.PaymentEvent{
+	for _, ev := range []seckill.PaymentRecord{
 		{ID: "evt_paid", Type: string(seckill.PaymentSucceeded), OrderID: 7, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived},
 		{ID: "evt_failed", Type: string(seckill.PaymentFailed), OrderID: 8, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived},
 	} {
@@ -674,7 +674,7 @@ func TestCloseUnpaid_CountsALatePaymentOnlyThroughTheSagasOwnIntent(t *testing.T
 		require.NoError(t, err)
 		_, err = st.SavePaymentIntent(ctx, id, seckill.Intent{Provider: "stripe", ID: fmt.Sprint("pi_", id), ClientSecret: "s"})
 		require.NoError(t, err)
-		_, _, err = st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: fmt.Sprint("evt_", id), Type: string(seckill.PaymentSucceeded), OrderID: id,
+		_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: fmt.Sprint("evt_", id), Type: string(seckill.PaymentSucceeded), OrderID: id,
 			PaymentIntentID: fmt.Sprint("pi_", id), AmountCents: sale.PriceCents, Currency: sale.Currency, Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
 		require.NoError(t, err)
 	}

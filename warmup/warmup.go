@@ -55,8 +55,8 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	ids := make([]int64, len(sales))
 	for i, s := range sales {
 		ids[i] = s.ID
-		// Every part is checked, whatever Redis still knows of the sale.
-		w.rstore.KnowParts(s.ID, s.StockSegments)
+		// Every segment is checked, whatever Redis still knows of the sale.
+		w.rstore.KnowSegments(s.ID, s.StockSegments)
 	}
 	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {
@@ -76,7 +76,7 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 			claims[i] = redisstore.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
 		}
 		loaded, err := w.rstore.Rewarm(ctx, redisstore.WarmSpec{
-			SaleID: id, Units: snap.Units, StartsAt: snap.Sale.StartsAt, EndsAt: snap.Sale.EndsAt, Parts: snap.Sale.StockSegments,
+			SaleID: id, Units: snap.Units, StartsAt: snap.Sale.StartsAt, EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
 		}, claims)
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)

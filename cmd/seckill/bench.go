@@ -37,7 +37,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.DurationVar(&o.PaymentTimeout, "timeout", 30*time.Second, "the sales' payment timeout")
 	fs.Float64Var(&o.PayShare, "pay", 0, "share of won orders that pay (0..1)")
 	fs.Float64Var(&o.FailShare, "fail", 0, "share of won orders whose payment fails (0..1); the rest never pay")
-	fs.IntVar(&o.Segments, "segments", 1, "parts of each sale's Redis stock (stock_segments, 1..64)")
+	fs.IntVar(&o.Segments, "segments", 1, "segments of each sale's Redis stock (stock_segments, 1..64)")
 	fs.Float64Var(&o.WaitlistShare, "waitlist", 0, "share of the buyers answered SOLD_OUT who join the waitlist at once (0..1)")
 	fs.Float64Var(&o.WaitlistPayShare, "waitlist-pay", 1, "share of the waitlist's orders that pay (0..1); the rest never pay")
 	fs.DurationVar(&o.SettleWithin, "settle-within", 10*time.Minute, "give up waiting for orders to settle after this long")

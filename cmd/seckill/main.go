@@ -19,8 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/auth"
 )
 
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
@@ -111,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			cfg.Log.Info("api listening", "addr", ln.Addr().String(), "shop", "http://"+ln.Addr().String()+"/")
+			cfg.Log.Info("api listening", "addr", ln.Addr().String(), "shop", "http://"+ln.Addr().String()+"/", "paymentHold", cfg.PaymentHold.String())
 			if cfg.DevTools {
 				cfg.Log.Warn("SECKILL_DEV_TOOLS is on: anyone can sign in as any user at /dev/sign-in and pay without paying at /dev/checkout; never enable it on a public deployment")
 			}
@@ -133,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				defer stopMetrics()
 				cfg.Log.Info("worker metrics", "url", "http://"+addr+"/metrics")
 			}
-			cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue)
+			cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue, "paymentHold", cfg.PaymentHold.String())
 			return app.RunWorker(ctx, cfg, d)
 		})
 	case "migrate":
@@ -198,7 +198,7 @@ func migrate(ctx context.Context, cfg app.Config, stdout io.Writer) error {
 
 func token(cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	user := fs.String("user", "", "user id (sub), 1-64 characters of [A-Za-z0-9_-]")
+	user := fs.String("user", "", "user id (sub), 1-255 printable ASCII characters")
 	admin := fs.Bool("admin", false, `add "role": "admin"`)
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
 	if err := fs.Parse(args); err != nil {
@@ -208,7 +208,7 @@ func token(cfg app.Config, args []string, stdout io.Writer) error {
 		return errors.New("token: --user is required")
 	}
 	cfg.WithDevSecrets()
-	t, err := api.SignToken(cfg.JWTSecret, *user, *admin, *ttl)
+	t, err := auth.SignToken(cfg.JWTSecret, *user, *admin, *ttl)
 	if err != nil {
 		return err
 	}

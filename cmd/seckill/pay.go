@@ -41,7 +41,7 @@ func pay(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) e
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	// Read the order (as an admin) for its amount and currency.
-	admin, err := api.SignToken(cfg.JWTSecret, "payment-provider", true, time.Minute)
+	admin, err := cfg.AdminBearer("payment-provider", time.Minute)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func env(key, def string) string {
 	return def
 }
 
-// Suffix returns a short random name part.
+// Suffix returns a short random name segment.
 func Suffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -207,7 +207,7 @@ func ForEachBuyer(n, workers int, buy func(i int64)) {
 func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
 	t.Helper()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(context.Background(), store.NewSale{Name: "test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "test sale", PriceCents: 990, Currency: "usd", Stock: stock,
 		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -283,31 +283,31 @@ func leftGoroutines(opts ...goleak.Option) error {
 	}
 }
 
-// SegmentedSale is OpenSale with its Redis stock split into parts, warmed
+// SegmentedSale is OpenSale with its Redis stock split into segments, warmed
 // in rs with all its units.
-func SegmentedSale(t testing.TB, st *store.Store, rs *redisstore.Store, stock int64, parts int) *seckill.Sale {
+func SegmentedSale(t testing.TB, st *store.Store, rs *redisstore.Store, stock int64, segments int) *seckill.Sale {
 	t.Helper()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(context.Background(), store.NewSale{Name: "segmented test sale", PriceCents: 990, Currency: "usd", Stock: stock,
-		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: parts}, nil)
+	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "segmented test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: segments}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rs.Warm(context.Background(), redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: sale.StartsAt,
-		EndsAt: sale.EndsAt, Parts: parts}); err != nil {
+		EndsAt: sale.EndsAt, Segments: segments}); err != nil {
 		t.Fatal(err)
 	}
 	return sale
 }
 
-// GivenNotSettled leaves move id of units from part from to part dest of
-// saleID as a mover stopped between give.lua and settle.lua leaves it: the
+// GivenNotForgotten leaves move id of units from segment from to segment dest of
+// saleID as a mover stopped between give.lua and forget.lua leaves it: the
 // units in dest's stock, the id in dest's moved set, the record (taken at
 // at) still in from's moves. rdb is rs's client.
-func GivenNotSettled(t testing.TB, rdb *redis.Client, rs *redisstore.Store, saleID int64, from, dest int, id string, units int64, at time.Time) {
+func GivenNotForgotten(t testing.TB, rdb *redis.Client, rs *redisstore.Store, saleID int64, from, dest int, id string, units int64, at time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	src, dst := rs.PartKeys(saleID, from), rs.PartKeys(saleID, dest)
+	src, dst := rs.SegmentKeys(saleID, from), rs.SegmentKeys(saleID, dest)
 	for _, err := range []error{
 		rdb.DecrBy(ctx, src.Stock, units).Err(),
 		rdb.HSet(ctx, src.Moves, id, fmt.Sprintf(`{"units":%d,"dest":%d,"at":%d}`, units, dest, at.UnixMilli())).Err(),

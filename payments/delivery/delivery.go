@@ -14,7 +14,6 @@ import (
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
-	"github.com/seckill/seckill/store"
 )
 
 // PendingWindow is Deliverer.Hold's default (SECKILL_PAYMENT_HOLD): how
@@ -31,11 +30,6 @@ import (
 // finds the payment handled and its order unpaid (docs/OPERATIONS.md).
 const PendingWindow = 15 * time.Minute
 
-// ErrNotYet means the order's saga cannot take the event now (not started
-// yet, or lost and about to be restarted by reconciliation): the event
-// stays recorded and undelivered, and is delivered again later.
-var ErrNotYet = errors.New("the order's saga is not running yet")
-
 // Sagas is what delivery asks of Temporal (saga.Client).
 type Sagas interface {
 	// Pay signals the payment to the order's saga; saga.ErrNoSaga when
@@ -45,10 +39,25 @@ type Sagas interface {
 	StartRefund(ctx context.Context, in seckill.RefundInput) error
 }
 
+// Store is what delivery reads and writes in the database (store.Store).
+type Store interface {
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
+	PaymentEvent(ctx context.Context, id string) (*seckill.PaymentRecord, error)
+	MarkDelivered(ctx context.Context, id string) error
+	SetPaymentOutcome(ctx context.Context, id string, outcome seckill.PaymentOutcome, delivered bool) error
+}
+
+// Admissions is what delivery asks Redis (redisstore.Store): whether an
+// order without a row is still admitted.
+type Admissions interface {
+	ActiveSales(ctx context.Context) ([]int64, error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
+}
+
 // Deliverer delivers payment events.
 type Deliverer struct {
-	Store *store.Store
-	Redis *redisstore.Store
+	Store Store
+	Redis Admissions
 	Sagas Sagas
 	Log   *slog.Logger
 	// Hold is how long a payment for an order never written is held after
@@ -66,7 +75,7 @@ func (d *Deliverer) hold() time.Duration {
 // Deliver signals ev to the saga of orderID and records the outcome. A saga
 // that has ended means the order is decided: a successful payment is then
 // LATE (order CLOSED) or a DUPLICATE (order PAID by another payment) and
-// is refunded by a PaymentRefund workflow of its own. It returns ErrNotYet
+// is refunded by a PaymentRefund workflow of its own. It returns seckill.ErrPaymentNotYet
 // when the order may still be on its way, and UNKNOWN_ORDER when it never
 // existed or can no longer come (no row, no admission, admitted longer
 // than Hold ago): a successful payment is refunded then too, as
@@ -106,8 +115,8 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 	case err == nil && o.Status == seckill.StatusPaid:
 		outcome = seckill.OutcomeDuplicate
 	case err == nil:
-		return "", ErrNotYet // unsettled, saga lost: reconciliation restarts it
-	case !errors.Is(err, store.ErrNotFound):
+		return "", seckill.ErrPaymentNotYet // unsettled, saga lost: reconciliation restarts it
+	case !errors.Is(err, seckill.ErrNotFound):
 		return "", err
 	default:
 		// No row. An admission whose saga has not started yet (a backlog
@@ -118,7 +127,7 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 			return "", err
 		}
 		if waiting {
-			return "", ErrNotYet
+			return "", seckill.ErrPaymentNotYet
 		}
 		// Never written, and no admission left: it can never be honoured
 		// (an admission lost in a failover after its buyer paid).

@@ -53,7 +53,7 @@ func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
 	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	deliver := func(id string, typ seckill.PaymentEventType, orderID int64) (seckill.PaymentOutcome, error) {
 		t.Helper()
-		e, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(typ), OrderID: orderID,
+		e, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: id, Type: string(typ), OrderID: orderID,
 			PaymentIntentID: "pi_" + id, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived}) // as the webhook records it
 		require.NoError(t, err)
 		return d.Deliver(ctx, e.Signal(), orderID)
@@ -71,7 +71,7 @@ func TestDeliver_WhenTheSagaIsGone(t *testing.T) {
 	require.Len(t, temporal.refunded, 1, "nothing to refund for a failed payment")
 
 	_, err = deliver("evt_bob", seckill.PaymentSucceeded, 1002)
-	require.ErrorIs(t, err, delivery.ErrNotYet, "bob's order is unsettled: its saga is restarted, the payment kept")
+	require.ErrorIs(t, err, seckill.ErrPaymentNotYet, "bob's order is unsettled: its saga is restarted, the payment kept")
 
 	out, err = deliver("evt_nobody", seckill.PaymentSucceeded, 0)
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestDeliver_RefundsAPaymentForAnOrderThatCanNeverBe(t *testing.T) {
 	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	deliver := func(id, intent string, orderID int64) seckill.PaymentOutcome {
 		t.Helper()
-		e, _, err := st.RecordPaymentEvent(ctx, store.PaymentEvent{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
+		e, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: id, Type: string(seckill.PaymentSucceeded), OrderID: orderID,
 			PaymentIntentID: intent, AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
 		require.NoError(t, err)
 		out, err := d.Deliver(ctx, e.Signal(), orderID)

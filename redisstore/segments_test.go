@@ -15,40 +15,40 @@ import (
 	"github.com/seckill/seckill/redisstore"
 )
 
-// openParts is openSale split into n parts.
-func openParts(units int64, n int) redisstore.WarmSpec {
+// openSegments is openSale split into n segments.
+func openSegments(units int64, n int) redisstore.WarmSpec {
 	spec := openSale(units)
-	spec.Parts = n
+	spec.Segments = n
 	return spec
 }
 
-func TestParts_EachInItsOwnSlot(t *testing.T) {
+func TestSegments_EachInItsOwnSlot(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	seen := map[int64]int{}
 	for p := range 64 {
-		k := sc.PartKeys(saleID, p)
+		k := sc.SegmentKeys(saleID, p)
 		sl, err := sc.Client().ClusterKeySlot(t.Context(), k.Stock).Result()
 		if err != nil {
 			sl = int64(redisstore.SlotOf(k.Stock)) // a single server has no CLUSTER KEYSLOT
 		}
 		prev, taken := seen[sl]
-		require.False(t, taken, "parts %d and %d share slot %d", prev, p, sl)
+		require.False(t, taken, "segments %d and %d share slot %d", prev, p, sl)
 		seen[sl] = p
 	}
 	require.Equal(t, uint16(12182), redisstore.SlotOf("foo"), "Redis Cluster's own example")
 	require.Equal(t, redisstore.SlotOf("{s42}:stock"), redisstore.SlotOf("s42"))
-	require.Equal(t, sc.SaleKeys(saleID), sc.PartKeys(saleID, 0), "part 0 keeps a sale's keys")
+	require.Equal(t, sc.SaleKeys(saleID), sc.SegmentKeys(saleID, 0), "segment 0 keeps a sale's keys")
 }
 
-// A sale of 8 parts, 1,000 units, 5,000 buyers at once: exactly 1,000 are
-// admitted, nobody twice, and no part is left with a unit while buyers were
-// refused: buyers whose part ran dry borrowed from the others.
-func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
+// A sale of 8 segments, 1,000 units, 5,000 buyers at once: exactly 1,000 are
+// admitted, nobody twice, and no segment is left with a unit while buyers were
+// refused: buyers whose segment ran dry borrowed from the others.
+func TestSegments_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	t.Parallel()
-	const units, buyers, parts = 1000, 5000, 8
+	const units, buyers, segments = 1000, 5000, 8
 	sc := testenv.RedisStore(t)
-	warm(t, sc, openParts(units, parts))
+	warm(t, sc, openSegments(units, segments))
 	require.Equal(t, int64(units), remaining(t, sc))
 
 	var mu sync.Mutex
@@ -70,18 +70,18 @@ func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	})
 
 	require.Equal(t, map[seckill.Outcome]int{seckill.Admitted: units, seckill.SoldOut: buyers - units}, outcomes)
-	require.Zero(t, remaining(t, sc), "no part holds a unit, none is in flight")
-	for p := range parts {
-		n, err := sc.Client().Get(t.Context(), sc.PartKeys(saleID, p).Stock).Int64()
+	require.Zero(t, remaining(t, sc), "no segment holds a unit, none is in flight")
+	for p := range segments {
+		n, err := sc.Client().Get(t.Context(), sc.SegmentKeys(saleID, p).Stock).Int64()
 		require.NoError(t, err)
-		require.Zero(t, n, "part %d", p)
+		require.Zero(t, n, "segment %d", p)
 	}
 	claims, err := sc.Claims(t.Context(), saleID)
 	require.NoError(t, err)
 	require.Equal(t, winners, claims)
 	backlog, err := sc.OutboxBacklog(t.Context(), []int64{saleID})
 	require.NoError(t, err)
-	require.Equal(t, int64(units), backlog, "one outbox entry per winner, over the parts' outboxes")
+	require.Equal(t, int64(units), backlog, "one outbox entry per winner, over the segments' outboxes")
 	for user, order := range winners {
 		require.Equal(t, order, claimOf(t, sc, user))
 		res := claim(t, sc, user, 1)
@@ -90,13 +90,13 @@ func TestParts_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	}
 }
 
-// A unit released in one part goes to the buyer who joined the waitlist
-// first, whatever their part; with nobody waiting it goes back to its own.
-func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
+// A unit released in one segment goes to the buyer who joined the waitlist
+// first, whatever their segment; with nobody waiting it goes back to its own.
+func TestSegments_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossSegments(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(2, 4))
+	warm(t, sc, openSegments(2, 4))
 	var holders []string
 	for i := 0; len(holders) < 2; i++ {
 		u := fmt.Sprint("h", i)
@@ -136,47 +136,47 @@ func TestParts_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossParts(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, res.HandedTo)
 	require.Equal(t, int64(1), remaining(t, sc))
-	require.Equal(t, seckill.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any part")
+	require.Equal(t, seckill.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any segment")
 }
 
 // A mover that stops between taking units and giving them leaves them in
 // flight: they still count as remaining, and FinishMoves lands them.
-func TestParts_FinishMovesLandsUnitsLeftInFlight(t *testing.T) {
+func TestSegments_FinishMovesLandsUnitsLeftInFlight(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(4, 2))
+	warm(t, sc, openSegments(4, 2))
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-crashed", 2, 1))
 	require.Equal(t, int64(4), remaining(t, sc), "units in flight still count")
 
 	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	p1, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	p1, err := sc.Client().Get(ctx, sc.SegmentKeys(saleID, 1).Stock).Int64()
 	require.NoError(t, err)
-	require.Equal(t, int64(4), p1, "part 1 had 2 and got 2")
+	require.Equal(t, int64(4), p1, "segment 1 had 2 and got 2")
 	require.Equal(t, int64(4), remaining(t, sc))
 	n, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	require.Zero(t, n, "landed once")
 }
 
-// Re-warm after a part was lost (a Cluster primary with no replica): the
-// live parts keep their units, the lost one gets the rest of the
+// Re-warm after a segment was lost (a Cluster primary with no replica): the
+// live segments keep their units, the lost one gets the rest of the
 // database's units and its buyers' claims.
-func TestParts_RewarmLoadsOnlyTheLostParts(t *testing.T) {
+func TestSegments_RewarmLoadsOnlyTheLostSegments(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	spec := openParts(9, 3)
+	spec := openSegments(9, 3)
 	warm(t, sc, spec)
-	lost := sc.PartKeys(saleID, 2)
+	lost := sc.SegmentKeys(saleID, 2)
 	for _, key := range []string{lost.Stock, lost.Meta, lost.Claims} {
 		require.NoError(t, sc.Client().Del(ctx, key).Err())
 	}
 	_, ok, err := sc.Remaining(ctx, saleID)
 	require.NoError(t, err)
-	require.False(t, ok, "a sale missing a part is not warmed")
+	require.False(t, ok, "a sale missing a segment is not warmed")
 
 	// The database: 8 units available (one sold meanwhile).
 	spec.Units = 8
@@ -189,14 +189,14 @@ func TestParts_RewarmLoadsOnlyTheLostParts(t *testing.T) {
 	require.Equal(t, int64(2), p2)
 }
 
-// Released units meet the waitlist concurrently, across parts: exactly the
+// Released units meet the waitlist concurrently, across segments: exactly the
 // first in line get them, however the releases interleave.
-func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
+func TestSegments_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	t.Parallel()
-	const units, waiters, parts = 40, 60, 4
+	const units, waiters, segments = 40, 60, 4
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(units, parts))
+	warm(t, sc, openSegments(units, segments))
 	holders := map[string]int64{}
 	for i := 0; len(holders) < units; i++ {
 		u := fmt.Sprint("h", i)
@@ -241,16 +241,16 @@ func TestParts_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, line[units]))
 }
 
-// Every buyer belongs to part 0 of 8: they buy the units of the 7 others
-// too, which move to part 0 as it runs dry.
-func TestParts_BuyersOfOnePartBorrowTheOthersUnits(t *testing.T) {
+// Every buyer belongs to segment 0 of 8: they buy the units of the 7 others
+// too, which move to segment 0 as it runs dry.
+func TestSegments_BuyersOfOneSegmentBorrowTheOthersUnits(t *testing.T) {
 	t.Parallel()
-	const units, buyers, parts = 800, 1000, 8
+	const units, buyers, segments = 800, 1000, 8
 	sc := testenv.RedisStore(t)
-	warm(t, sc, openParts(units, parts))
+	warm(t, sc, openSegments(units, segments))
 	var users []string
 	for i := 0; len(users) < buyers; i++ {
-		if u := fmt.Sprint("p0-", i); redisstore.PartOf(u, parts) == 0 {
+		if u := fmt.Sprint("p0-", i); redisstore.SegmentOf(u, segments) == 0 {
 			users = append(users, u)
 		}
 	}
@@ -274,29 +274,29 @@ func TestParts_BuyersOfOnePartBorrowTheOthersUnits(t *testing.T) {
 	moves, err := sc.MovesForTest(t.Context(), saleID)
 	require.NoError(t, err)
 	require.Positive(t, moves)
-	t.Logf("%d units sold to the buyers of one part of %d, in %d moves", units, parts, moves)
+	t.Logf("%d units sold to the buyers of one segment of %d, in %d moves", units, segments, moves)
 }
 
-// A released unit lands in one part only, also when its move is found in
-// flight again after it landed (a settle lost in a failover, a retried
-// activity, reconciliation): the destination is fixed once, and the part
+// A released unit lands in one segment only, also when its move is found in
+// flight again after it landed (a forget lost in a failover, a retried
+// activity, reconciliation): the destination is fixed once, and the segment
 // it went to remembers the move.
-func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
+func TestSegments_AReleasedUnitLandsOnce(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(1, 2))
+	warm(t, sc, openSegments(1, 2))
 	var holder string
 	for i := 0; holder == ""; i++ {
 		if u := fmt.Sprint("h", i); claim(t, sc, u, 1000).Outcome == seckill.Admitted {
 			holder = u
 		}
 	}
-	// One waiting buyer in each part, the one in part 0 first.
+	// One waiting buyer in each segment, the one in segment 0 first.
 	var waiters []string
 	for p := range 2 {
 		for i := 0; ; i++ {
-			if u := fmt.Sprint("w", p, "-", i); redisstore.PartOf(u, 2) == p {
+			if u := fmt.Sprint("w", p, "-", i); redisstore.SegmentOf(u, 2) == p {
 				j, err := sc.Join(ctx, saleID, u, 10, 0, terms)
 				require.NoError(t, err)
 				require.Equal(t, seckill.Waiting, j.Outcome)
@@ -310,7 +310,7 @@ func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
 	require.Equal(t, waiters[0], res.HandedTo.UserID)
 
 	// The move is found in flight again, as it was when it landed.
-	moves := sc.PartKeys(saleID, redisstore.PartOf(holder, 2)).Moves
+	moves := sc.SegmentKeys(saleID, redisstore.SegmentOf(holder, 2)).Moves
 	require.NoError(t, sc.Client().HSet(ctx, moves, "r1000", "1:0:0").Err())
 	again, err := sc.Release(ctx, saleID, holder, 1000, next(5002))
 	require.NoError(t, err)
@@ -323,20 +323,20 @@ func TestParts_AReleasedUnitLandsOnce(t *testing.T) {
 	require.Zero(t, remaining(t, sc))
 }
 
-// The number of parts comes from warm-up or the database, never from a
-// part 0 that lost its keys: a join then fails closed and creates nothing.
-func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
+// The number of segments comes from warm-up or the database, never from a
+// segment 0 that lost its keys: a join then fails closed and creates nothing.
+func TestSegments_ALostSegmentZeroIsNotReadAsOneSegment(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	ctx := t.Context()
-	warm(t, redisstore.New(rdb, prefix), openParts(0, 2))
+	warm(t, redisstore.New(rdb, prefix), openSegments(0, 2))
 	meta := redisstore.New(rdb, prefix).SaleKeys(saleID).Meta
 	require.NoError(t, rdb.Del(ctx, meta).Err())
 
 	fresh := redisstore.New(rdb, prefix) // a process that never saw the sale
-	fresh.KnowParts(saleID, 2)           // from the database
+	fresh.KnowSegments(saleID, 2)        // from the database
 	for i := 0; ; i++ {
-		if u := fmt.Sprint("u", i); redisstore.PartOf(u, 2) == 1 {
+		if u := fmt.Sprint("u", i); redisstore.SegmentOf(u, 2) == 1 {
 			j, err := fresh.Join(ctx, saleID, u, 10, 0, terms)
 			require.NoError(t, err)
 			require.Equal(t, seckill.Unavailable, j.Outcome)
@@ -346,42 +346,42 @@ func TestParts_ALostPartZeroIsNotReadAsOnePart(t *testing.T) {
 	n, err := rdb.Exists(ctx, meta).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "no half-made meta")
-	parts, err := redisstore.New(rdb, prefix).Parts(ctx, saleID)
+	segments, err := redisstore.New(rdb, prefix).Segments(ctx, saleID)
 	require.NoError(t, err)
-	require.Equal(t, 1, parts, "read as one part, and not remembered")
+	require.Equal(t, 1, segments, "read as one segment, and not remembered")
 }
 
-// A move given but not settled (its mover died between give.lua and
-// settle.lua) holds its units in the part it reached only: Remaining
+// A move given but not forgotten (its mover died between give.lua and
+// forget.lua) holds its units in the segment it reached only: Remaining
 // counts them once, and settling it changes nothing.
-func TestParts_AMoveGivenButNotSettledCountsOnce(t *testing.T) {
+func TestSegments_AMoveGivenButNotForgottenCountsOnce(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(10, 2))
+	warm(t, sc, openSegments(10, 2))
 	require.NoError(t, sc.GiveForTest(ctx, saleID, 1, "b-given", 3, 0))
-	require.Equal(t, int64(10), remaining(t, sc), "given, not settled: counted once")
+	require.Equal(t, int64(10), remaining(t, sc), "given, not forgotten: counted once")
 
 	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(10), remaining(t, sc), "settled: still 10")
-	p0, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 0).Stock).Int64()
+	p0, err := sc.Client().Get(ctx, sc.SegmentKeys(saleID, 0).Stock).Int64()
 	require.NoError(t, err)
-	require.Equal(t, int64(8), p0, "part 0 had 5 and got 3, once")
+	require.Equal(t, int64(8), p0, "segment 0 had 5 and got 3, once")
 }
 
-// Re-warm counts a move given but not settled once: 3 parts of 3 units,
-// 2 moved from part 1 to part 0 and not settled, part 2 lost: part 2 is
+// Re-warm counts a move given but not forgotten once: 3 segments of 3 units,
+// 2 moved from segment 1 to segment 0 and not forgotten, segment 2 lost: segment 2 is
 // loaded with its 3 units, and the sale holds 9.
-func TestParts_RewarmCountsAMoveGivenButNotSettledOnce(t *testing.T) {
+func TestSegments_RewarmCountsAMoveGivenButNotForgottenOnce(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	spec := openParts(9, 3)
+	spec := openSegments(9, 3)
 	warm(t, sc, spec)
 	require.NoError(t, sc.GiveForTest(ctx, saleID, 1, "b-given", 2, 0))
-	lost := sc.PartKeys(saleID, 2)
+	lost := sc.SegmentKeys(saleID, 2)
 	require.NoError(t, sc.Client().Del(ctx, lost.Stock, lost.Meta, lost.Claims).Err())
 
 	loaded, err := sc.Rewarm(ctx, spec, nil)
@@ -389,24 +389,24 @@ func TestParts_RewarmCountsAMoveGivenButNotSettledOnce(t *testing.T) {
 	require.True(t, loaded)
 	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
 	require.NoError(t, err)
-	require.Equal(t, int64(3), p2, "the lost part gets its own 3 back")
+	require.Equal(t, int64(3), p2, "the lost segment gets its own 3 back")
 	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() int64 { return 1 })
 	require.NoError(t, err)
 	require.Equal(t, int64(9), remaining(t, sc))
 }
 
-// A claim whose part is empty while units are on their way between parts
+// A claim whose segment is empty while units are on their way between segments
 // and never land within its borrows is told SOLD_OUT for now: not
 // recorded for its Idempotency-Key, so asked again once they landed it is
 // admitted.
-func TestParts_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
+func TestSegments_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(2, 2))
+	warm(t, sc, openSegments(2, 2))
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-stopped", 1, 1))
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 1, "b-stopped-too", 1, 0))
-	user := userOfPart(t, 0, 2)
+	user := userOfSegment(t, 0, 2)
 
 	res, err := sc.Claim(ctx, saleID, user, 100, "key-1", terms)
 	require.NoError(t, err)
@@ -420,36 +420,36 @@ func TestParts_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
 	require.Equal(t, seckill.Admitted, res.Outcome, "the first answer was not recorded")
 }
 
-// A part whose line has waiting buyers borrows nothing for a new claim:
-// any unit that reaches the part is theirs first.
-func TestParts_APartWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
+// A segment whose line has waiting buyers borrows nothing for a new claim:
+// any unit that reaches the segment is theirs first.
+func TestSegments_APartWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(4, 2))
-	home := userOfPart(t, 0, 2)
-	// Part 0 is empty and a buyer waits in its line (as between a join and
-	// its hand-over) while part 1 has units.
-	require.NoError(t, sc.Client().Set(ctx, sc.PartKeys(saleID, 0).Stock, 0, 0).Err())
-	require.NoError(t, sc.Client().ZAdd(ctx, sc.PartKeys(saleID, 0).Wait, redis.Z{Score: 1, Member: "waiting"}).Err())
-	p1, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	warm(t, sc, openSegments(4, 2))
+	home := userOfSegment(t, 0, 2)
+	// Segment 0 is empty and a buyer waits in its line (as between a join and
+	// its hand-over) while segment 1 has units.
+	require.NoError(t, sc.Client().Set(ctx, sc.SegmentKeys(saleID, 0).Stock, 0, 0).Err())
+	require.NoError(t, sc.Client().ZAdd(ctx, sc.SegmentKeys(saleID, 0).Wait, redis.Z{Score: 1, Member: "waiting"}).Err())
+	p1, err := sc.Client().Get(ctx, sc.SegmentKeys(saleID, 1).Stock).Int64()
 	require.NoError(t, err)
 
 	res := claim(t, sc, home, 700)
 	require.Equal(t, seckill.SoldOut, res.Outcome)
 	require.True(t, res.Tentative)
-	after, err := sc.Client().Get(ctx, sc.PartKeys(saleID, 1).Stock).Int64()
+	after, err := sc.Client().Get(ctx, sc.SegmentKeys(saleID, 1).Stock).Int64()
 	require.NoError(t, err)
-	require.Equal(t, p1, after, "nothing was borrowed from part 1")
+	require.Equal(t, p1, after, "nothing was borrowed from segment 1")
 }
 
-// SECKILL_WAITLIST_MAX bounds a sale's whole line, however many parts
-// its stock has, not each part's.
-func TestParts_TheWaitlistBoundIsTheSales(t *testing.T) {
+// SECKILL_WAITLIST_MAX bounds a sale's whole line, however many segments
+// its stock has, not each segment's.
+func TestSegments_TheWaitlistBoundIsTheSales(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(0, 4))
+	warm(t, sc, openSegments(0, 4))
 	outcomes := map[seckill.Outcome]int{}
 	for i := range 40 {
 		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), 10, int64(1000+i), terms)
@@ -464,24 +464,24 @@ func TestParts_TheWaitlistBoundIsTheSales(t *testing.T) {
 
 // aim.lua's write waits for the replicas like every step of a move: lost
 // in a failover, a parked unit could be aimed again and land twice.
-func TestParts_AnAimWaitsForTheReplicas(t *testing.T) {
+func TestSegments_AnAimWaitsForTheReplicas(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	warm(t, sc, openParts(2, 2))
-	holder := userOfPart(t, 1, 2)
+	warm(t, sc, openSegments(2, 2))
+	holder := userOfSegment(t, 1, 2)
 	require.Equal(t, seckill.Admitted, claim(t, sc, holder, 500).Outcome)
-	require.NoError(t, sc.Client().HSet(ctx, sc.PartKeys(saleID, 1).Moves, "r500", `{"units":1,"dest":-1,"at":1}`).Err())
+	require.NoError(t, sc.Client().HSet(ctx, sc.SegmentKeys(saleID, 1).Moves, "r500", `{"units":1,"dest":-1,"at":1}`).Err())
 
 	err := sc.WithReplicas(1, 20*time.Millisecond).AimForTest(ctx, saleID, 1, "r500", 0)
 	require.ErrorIs(t, err, redisstore.ErrNotReplicated, "this Redis has no replica")
 }
 
-// userOfPart is a user id that belongs to part p of a sale of n parts.
-func userOfPart(t *testing.T, p, n int) string {
+// userOfSegment is a user id that belongs to segment p of a sale of n segments.
+func userOfSegment(t *testing.T, p, n int) string {
 	t.Helper()
 	for i := 0; ; i++ {
-		if u := fmt.Sprint("buyer-", i); redisstore.PartOf(u, n) == p {
+		if u := fmt.Sprint("buyer-", i); redisstore.SegmentOf(u, n) == p {
 			return u
 		}
 	}
@@ -507,28 +507,28 @@ func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
 	require.Positive(t, ttl, "the waited record expires")
 }
 
-// Part 0 numbers the joins of a sale of several parts: re-loaded after a
-// loss, it goes on after the last join the live parts hold, so a buyer who
+// Segment 0 numbers the joins of a sale of several segments: re-loaded after a
+// loss, it goes on after the last join the live segments hold, so a buyer who
 // joins then is behind every buyer already waiting (found by the model
 // test: the sequence started again at 1 and a late joiner went first).
-func TestParts_ARewarmedPartZeroKeepsTheLineInOrder(t *testing.T) {
+func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	spec := openParts(0, 2)
+	spec := openSegments(0, 2)
 	warm(t, sc, spec)
-	first := userOfPart(t, 1, 2)
+	first := userOfSegment(t, 1, 2)
 	j, err := sc.Join(ctx, saleID, first, 10, 1, terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
-	p0 := sc.PartKeys(saleID, 0)
+	p0 := sc.SegmentKeys(saleID, 0)
 	require.NoError(t, sc.Client().Del(ctx, p0.Stock, p0.Meta, p0.Claims, p0.Wait).Err())
 	_, err = sc.Rewarm(ctx, spec, nil)
 	require.NoError(t, err)
 
 	late := ""
 	for i := 0; late == ""; i++ {
-		if u := fmt.Sprint("late-", i); redisstore.PartOf(u, 2) == 0 {
+		if u := fmt.Sprint("late-", i); redisstore.SegmentOf(u, 2) == 0 {
 			late = u
 		}
 	}
@@ -540,18 +540,18 @@ func TestParts_ARewarmedPartZeroKeepsTheLineInOrder(t *testing.T) {
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, ws)
 }
 
-// A move aimed at a part that is then lost may have reached it or not (its
-// moved set went with it): re-warm drops the record and loads the part with
+// A move aimed at a segment that is then lost may have reached it or not (its
+// moved set went with it): re-warm drops the record and loads the segment with
 // its units, so they are neither counted twice nor landed again (found by
 // the model test).
-func TestParts_RewarmDropsAMoveIntoALostPart(t *testing.T) {
+func TestSegments_RewarmDropsAMoveIntoALostSegment(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
-	spec := openParts(9, 3)
+	spec := openSegments(9, 3)
 	warm(t, sc, spec)                                               // 3, 3, 3
-	require.NoError(t, sc.GiveForTest(ctx, saleID, 0, "b-z", 2, 2)) // 1, 3, 5, the record kept in part 0
-	lost := sc.PartKeys(saleID, 2)
+	require.NoError(t, sc.GiveForTest(ctx, saleID, 0, "b-z", 2, 2)) // 1, 3, 5, the record kept in segment 0
+	lost := sc.SegmentKeys(saleID, 2)
 	require.NoError(t, sc.Client().Del(ctx, lost.Stock, lost.Meta, lost.Claims, lost.Moved).Err())
 
 	loaded, err := sc.Rewarm(ctx, spec, nil) // the database: 9 available
@@ -559,7 +559,7 @@ func TestParts_RewarmDropsAMoveIntoALostPart(t *testing.T) {
 	require.True(t, loaded)
 	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
 	require.NoError(t, err)
-	require.Equal(t, int64(5), p2, "the lost part gets what the live parts lack")
+	require.Equal(t, int64(5), p2, "the lost segment gets what the live segments lack")
 	moves, err := sc.Moves(ctx, saleID)
 	require.NoError(t, err)
 	require.Empty(t, moves, "the record is dropped")

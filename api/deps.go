@@ -1,0 +1,68 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/redisstore"
+)
+
+// What the API asks of the database, Redis, Temporal and payment delivery,
+// each as small as the handlers need. app passes the real adapters
+// (store.Store, redisstore.Store, saga.Client, delivery.Deliverer); the
+// handler tests pass the real database and Redis and a fake Temporal.
+
+// Store is the API's view of the database (store.Store). Rows that do not
+// exist are seckill.ErrNotFound.
+type Store interface {
+	Ping(ctx context.Context) error
+	CreateSale(ctx context.Context, n seckill.NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error)
+	Sale(ctx context.Context, id int64) (*seckill.Sale, error)
+	Sales(ctx context.Context, limit int, before int64) ([]*seckill.Sale, error)
+	SaleStats(ctx context.Context, id int64) (*seckill.SaleStats, error)
+	// AddClaimCounts and MarkSoldOut keep the funnel of GET .../stats.
+	AddClaimCounts(ctx context.Context, counts map[int64]map[seckill.Outcome]int64) error
+	MarkSoldOut(ctx context.Context, saleID int64, at time.Time) error
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
+	OrdersOf(ctx context.Context, saleID int64, userID string) ([]*seckill.Order, error)
+	OrderCounts(ctx context.Context, saleIDs []int64) (map[int64]map[seckill.OrderStatus]int64, error)
+	PaymentIntentOf(ctx context.Context, orderID int64) (*seckill.Intent, error)
+	SavePaymentIntent(ctx context.Context, orderID int64, in seckill.Intent) (seckill.Intent, error)
+	RecordPaymentEvent(ctx context.Context, e seckill.PaymentRecord) (*seckill.PaymentRecord, bool, error)
+}
+
+// Redis is the API's view of the Redis hot path (redisstore.Store): the
+// claim and waitlist scripts, the admission records, and the counters.
+type Redis interface {
+	Ping(ctx context.Context) error
+	Warm(ctx context.Context, spec redisstore.WarmSpec) (bool, error)
+	// KnowSegments tells Redis how many stock segments a sale has, as the
+	// database says.
+	KnowSegments(saleID int64, n int)
+	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms redisstore.Terms) (redisstore.ClaimResult, error)
+	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
+	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms redisstore.Terms) (redisstore.JoinResult, error)
+	WaitStateOf(ctx context.Context, saleID int64, userID string) (redisstore.WaitState, error)
+	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
+	ActiveSales(ctx context.Context) ([]int64, error)
+	RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error)
+	Counts(ctx context.Context, saleIDs []int64) (map[int64]redisstore.SaleCounts, error)
+	FollowChanges(ctx context.Context, h redisstore.Changes)
+}
+
+// Sagas is the API's view of Temporal (saga.Client).
+type Sagas interface {
+	// Cancel asks the order's saga to close its unpaid order;
+	// seckill.ErrOrderDecided once it has finished.
+	Cancel(ctx context.Context, in seckill.SagaInput) error
+	CheckHealth(ctx context.Context) error
+}
+
+// Deliverer hands a recorded payment event to its order's saga
+// (delivery.Deliverer) and says what became of it; seckill.ErrPaymentNotYet
+// when the saga cannot take it yet.
+type Deliverer interface {
+	Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error)
+}

@@ -1,0 +1,221 @@
+// Package auth verifies the bearer tokens of docs/API.md "Authentication":
+// a shop's identity provider (its keys from a JWKS, found through OpenID
+// discovery or given as a URL), or a secret shared with seckill (HS256,
+// for `seckill dev` and small installations). Both give a Principal: the
+// token's subject, and whether its admin claim holds the admin value.
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// DefaultAudience is the "aud" every token must hold unless
+// SECKILL_JWT_AUDIENCE says otherwise.
+const DefaultAudience = "seckill"
+
+// RoleAdmin is the "role" claim of the admin tokens SignToken mints, and
+// DefaultAdminClaim's value.
+const RoleAdmin = "admin"
+
+// DefaultAdminClaim is SECKILL_ADMIN_CLAIM's default.
+const DefaultAdminClaim = "/role=" + RoleAdmin
+
+// MaxSubject is the longest "sub" accepted.
+const MaxSubject = 255
+
+// Principal is the authenticated caller.
+type Principal struct {
+	UserID string
+	Admin  bool
+}
+
+// Verifier checks a raw bearer token.
+type Verifier interface {
+	// Verify returns the principal of raw, or an error: ErrNotReady
+	// while no provider key set has been loaded yet, any other error for
+	// a token that is refused.
+	Verify(ctx context.Context, raw string) (Principal, error)
+	// Ready is nil once tokens can be verified (a provider's key set
+	// loaded once; at once with a shared secret), else why not.
+	Ready() error
+}
+
+// ErrNotReady: the provider's key set has not been loaded yet.
+var ErrNotReady = errors.New("the identity provider's keys are not loaded yet")
+
+// ValidSubject reports whether sub is 1-255 printable ASCII characters,
+// as docs/API.md allows (providers issue "auth0|5f3c...", UUIDs, e-mail
+// like ids).
+func ValidSubject(sub string) bool {
+	if len(sub) == 0 || len(sub) > MaxSubject {
+		return false
+	}
+	for i := 0; i < len(sub); i++ {
+		if sub[i] < 0x20 || sub[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSubject is ValidSubject as an error.
+func checkSubject(sub string) error {
+	if !ValidSubject(sub) {
+		return fmt.Errorf("sub must be 1-%d printable ASCII characters", MaxSubject)
+	}
+	return nil
+}
+
+// principalOf reads the principal of verified claims.
+func principalOf(c jwt.MapClaims, admin AdminClaim) (Principal, error) {
+	sub, err := c.GetSubject()
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := checkSubject(sub); err != nil {
+		return Principal{}, err
+	}
+	return Principal{UserID: sub, Admin: admin.Holds(c)}, nil
+}
+
+// AdminClaim is SECKILL_ADMIN_CLAIM: a JSON Pointer (RFC 6901) to a claim
+// and the value that claim must be, or contain when it is an array.
+type AdminClaim struct {
+	path  []string
+	value string
+}
+
+// ParseAdminClaim parses "<JSON Pointer>=<value>", e.g. "/role=admin",
+// "/realm_access/roles=seckill-admin", "/https:~1~1shop.example~1roles=admin".
+// The value is what follows the last "=".
+func ParseAdminClaim(s string) (AdminClaim, error) {
+	i := strings.LastIndexByte(s, '=')
+	if i < 0 {
+		return AdminClaim{}, fmt.Errorf("admin claim %q: want <JSON Pointer>=<value>, e.g. %s", s, DefaultAdminClaim)
+	}
+	ptr, value := s[:i], s[i+1:]
+	if !strings.HasPrefix(ptr, "/") || len(ptr) < 2 {
+		return AdminClaim{}, fmt.Errorf("admin claim %q: %q is not a JSON Pointer to a claim (it starts with /)", s, ptr)
+	}
+	if value == "" {
+		return AdminClaim{}, fmt.Errorf("admin claim %q: the value after = is empty", s)
+	}
+	var path []string
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		// RFC 6901: ~1 is /, then ~0 is ~; any other ~ is malformed.
+		if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(tok, "~0", ""), "~1", ""), "~") {
+			return AdminClaim{}, fmt.Errorf("admin claim %q: %q escapes ~ other than ~0 and ~1", s, tok)
+		}
+		path = append(path, strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"))
+	}
+	return AdminClaim{path: path, value: value}, nil
+}
+
+// MustAdminClaim is ParseAdminClaim for a constant.
+func MustAdminClaim(s string) AdminClaim {
+	a, err := ParseAdminClaim(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Holds reports whether the claims hold the admin value at the pointer:
+// the claim is the value, or an array with the value in it.
+func (a AdminClaim) Holds(claims map[string]any) bool {
+	var at any = claims
+	for _, key := range a.path {
+		obj, ok := at.(map[string]any)
+		if !ok {
+			return false
+		}
+		if at, ok = obj[key]; !ok {
+			return false
+		}
+	}
+	switch v := at.(type) {
+	case string:
+		return v == a.value
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == a.value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// String is the setting's form.
+func (a AdminClaim) String() string {
+	var b strings.Builder
+	for _, key := range a.path {
+		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1"))
+	}
+	return b.String() + "=" + a.value
+}
+
+// Secret verifies HS256 tokens under a shared secret.
+type Secret struct {
+	key    []byte
+	admin  AdminClaim
+	parser *jwt.Parser
+}
+
+// NewSecret verifies HS256 tokens signed with key whose "aud" holds
+// audience (DefaultAudience when empty); admin says who is an admin
+// (zero: DefaultAdminClaim).
+func NewSecret(key []byte, audience string, admin AdminClaim) *Secret {
+	if audience == "" {
+		audience = DefaultAudience
+	}
+	if admin.path == nil {
+		admin = MustAdminClaim(DefaultAdminClaim)
+	}
+	return &Secret{key: key, admin: admin, parser: jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithAudience(audience),
+		jwt.WithExpirationRequired(),
+	)}
+}
+
+// Verify implements Verifier.
+func (s *Secret) Verify(_ context.Context, raw string) (Principal, error) {
+	c := jwt.MapClaims{}
+	if _, err := s.parser.ParseWithClaims(raw, c, func(*jwt.Token) (any, error) { return s.key, nil }); err != nil {
+		return Principal{}, err
+	}
+	return principalOf(c, s.admin)
+}
+
+// Ready implements Verifier: a secret is always ready.
+func (s *Secret) Ready() error { return nil }
+
+// SignToken returns an HS256 token for user under secret, with "aud"
+// DefaultAudience, "role": "admin" when admin, valid for ttl: what
+// `seckill token` and `seckill dev` hand out.
+func SignToken(secret []byte, user string, admin bool, ttl time.Duration) (string, error) {
+	if err := checkSubject(user); err != nil {
+		return "", fmt.Errorf("user id %q: %w", user, err)
+	}
+	if ttl <= 0 {
+		return "", errors.New("ttl must be positive")
+	}
+	now := time.Now()
+	c := jwt.MapClaims{
+		"sub": user,
+		"aud": []string{DefaultAudience},
+		"iat": jwt.NewNumericDate(now),
+		"exp": jwt.NewNumericDate(now.Add(ttl)),
+	}
+	if admin {
+		c["role"] = RoleAdmin
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+}

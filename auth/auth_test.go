@@ -1,0 +1,106 @@
+package auth_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/auth"
+)
+
+var secret = []byte("test-jwt-secret")
+
+func TestSignToken_VerifiesUnderItsSecretOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name, user string
+		admin      bool
+	}{
+		{"user", "u1", false},
+		{"admin", "ops_team-1", true},
+		{"a provider's id", "auth0|5f3c9a2b", false},
+		{"e-mail like", "ann@example.com", false},
+		{"255 characters", strings.Repeat("a", 255), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := auth.SignToken(secret, tt.user, tt.admin, time.Hour)
+			require.NoError(t, err)
+			tok, _, err := jwt.NewParser().ParseUnverified(raw, jwt.MapClaims{})
+			require.NoError(t, err)
+			require.Equal(t, "HS256", tok.Header["alg"])
+
+			p, err := auth.NewSecret(secret, "", auth.AdminClaim{}).Verify(context.Background(), raw)
+			require.NoError(t, err)
+			require.Equal(t, auth.Principal{UserID: tt.user, Admin: tt.admin}, p)
+			_, err = auth.NewSecret([]byte("another"), "", auth.AdminClaim{}).Verify(context.Background(), raw)
+			require.ErrorIs(t, err, jwt.ErrSignatureInvalid)
+			_, err = auth.NewSecret(secret, "other-audience", auth.AdminClaim{}).Verify(context.Background(), raw)
+			require.ErrorIs(t, err, jwt.ErrTokenInvalidAudience)
+		})
+	}
+}
+
+func TestSignToken_RefusesBadInput(t *testing.T) {
+	for _, tt := range []struct {
+		name, user string
+		ttl        time.Duration
+	}{
+		{"empty user", "", time.Hour},
+		{"256 characters", strings.Repeat("a", 256), time.Hour},
+		{"non-ascii", "ü1", time.Hour},
+		{"newline", "u1\n", time.Hour},
+		{"tab", "u\t1", time.Hour},
+		{"zero ttl", "u1", 0},
+		{"negative ttl", "u1", -time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := auth.SignToken(secret, tt.user, false, tt.ttl)
+			require.Error(t, err)
+			require.Empty(t, raw)
+		})
+	}
+}
+
+func TestAdminClaim_EachDocumentedShape(t *testing.T) {
+	claims := map[string]any{
+		"role":                       "admin",
+		"realm_access":               map[string]any{"roles": []any{"user", "seckill-admin"}},
+		"https://shop.example/roles": []any{"admin"},
+		"cognito:groups":             []any{"buyers"},
+		"a~b":                        "x",
+	}
+	for setting, want := range map[string]bool{
+		"/role=admin":                            true,
+		"/role=Admin":                            false,
+		"/realm_access/roles=seckill-admin":      true,
+		"/realm_access/roles=admin":              false,
+		"/https:~1~1shop.example~1roles=admin":   true,
+		"/cognito:groups=admin":                  false,
+		"/a~0b=x":                                true,
+		"/missing=admin":                         false,
+		"/realm_access=seckill-admin":            false, // an object is neither
+		"/realm_access/roles/0=user":             false, // arrays are not walked into
+		"/https:~1~1shop.example~1roles=admin=1": false,
+	} {
+		a, err := auth.ParseAdminClaim(setting)
+		require.NoError(t, err, setting)
+		require.Equal(t, want, a.Holds(claims), setting)
+		require.Equal(t, setting, a.String(), "the setting reads back")
+	}
+	for _, bad := range []string{"", "role=admin", "/role", "/role=", "=admin", "/=admin", "/a~2b=x", "/a~=x"} {
+		_, err := auth.ParseAdminClaim(bad)
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+func TestValidSubject(t *testing.T) {
+	for sub, want := range map[string]bool{
+		"u1": true, "auth0|5f3c": true, "a b": true, "~": true, strings.Repeat("z", 255): true,
+		"": false, strings.Repeat("z", 256): false, "\x7f": false, "é": false, "a\x00": false,
+	} {
+		require.Equal(t, want, auth.ValidSubject(sub), "%q", sub)
+	}
+}

@@ -1,0 +1,160 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A sale's stock in segments (docs/API.md "stock_segments", docs/DESIGN.md
+// "Where a released unit goes"). Segment 0 holds the keys of a sale of one
+// segment, under the hash tag {s<id>}; segment p > 0 has the same keys under a
+// tag of its own, {s<id>.<p>}, chosen so that no two segments of a sale share
+// a Cluster hash slot. Every segment is a complete small sale: stock,
+// claims, admissions, outbox, waitlist. A buyer belongs to one segment
+// (segmentOf), so one script still sees every claim of theirs. Units move
+// between segments by a protocol of single-segment scripts (moves.go), recorded
+// while in flight and counted once (readHoldings), so the sum of the
+// segments never grows.
+
+// segments remembers, per sale, how many segments it has (fixed when the sale
+// is created) and the hash tags of its segments.
+type segments struct {
+	mu    sync.Mutex
+	count map[int64]int
+	tags  map[int64][]string
+}
+
+func newSegments() *segments { return &segments{count: map[int64]int{}, tags: map[int64][]string{}} }
+
+// tag is the hash tag (without braces) of segment p of saleID. A tag whose
+// slot an earlier segment holds gets a suffix (~1, ~2, ...) until it has a
+// slot of its own, so the tags are the same in every process.
+func (ps *segments) tag(saleID int64, p int) string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	tags := ps.tags[saleID]
+	for len(tags) <= p {
+		q := len(tags)
+		base := "s" + strconv.FormatInt(saleID, 10)
+		if q > 0 {
+			base += "." + strconv.Itoa(q)
+		}
+		t := base
+		for try := 1; q > 0 && takenSlot(tags, slot(t)); try++ {
+			t = base + "~" + strconv.Itoa(try)
+		}
+		tags = append(tags, t)
+	}
+	ps.tags[saleID] = tags
+	return tags[p]
+}
+
+func takenSlot(tags []string, sl uint16) bool {
+	for _, t := range tags {
+		if slot(t) == sl {
+			return true
+		}
+	}
+	return false
+}
+
+// slot is the Redis Cluster hash slot of a hash tag: CRC16 (XMODEM) mod
+// 16384, as the Cluster specification defines it.
+func slot(tag string) uint16 {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+// SegmentKeys returns the keys of segment p of sale saleID.
+func (s *Store) SegmentKeys(saleID int64, p int) Keys {
+	tag := s.prefix + ":{" + s.segments.tag(saleID, p) + "}:"
+	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted",
+		Wait: tag + "wait", Waited: tag + "waited", Moves: tag + "moves", Moved: tag + "moved", Released: tag + "released"}
+}
+
+// Segments returns how many segments sale saleID's stock has: remembered (from
+// KnowSegments, warm-up, or an earlier read), or read from segment 0's meta,
+// which warm-up writes. Only a count warm-up wrote is remembered: a sale
+// Redis does not hold, or one warmed before sales had segments, reads as 1
+// and is asked again next time.
+func (s *Store) Segments(ctx context.Context, saleID int64) (int, error) {
+	s.segments.mu.Lock()
+	n, ok := s.segments.count[saleID]
+	s.segments.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	v, err := s.rdb.HGet(ctx, s.SaleKeys(saleID).Meta, "parts").Result()
+	if errors.Is(err, redis.Nil) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read segments of sale %d: %w", saleID, err)
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("sale %d: malformed segments %q", saleID, v)
+	}
+	s.rememberSegments(saleID, n)
+	return n, nil
+}
+
+// KnowSegments tells s that sale saleID's stock has n segments (the sale's
+// stock_segments, from the database), so it never has to read Redis for
+// it: callers that hold the sale say so before acting on it.
+func (s *Store) KnowSegments(saleID int64, n int) { s.rememberSegments(saleID, n) }
+
+func (s *Store) rememberSegments(saleID int64, n int) {
+	s.segments.mu.Lock()
+	s.segments.count[saleID] = max(n, 1)
+	s.segments.mu.Unlock()
+}
+
+// segmentOf is the segment buyer userID belongs to on a sale of n segments.
+func segmentOf(userID string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(userID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// userKeys are the keys of the segment userID belongs to on saleID, and
+// the number of segments.
+func (s *Store) userKeys(ctx context.Context, saleID int64, userID string) (Keys, int, error) {
+	n, err := s.Segments(ctx, saleID)
+	if err != nil {
+		return Keys{}, 0, err
+	}
+	return s.SegmentKeys(saleID, segmentOf(userID, n)), n, nil
+}
+
+// allKeys are the keys of every segment of saleID.
+func (s *Store) allKeys(ctx context.Context, saleID int64) ([]Keys, error) {
+	n, err := s.Segments(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	ks := make([]Keys, n)
+	for p := range ks {
+		ks[p] = s.SegmentKeys(saleID, p)
+	}
+	return ks, nil
+}
