@@ -20,7 +20,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/devserver"
 	"github.com/seckill/seckill/saga"
 )
@@ -193,8 +192,11 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	}
 	defer d.Close()
 	done := step("starting the worker, the outbox relay and the API")
-	token, err := api.SignToken(cfg.JWTSecret, "admin", true, 30*24*time.Hour)
-	if err != nil {
+	// The admin token of the demo sale and of DevInfo: a dev token under
+	// the JWT secret, or with the shop's identity provider the provider's
+	// own admin token (SECKILL_ADMIN_TOKEN), which a demo sale needs.
+	token, err := cfg.AdminBearer("admin", 30*24*time.Hour)
+	if err != nil && (opts.DemoSale || !cfg.UsesProvider()) {
 		return err
 	}
 
