@@ -91,4 +91,7 @@ const (
 	// counts was recorded for it (the error's details carry it as a
 	// PaymentEvent), and the order is to be paid with it.
 	ErrTypePaidInTime = "PaidInTime"
+	// ErrTypeShopEventHeld: an earlier event of the order is kept
+	// undelivered, so this one may not go first; it is kept behind it.
+	ErrTypeShopEventHeld = "ShopEventHeld"
 )

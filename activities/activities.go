@@ -25,10 +25,35 @@ type Activities struct {
 	provider seckill.PaymentProvider
 	intents  seckill.PaymentIntents // nil: the provider needs no payment object per order
 	ids      IDs
+	// shop tells the shop's delivery of each transition; nil when no
+	// SECKILL_EVENTS_URL is set. send posts an event to the shop.
+	shop ShopTeller
+	send ShopSender
 	// stockSlots bounds how many transactions touch the sales rows at once:
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
 	stockSlots chan struct{}
+}
+
+// ShopTeller hands an order event to its delivery, the order's ShopEvents
+// workflow (saga.Client.TellShop).
+type ShopTeller interface {
+	TellShop(ctx context.Context, ev seckill.ShopEvent) error
+}
+
+// ShopSender posts an order event to the shop (shopevents.Sender).
+type ShopSender interface {
+	Send(ctx context.Context, ev seckill.ShopEvent) error
+}
+
+// Option adds to what New's activities do.
+type Option func(*Activities)
+
+// WithShop makes the activities tell the shop every order transition
+// (docs/API.md "Order events to the shop"): tell hands each event to its
+// delivery, send posts it.
+func WithShop(tell ShopTeller, send ShopSender) Option {
+	return func(a *Activities) { a.shop, a.send = tell, send }
 }
 
 // IDs hands out fresh order ids (an idgen.Generator): a released unit
@@ -39,9 +64,12 @@ type IDs interface{ Next() int64 }
 // transactions in this worker (at least 1); provider refunds payments,
 // and, when it also makes a payment object per order (it implements
 // seckill.PaymentIntents, as Stripe does), the saga makes and cancels it.
-func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, ids IDs, maxStockTx int) *Activities {
+func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, ids IDs, maxStockTx int, opts ...Option) *Activities {
 	a := &Activities{store: st, rstore: rstore, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 	a.intents, _ = provider.(seckill.PaymentIntents)
+	for _, o := range opts {
+		o(a)
+	}
 	return a
 }
 
@@ -88,6 +116,9 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 		return seckill.StartOrderResult{}, err
 	}
 	a.changed(ctx, in.OrderID)
+	if err := a.tellShopState(ctx, o); err != nil {
+		return seckill.StartOrderResult{}, err
+	}
 	res := seckill.StartOrderResult{
 		Status: o.Status, CloseReason: o.CloseReason, AmountCents: o.AmountCents, Currency: o.Currency,
 		Intents: a.intents != nil, PaidWith: o.PaidWith,
@@ -150,6 +181,9 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
 		return "", err
 	}
+	if err := a.tellShop(ctx, in.OrderID, seckill.ShopOrderClosed); err != nil {
+		return "", err
+	}
 	return o.CloseReason, nil
 }
 
@@ -162,10 +196,11 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 		_, err := a.store.ConfirmPayment(ctx, in.OrderID, in.EventID, in.PaymentIntentID, in.PaidAt)
 		return err
 	})
-	if err == nil {
-		a.changed(ctx, in.OrderID)
+	if err != nil {
+		return refusal(err)
 	}
-	return refusal(err)
+	a.changed(ctx, in.OrderID)
+	return a.tellShop(ctx, in.OrderID, seckill.ShopOrderPaid)
 }
 
 // ReleaseClaim forgets the user's claim in Redis and, when asked, gives
@@ -216,8 +251,13 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 		EventID: in.EventID, OrderID: in.OrderID, PaymentIntentID: in.PaymentIntentID,
 		AmountCents: in.AmountCents, Currency: in.Currency, Reason: in.Reason,
 	})
-	if err != nil || status == seckill.RefundSucceeded {
+	if err != nil {
 		return err
+	}
+	if status == seckill.RefundSucceeded {
+		// Done by an earlier attempt, which may have stopped before
+		// telling the shop.
+		return a.tellShop(ctx, in.OrderID, seckill.ShopOrderRefunded)
 	}
 	id, err := a.provider.Refund(ctx, seckill.RefundRequest{
 		IdempotencyKey: in.EventID, PaymentIntentID: in.PaymentIntentID, AmountCents: in.AmountCents, Currency: in.Currency,
@@ -229,7 +269,7 @@ func (a *Activities) RefundPayment(ctx context.Context, in seckill.RefundInput) 
 		return err
 	}
 	a.changed(ctx, in.OrderID)
-	return nil
+	return a.tellShop(ctx, in.OrderID, seckill.ShopOrderRefunded)
 }
 
 // MakePaymentIntent makes the order's payment object at the provider

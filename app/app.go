@@ -28,6 +28,7 @@ import (
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/saga"
+	"github.com/seckill/seckill/shopevents"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/warmup"
 	"github.com/seckill/seckill/worker"
@@ -215,9 +216,17 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err != nil {
 		return err
 	}
-	acts := activities.New(d.Store, d.Redis, provider, ids, cfg.StockTx)
-	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
+	var opts []activities.Option
+	if cfg.EventsURL != "" {
+		sender, err := shopevents.New(cfg.EventsURL, cfg.EventsSecret, nil)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
+	}
+	acts := activities.New(d.Store, d.Redis, provider, ids, cfg.StockTx, opts...)
+	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,

@@ -23,6 +23,7 @@ import (
 	"github.com/seckill/seckill/reconcile"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/shopevents"
 )
 
 // Config is the whole configuration, read once from the environment.
@@ -58,6 +59,14 @@ type Config struct {
 	// AdminToken (SECKILL_ADMIN_TOKEN) is the admin token the command-line
 	// tools send to the API; unset, they sign one with JWTSecret.
 	AdminToken string
+
+	// Order events to the shop (docs/API.md): EventsURL
+	// (SECKILL_EVENTS_URL, unset: none are sent), signed with EventsSecret
+	// (SECKILL_EVENTS_SECRET, whsec_...), each retried for EventsRetryFor
+	// (SECKILL_EVENTS_RETRY_FOR, at least 3 days by default).
+	EventsURL      string
+	EventsSecret   string
+	EventsRetryFor time.Duration
 
 	DevTemporalPort int
 	DevUIPort       int
@@ -165,6 +174,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		JWTAudience:         str("SECKILL_JWT_AUDIENCE", auth.DefaultAudience),
 		AdminToken:          getenv("SECKILL_ADMIN_TOKEN"),
 		JWKSRefresh:         dur("SECKILL_JWKS_REFRESH", auth.DefaultRefresh),
+		EventsURL:           getenv("SECKILL_EVENTS_URL"),
+		EventsSecret:        getenv("SECKILL_EVENTS_SECRET"),
+		EventsRetryFor:      dur("SECKILL_EVENTS_RETRY_FOR", seckill.DefaultShopEventRetryFor),
 		DevTemporalPort:     num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
 		DevUIPort:           num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
 		DevPProfPort:        num("SECKILL_DEV_PPROF_PORT", 0, 0, 65535),
@@ -191,6 +203,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.AdminClaim = admin
 	errs = append(errs, c.checkSignIn()...)
+	switch {
+	case c.EventsURL != "":
+		if _, err := shopevents.New(c.EventsURL, c.EventsSecret, nil); err != nil {
+			errs = append(errs, err)
+		}
+	case c.EventsSecret != "":
+		errs = append(errs, errors.New("SECKILL_EVENTS_SECRET is set without SECKILL_EVENTS_URL: set the shop's endpoint for order events, or unset the secret"))
+	}
 	switch c.PaymentProvider {
 	case ProviderDev:
 	case ProviderStripe:

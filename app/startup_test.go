@@ -90,6 +90,12 @@ func TestStartupErrors_NameTheFix(t *testing.T) {
 		{map[string]string{"SECKILL_JWKS_URL": "https://id.example/jwks"}, "SECKILL_JWKS_URL needs SECKILL_JWT_ISSUER"},
 		{map[string]string{"SECKILL_OIDC_ISSUER": "id.example"}, "SECKILL_OIDC_ISSUER must be an http(s) URL"},
 		{map[string]string{"SECKILL_ADMIN_CLAIM": "role=admin"}, "SECKILL_ADMIN_CLAIM"},
+		// Order events to the shop: a URL, and a Standard Webhooks key.
+		{map[string]string{"SECKILL_EVENTS_URL": "https://shop.example/hooks"}, "SECKILL_EVENTS_SECRET must be a Standard Webhooks key"},
+		{map[string]string{"SECKILL_EVENTS_URL": "https://shop.example/hooks", "SECKILL_EVENTS_SECRET": "whsec_c2hvcnQ="}, "use at least 24"},
+		{map[string]string{"SECKILL_EVENTS_URL": "shop.example/hooks", "SECKILL_EVENTS_SECRET": shopSecret}, "SECKILL_EVENTS_URL must be an http(s) URL"},
+		{map[string]string{"SECKILL_EVENTS_SECRET": shopSecret}, "SECKILL_EVENTS_SECRET is set without SECKILL_EVENTS_URL"},
+		{map[string]string{"SECKILL_EVENTS_URL": "https://shop.example/hooks", "SECKILL_EVENTS_SECRET": shopSecret, "SECKILL_EVENTS_RETRY_FOR": "3 days"}, "SECKILL_EVENTS_RETRY_FOR must be a positive duration"},
 	} {
 		_, err = app.FromEnv(env(tt.env))
 		require.ErrorContains(t, err, tt.want, "%v", tt.env)

@@ -59,6 +59,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderSaga, workflow.RegisterOptions{Name: seckill.OrderSagaWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.PaymentRefund, workflow.RegisterOptions{Name: seckill.RefundWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: seckill.ReconcileWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.ShopEvents, workflow.RegisterOptions{Name: seckill.ShopEventsWorkflow})
 	r.RegisterActivity(acts)
 }
 

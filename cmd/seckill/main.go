@@ -53,6 +53,10 @@ Usage:
   seckill sagas versions [--json]   open order sagas by the saga version they
                                     started on; exits non-zero while a run of a
                                     retired version is open (docs/OPERATIONS.md, Upgrading)
+  seckill events failed|redeliver --id ID
+                                    order events to the shop that gave up after
+                                    days of retries, and sending them again
+                                    (seckill events --help)
   seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
                                     flash-sale benchmark with its anchors
                                     (launches its own system; see BENCHMARKS.md)
@@ -151,6 +155,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return app.SaleCommand(ctx, cfg, os.Getenv, args, stdout, time.Now())
 	case "sagas":
 		return app.SagasCommand(ctx, cfg, args, stdout)
+	case "events":
+		return app.EventsCommand(ctx, cfg, args, stdout)
 	case "order":
 		return app.OrderCommand(ctx, cfg, os.Getenv, args, stdout)
 	case "bench":

@@ -1,0 +1,132 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	sdkclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/saga"
+	"github.com/seckill/seckill/store"
+)
+
+// EventsUsage is the help of `seckill events`.
+const EventsUsage = `Usage:
+  seckill events failed [--limit 100] [--json]
+  seckill events redeliver --id ID
+
+Order events to the shop (SECKILL_EVENTS_URL) are retried for
+SECKILL_EVENTS_RETRY_FOR (3 days and an hour by default); one that still
+fails is kept, with every later event of its order behind it, so the shop
+gets an order's events in order.
+
+  failed     lists the kept events, oldest first: id (the webhook-id), order,
+             type, when it was kept and the last error
+  redeliver  sends the kept event ID again, followed by the later kept
+             events of its order, in order, through the order's ShopEvents
+             workflow (shop-events-<order id> in the Temporal UI); they are
+             forgotten once handed over, and kept again if they fail again
+
+It reads PostgreSQL (DATABASE_URL) and, for redeliver, Temporal.
+`
+
+// EventsCommand runs `seckill events ...`.
+func EventsCommand(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("events: a subcommand is required (failed, redeliver)\n\n" + EventsUsage)
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		_, err := io.WriteString(stdout, EventsUsage)
+		return err
+	case "failed", "redeliver":
+	default:
+		return fmt.Errorf("events: unknown subcommand %q\n\n%s", args[0], EventsUsage)
+	}
+	fs := flag.NewFlagSet("events "+args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	limit := fs.Int("limit", 100, "list at most this many")
+	asJSON := fs.Bool("json", false, "print JSON")
+	id := fs.String("id", "", "the kept event to send again (its webhook-id)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("events %s: %w\n\n%s", args[0], err, EventsUsage)
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		return postgresError(cfg.DatabaseURL, err)
+	}
+	defer func() { _ = st.Close() }()
+	if args[0] == "failed" {
+		if *limit < 1 {
+			return errors.New("events failed: --limit must be at least 1")
+		}
+		kept, err := st.KeptShopEvents(ctx, *limit)
+		if err != nil {
+			return err
+		}
+		return printKept(stdout, kept, *asJSON)
+	}
+	if *id == "" {
+		return errors.New("events redeliver: --id is required (seckill events failed lists the ids)")
+	}
+	kept, err := st.KeptShopEventsFrom(ctx, *id)
+	if errors.Is(err, seckill.ErrNotFound) {
+		return fmt.Errorf("events redeliver: no kept event %q (seckill events failed lists them)", *id)
+	}
+	if err != nil {
+		return err
+	}
+	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
+		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+	})
+	if err != nil {
+		return temporalError(cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+	shop := saga.NewShopClient(saga.New(tc, saga.Options{TaskQueue: cfg.TaskQueue}), cfg.EventsRetryFor)
+	for _, k := range kept {
+		ev := k.Event
+		ev.Redelivery = true
+		if err := shop.TellShop(ctx, ev); err != nil {
+			return err
+		}
+		if err := st.ForgetKeptShopEvents(ctx, []string{ev.ID}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s (order %d, %s): handed to %s\n", ev.ID, ev.OrderID, ev.Type, seckill.ShopEventsWorkflowID(ev.OrderID))
+	}
+	return nil
+}
+
+func printKept(w io.Writer, kept []seckill.KeptShopEvent, asJSON bool) error {
+	if asJSON {
+		type row struct {
+			ID      string                `json:"id"`
+			OrderID string                `json:"order_id"`
+			Type    seckill.ShopEventType `json:"type"`
+			KeptAt  time.Time             `json:"kept_at"`
+			Error   string                `json:"error"`
+		}
+		rows := make([]row, 0, len(kept))
+		for _, k := range kept {
+			rows = append(rows, row{k.Event.ID, k.Event.Order.OrderID, k.Event.Type, k.KeptAt, k.Error})
+		}
+		return json.NewEncoder(w).Encode(rows)
+	}
+	if len(kept) == 0 {
+		_, err := fmt.Fprintln(w, "no kept order events: every event was delivered or is still being retried")
+		return err
+	}
+	for _, k := range kept {
+		fmt.Fprintf(w, "%s  order %s  %s  kept %s\n    %s\n", k.Event.ID, k.Event.Order.OrderID, k.Event.Type, k.KeptAt.Format(time.RFC3339), k.Error)
+	}
+	return nil
+}
