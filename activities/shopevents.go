@@ -27,6 +27,12 @@ func (a *Activities) tellShop(ctx context.Context, orderID int64, typ seckill.Sh
 	if err != nil {
 		return fmt.Errorf("read order %d for the shop: %w", orderID, err)
 	}
+	if typ == seckill.ShopOrderRefunded && (o.Refund == nil || o.Refund.Status != seckill.RefundSucceeded) {
+		// Another refund of the order still runs: the last one to finish
+		// tells, with the sum of them all SUCCEEDED (one webhook-id per
+		// order and type).
+		return nil
+	}
 	if err := a.shop.TellShop(ctx, seckill.NewShopEvent(o, typ, shopEventTime(o, typ))); err != nil {
 		return fmt.Errorf("tell the shop of order %d: %w", orderID, err)
 	}
@@ -61,7 +67,7 @@ func shopEventTime(o *seckill.Order, typ seckill.ShopEventType) time.Time {
 // ShopEvents workflow for days. It refuses (non-retryable, ShopEventHeld)
 // to send an event of an order whose earlier event is kept undelivered,
 // unless the event is a redelivery: the shop gets an order's events in
-// order.
+// order. A redelivery sent is no longer kept.
 func (a *Activities) SendShopEvent(ctx context.Context, ev seckill.ShopEvent) error {
 	if a.send == nil {
 		return errors.New("SECKILL_EVENTS_URL is not set on this worker: order events cannot be sent")
@@ -76,7 +82,14 @@ func (a *Activities) SendShopEvent(ctx context.Context, ev seckill.ShopEvent) er
 				fmt.Sprintf("an earlier event of order %d is kept undelivered", ev.OrderID), seckill.ErrTypeShopEventHeld, nil)
 		}
 	}
-	return a.send.Send(ctx, ev)
+	if err := a.send.Send(ctx, ev); err != nil {
+		return err
+	}
+	if ev.Redelivery {
+		// Sent again: no longer kept, so the order's later events flow.
+		return a.store.ForgetKeptShopEvents(ctx, []string{ev.ID})
+	}
+	return nil
 }
 
 // KeepShopEvents keeps events whose delivery gave up, in order, for

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/payments/devpay"
 	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
 )
 
 // shopLog records what the activities tell and send.
@@ -90,7 +91,8 @@ func TestShopEvents_EachTransitionIsToldAfterItHappened(t *testing.T) {
 }
 
 // An order with an event kept undelivered holds its later events: sending
-// one is refused, non-retryable, unless it is a redelivery.
+// one is refused, non-retryable, unless it is a redelivery, which once sent
+// is no longer kept.
 func TestSendShopEvent_HeldBehindAKeptEvent(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
@@ -114,5 +116,44 @@ func TestSendShopEvent_HeldBehindAKeptEvent(t *testing.T) {
 	first.Redelivery = true
 	_, err = env.ExecuteActivity(acts.SendShopEvent, first)
 	require.NoError(t, err)
-	require.Equal(t, []string{first.ID, first.ID}, log.sent)
+	// Sent again: no longer kept, so the later event goes out.
+	_, err = env.ExecuteActivity(acts.SendShopEvent, later)
+	require.NoError(t, err)
+	require.Equal(t, []string{first.ID, first.ID, later.ID}, log.sent)
+}
+
+// Two late payments of one closed order refunded at once: order.refunded
+// is told once both succeeded, with their sum, not by the first to finish
+// while the other is still PENDING (the webhook-id is one per order).
+func TestShopEvents_RefundedIsToldWhenEveryRefundSucceeded(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 2)
+	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 4001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	_, err = st.CloseUnpaid(ctx, 4001, seckill.ClosePaymentTimeout, "", "", now)
+	require.NoError(t, err)
+	log := &shopLog{}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
+	env.RegisterActivity(acts)
+	refund := func(ev string) seckill.RefundInput {
+		_, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: ev, Type: string(seckill.PaymentSucceeded),
+			OrderID: 4001, PaymentIntentID: "pi_" + ev, AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
+		require.NoError(t, err)
+		return seckill.RefundInput{EventID: ev, OrderID: 4001, PaymentIntentID: "pi_" + ev, AmountCents: 990, Currency: "usd", Reason: seckill.OutcomeLate}
+	}
+	a, b := refund("evt_late_a"), refund("evt_late_b")
+	_, err = st.StartRefund(ctx, store.NewRefund{EventID: b.EventID, OrderID: 4001, PaymentIntentID: b.PaymentIntentID, AmountCents: 990, Currency: "usd", Reason: seckill.OutcomeLate})
+	require.NoError(t, err) // b's refund has begun
+	_, err = env.ExecuteActivity(acts.RefundPayment, a)
+	require.NoError(t, err)
+	require.Empty(t, log.types(), "b is still PENDING")
+	_, err = env.ExecuteActivity(acts.RefundPayment, b)
+	require.NoError(t, err)
+	require.Equal(t, []seckill.ShopEventType{seckill.ShopOrderRefunded}, log.types())
+	require.Equal(t, &seckill.Refund{Status: seckill.RefundSucceeded, AmountCents: 1980}, log.told[0].Order.Refund)
 }

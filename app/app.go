@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	sdkclient "go.temporal.io/sdk/client"
@@ -222,6 +223,9 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		sender, err := shopevents.New(cfg.EventsURL, cfg.EventsSecret, nil)
 		if err != nil {
 			return err
+		}
+		if cfg.EventsRetryFor < 72*time.Hour {
+			cfg.Log.Warn("SECKILL_EVENTS_RETRY_FOR is under the 3 days docs/API.md promises the shop", "retryFor", cfg.EventsRetryFor.String())
 		}
 		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
 	}

@@ -29,10 +29,12 @@ gets an order's events in order.
 
   failed     lists the kept events, oldest first: id (the webhook-id), order,
              type, when it was kept and the last error
-  redeliver  sends the kept event ID again, followed by the later kept
-             events of its order, in order, through the order's ShopEvents
-             workflow (shop-events-<order id> in the Temporal UI); they are
-             forgotten once handed over, and kept again if they fail again
+  redeliver  sends the kept events of ID's order again, in order from the
+             order's first kept event (whichever of them ID names), through
+             the order's ShopEvents workflow (shop-events-<order id> in the
+             Temporal UI); each is forgotten once the shop took it, and stays
+             kept, in its place, if it fails again. Events of the order that
+             come meanwhile are kept behind them: redeliver again for those
 
 It reads PostgreSQL (DATABASE_URL) and, for redeliver, Temporal.
 `
@@ -76,7 +78,7 @@ func EventsCommand(ctx context.Context, cfg Config, args []string, stdout io.Wri
 	if *id == "" {
 		return errors.New("events redeliver: --id is required (seckill events failed lists the ids)")
 	}
-	kept, err := st.KeptShopEventsFrom(ctx, *id)
+	kept, err := st.KeptShopEventsOfOrder(ctx, *id)
 	if errors.Is(err, seckill.ErrNotFound) {
 		return fmt.Errorf("events redeliver: no kept event %q (seckill events failed lists them)", *id)
 	}
@@ -96,9 +98,6 @@ func EventsCommand(ctx context.Context, cfg Config, args []string, stdout io.Wri
 		ev := k.Event
 		ev.Redelivery = true
 		if err := shop.TellShop(ctx, ev); err != nil {
-			return err
-		}
-		if err := st.ForgetKeptShopEvents(ctx, []string{ev.ID}); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s (order %d, %s): handed to %s\n", ev.ID, ev.OrderID, ev.Type, seckill.ShopEventsWorkflowID(ev.OrderID))

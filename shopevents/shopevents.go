@@ -52,6 +52,13 @@ func New(rawURL, secret string, client *http.Client) (*Sender, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// A redirect is not a delivery: Go would follow a 301/302 with a GET
+	// without the body and take its 2xx for success. The 3xx is returned
+	// as it is, a refusal the workflow retries (and the operator fixes the
+	// URL).
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &c
 	return &Sender{url: rawURL, wh: wh, http: client, now: time.Now}, nil
 }
 
@@ -91,7 +98,8 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the shop answered %d: %s", e.Status, e.Body)
 }
 
-// Send posts ev, signed now. It returns nil only for a 2xx answer.
+// Send posts ev, signed now. It returns nil only for a 2xx answer; a
+// redirect is not followed.
 func (s *Sender) Send(ctx context.Context, ev seckill.ShopEvent) error {
 	body, err := ev.Body()
 	if err != nil {

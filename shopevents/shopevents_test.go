@@ -95,3 +95,29 @@ func TestNew_RefusesBadSettings(t *testing.T) {
 		require.Contains(t, err.Error(), "SECKILL_EVENTS_", name)
 	}
 }
+
+// A URL that redirects is not delivered to: following a 301 or 302 would
+// turn the POST into a GET without the event, whose 2xx is no delivery.
+func TestSend_ARedirectIsNotADelivery(t *testing.T) {
+	var gets, posts int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets++
+		} else {
+			posts++
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(target.Close)
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		redirect := httptest.NewServer(http.RedirectHandler(target.URL, code))
+		s, err := shopevents.New(redirect.URL, secret, nil)
+		require.NoError(t, err)
+		err = s.Send(context.Background(), seckill.ShopEvent{ID: "evt_1_paid", OrderID: 1, Type: seckill.ShopOrderPaid})
+		var refused *shopevents.RefusedError
+		require.True(t, errors.As(err, &refused), "%d: %v", code, err)
+		require.Equal(t, code, refused.Status)
+		redirect.Close()
+	}
+	require.Zero(t, gets+posts, "the redirect's target is never asked")
+}

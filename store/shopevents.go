@@ -71,13 +71,14 @@ func (s *Store) KeptShopEvents(ctx context.Context, limit int) ([]seckill.KeptSh
 	return keptOf(rows)
 }
 
-// KeptShopEventsFrom returns the kept event id and the events of its order
-// kept after it, in order: what a redelivery of id sends again, so the
-// order's events still reach the shop in order. seckill.ErrNotFound when
-// id is not kept.
-func (s *Store) KeptShopEventsFrom(ctx context.Context, id string) ([]seckill.KeptShopEvent, error) {
-	var first keptShopEventRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&first).Error
+// KeptShopEventsOfOrder returns every kept event of the order whose event
+// id is kept, in the order they were to be sent, from its first: what a
+// redelivery of id sends again, so the shop gets the order's events in
+// order whichever of them the operator names. seckill.ErrNotFound when id
+// is not kept.
+func (s *Store) KeptShopEventsOfOrder(ctx context.Context, id string) ([]seckill.KeptShopEvent, error) {
+	var named keptShopEventRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&named).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, fmt.Errorf("kept shop event %q: %w", id, seckill.ErrNotFound)
 	}
@@ -85,14 +86,13 @@ func (s *Store) KeptShopEventsFrom(ctx context.Context, id string) ([]seckill.Ke
 		return nil, fmt.Errorf("read kept shop event %q: %w", id, err)
 	}
 	var rows []keptShopEventRow
-	if err := s.db.WithContext(ctx).Where("order_id = ? AND seq >= ?", first.OrderID, first.Seq).Order("seq").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read kept shop events of order %d: %w", first.OrderID, err)
+	if err := s.db.WithContext(ctx).Where("order_id = ?", named.OrderID).Order("seq").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read kept shop events of order %d: %w", named.OrderID, err)
 	}
 	return keptOf(rows)
 }
 
-// ForgetKeptShopEvents deletes kept events (sent again, or given up by the
-// operator).
+// ForgetKeptShopEvents deletes kept events: a redelivery sent.
 func (s *Store) ForgetKeptShopEvents(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil

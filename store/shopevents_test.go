@@ -21,7 +21,7 @@ func keptIDs(kept []seckill.KeptShopEvent) []string {
 }
 
 // Kept events stay in the order they were to be sent, per order; a
-// redelivery takes an event and the later ones of its order.
+// redelivery takes every kept event of the named event's order.
 func TestKeptShopEvents_InOrderPerOrder(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
@@ -52,10 +52,14 @@ func TestKeptShopEvents_InOrderPerOrder(t *testing.T) {
 	require.Equal(t, a1.Order, all[0].Event.Order)
 	require.False(t, all[3].Event.Redelivery)
 
-	from, err := st.KeptShopEventsFrom(ctx, a2.ID)
-	require.NoError(t, err)
-	require.Equal(t, []string{a2.ID, a3.ID}, keptIDs(from))
-	_, err = st.KeptShopEventsFrom(ctx, "evt_nope")
+	// Whichever event of the order is named, a redelivery starts from the
+	// order's first kept one.
+	for _, named := range []string{a1.ID, a2.ID, a3.ID} {
+		of, err := st.KeptShopEventsOfOrder(ctx, named)
+		require.NoError(t, err)
+		require.Equal(t, []string{a1.ID, a2.ID, a3.ID}, keptIDs(of), named)
+	}
+	_, err = st.KeptShopEventsOfOrder(ctx, "evt_nope")
 	require.True(t, errors.Is(err, seckill.ErrNotFound))
 
 	require.NoError(t, st.ForgetKeptShopEvents(ctx, []string{a1.ID, a2.ID, a3.ID}))

@@ -825,6 +825,10 @@ func TestOrderSaga_IntentThatCannotBeMadeDoesNotHoldTheDeadline(t *testing.T) {
 	s.makeIntentFails = true
 
 	require.Equal(t, closed(seckill.ClosePaymentTimeout), s.run(t))
+	// The test environment may still be retrying the abandoned
+	// MakePaymentIntent on its own goroutine: read under the lock.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	require.NotContains(t, s.calls, "CancelPaymentIntent")
 	require.Len(t, s.closes, 1)
 	require.False(t, s.closes[0].ClosedAt.After(start.Add(paymentTimeout+deliveryGrace+time.Minute)), "closed at %s", s.closes[0].ClosedAt)

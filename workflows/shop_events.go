@@ -40,7 +40,16 @@ func ShopEvents(ctx workflow.Context, in seckill.ShopEventsInput) error {
 			NonRetryableErrorTypes: []string{seckill.ErrTypeShopEventHeld},
 		},
 	})
-	keepCtx := withActivityOptions(ctx)
+	// Keeping runs on a context of its own: an operator's "Request
+	// Cancellation" of this workflow keeps what it had not sent, never
+	// drops it.
+	keepCtx, _ := workflow.NewDisconnectedContext(ctx)
+	keepCtx = withActivityOptions(keepCtx)
+	keep := func(events []seckill.ShopEvent, why string) error {
+		workflow.GetLogger(ctx).Warn("order events not delivered; kept", "orderID", in.OrderID, "eventID", events[0].ID, "kept", len(events), "error", why)
+		in := seckill.KeepShopEventsInput{Events: events, Error: why}
+		return workflow.ExecuteActivity(keepCtx, a.KeepShopEvents, in).Get(keepCtx, nil)
+	}
 	events := workflow.GetSignalChannel(ctx, seckill.ShopEventSignal)
 	sent := map[string]bool{}
 	var queue []seckill.ShopEvent
@@ -53,10 +62,18 @@ func ShopEvents(ctx workflow.Context, in seckill.ShopEventsInput) error {
 	}
 	for {
 		take()
+		if ctx.Err() != nil { // cancelled: keep what is left, in order
+			if len(queue) > 0 {
+				if err := keep(queue, "the delivery was cancelled"); err != nil {
+					return err
+				}
+			}
+			return ctx.Err()
+		}
 		if len(queue) == 0 {
 			more, err := workflow.AwaitWithTimeout(ctx, shopEventsIdle, func() bool { return events.Len() > 0 })
 			if err != nil {
-				return err
+				continue // cancelled: the check above keeps what came
 			}
 			if !more {
 				take() // a signal that came with the timer
@@ -76,14 +93,12 @@ func ShopEvents(ctx workflow.Context, in seckill.ShopEventsInput) error {
 			sent[ev.ID] = true
 			continue
 		}
-		// Given up (or held behind a kept event): keep it and everything
-		// queued behind it, in order.
+		// Given up, held behind a kept event, or cancelled: keep it and
+		// everything queued behind it, in order.
 		take()
 		kept := append([]seckill.ShopEvent{ev}, queue...)
 		queue = nil
-		workflow.GetLogger(ctx).Warn("order events not delivered; kept", "orderID", in.OrderID, "eventID", ev.ID, "kept", len(kept), "error", err)
-		in := seckill.KeepShopEventsInput{Events: kept, Error: err.Error()}
-		if err := workflow.ExecuteActivity(keepCtx, a.KeepShopEvents, in).Get(ctx, nil); err != nil {
+		if err := keep(kept, err.Error()); err != nil {
 			return err
 		}
 	}

@@ -157,3 +157,35 @@ func ids(evs []seckill.ShopEvent) []string {
 	}
 	return out
 }
+
+// An operator's "Request Cancellation" while an event is retried keeps it
+// and the events behind it: cancelling never drops an event.
+func TestShopEvents_CancelledKeepsWhatItHadNotSent(t *testing.T) {
+	s := newShopTest(t)
+	s.send = func(seckill.ShopEvent, int) error { return errors.New("connection refused") }
+	awaiting, paid := shopEvent(seckill.ShopOrderAwaitingPayment), shopEvent(seckill.ShopOrderPaid)
+	s.signalAt(0, awaiting)
+	s.signalAt(time.Second, paid)
+	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Minute)
+	s.env.ExecuteWorkflow(workflows.ShopEvents, seckill.ShopEventsInput{OrderID: 42})
+	require.True(t, s.env.IsWorkflowCompleted())
+	require.Empty(t, s.sent)
+	require.Len(t, s.kept, 1)
+	require.Equal(t, []string{awaiting.ID, paid.ID}, ids(s.kept[0].Events))
+}
+
+// Cancelled while idle, with an event just signalled: kept too.
+func TestShopEvents_CancelledWhileIdleKeepsWhatCame(t *testing.T) {
+	s := newShopTest(t)
+	awaiting, paid := shopEvent(seckill.ShopOrderAwaitingPayment), shopEvent(seckill.ShopOrderPaid)
+	s.signalAt(0, awaiting)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(seckill.ShopEventSignal, paid)
+		s.env.CancelWorkflow()
+	}, 10*time.Second)
+	s.env.ExecuteWorkflow(workflows.ShopEvents, seckill.ShopEventsInput{OrderID: 42})
+	require.True(t, s.env.IsWorkflowCompleted())
+	require.Equal(t, []string{awaiting.ID}, s.sent)
+	require.Len(t, s.kept, 1)
+	require.Equal(t, []string{paid.ID}, ids(s.kept[0].Events))
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,10 +254,11 @@ var lifelong = []goleak.Option{
 // LeakCheckMain is a package's TestMain: it runs the tests, then fails
 // the package if a goroutine one of them started is still running
 // (go.uber.org/goleak), but for the lifelong ones.
-func LeakCheckMain(m *testing.M) {
+// ignore adds goroutines the package knows to outlive its tests.
+func LeakCheckMain(m *testing.M, ignore ...goleak.Option) {
 	code := m.Run()
 	if code == 0 {
-		if err := leftGoroutines(lifelong...); err != nil {
+		if err := leftGoroutines(append(slices.Clone(lifelong), ignore...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on a successful test run: %v\n", err)
 			code = 1
 		}
