@@ -40,11 +40,11 @@ type Config struct {
 	// Delivery hands the webhook's events to their orders' sagas
 	// (delivery.Deliverer, built by app).
 	Delivery Deliverer
-	// Auth verifies bearer tokens (auth.Provider or auth.Secret); nil
-	// verifies HS256 tokens under JWTSecret.
+	// Auth verifies bearer tokens (auth.Provider or auth.Secret, which
+	// also signs the dev sign-in's tokens); nil verifies HS256 tokens
+	// under JWTSecret.
 	Auth auth.Verifier
-	// JWTSecret signs the dev sign-in's tokens (Dev.SignIn), and verifies
-	// tokens when Auth is nil.
+	// JWTSecret verifies tokens when Auth is nil.
 	JWTSecret     []byte
 	WebhookSecret []byte
 	Log           *slog.Logger

@@ -295,6 +295,8 @@ func (c *Config) checkSignIn() []error {
 		errs = append(errs, errors.New("SECKILL_OIDC_ISSUER and SECKILL_JWKS_URL are both set: set the issuer (its keys are found by discovery) or the key set with SECKILL_JWT_ISSUER, not both"))
 	case c.JWKSURL != "" && c.JWTIssuer == "":
 		errs = append(errs, errors.New("SECKILL_JWKS_URL needs SECKILL_JWT_ISSUER, the iss its tokens must carry"))
+	case !c.UsesProvider() && c.JWTIssuer != "":
+		errs = append(errs, errors.New("SECKILL_JWT_ISSUER is set without SECKILL_JWKS_URL: it names the iss of a provider's tokens, and tokens signed with SECKILL_JWT_SECRET are not checked against it; set SECKILL_JWKS_URL or unset SECKILL_JWT_ISSUER"))
 	case c.OIDCIssuer != "" && c.JWTIssuer != "" && c.JWTIssuer != c.OIDCIssuer:
 		errs = append(errs, fmt.Errorf("SECKILL_JWT_ISSUER (%q) differs from SECKILL_OIDC_ISSUER (%q): with discovery the issuer is SECKILL_OIDC_ISSUER; unset SECKILL_JWT_ISSUER", c.JWTIssuer, c.OIDCIssuer))
 	}
@@ -312,7 +314,7 @@ func (c *Config) checkSignIn() []error {
 // keys, loaded in the background until ctx is done, or the shared secret.
 func (c *Config) Verifier(ctx context.Context) (auth.Verifier, error) {
 	if !c.UsesProvider() {
-		return auth.NewSecret(c.JWTSecret, c.JWTAudience, c.AdminClaim), nil
+		return c.Secret(), nil
 	}
 	issuer := c.JWTIssuer
 	if c.OIDCIssuer != "" {
@@ -335,7 +337,13 @@ func (c *Config) AdminBearer(subject string, ttl time.Duration) (string, error) 
 	if c.UsesProvider() {
 		return "", errors.New("SECKILL_ADMIN_TOKEN is required with an identity provider (SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL): set it to an admin's access token from the provider")
 	}
-	return auth.SignToken(c.JWTSecret, subject, true, ttl)
+	return c.Secret().Sign(subject, true, ttl)
+}
+
+// Secret is the shared-secret verifier and signer of these settings: its
+// tokens carry SECKILL_JWT_AUDIENCE and, for admins, SECKILL_ADMIN_CLAIM.
+func (c *Config) Secret() *auth.Secret {
+	return auth.NewSecret(c.JWTSecret, c.JWTAudience, c.AdminClaim)
 }
 
 // RequireSecrets fails unless the process has its secrets: the webhook

@@ -90,6 +90,7 @@ func TestStartupErrors_NameTheFix(t *testing.T) {
 		{map[string]string{"SECKILL_JWKS_URL": "https://id.example/jwks"}, "SECKILL_JWKS_URL needs SECKILL_JWT_ISSUER"},
 		{map[string]string{"SECKILL_OIDC_ISSUER": "id.example"}, "SECKILL_OIDC_ISSUER must be an http(s) URL"},
 		{map[string]string{"SECKILL_ADMIN_CLAIM": "role=admin"}, "SECKILL_ADMIN_CLAIM"},
+		{map[string]string{"SECKILL_JWT_SECRET": "s", "SECKILL_JWT_ISSUER": "https://id.example"}, "SECKILL_JWT_ISSUER is set without SECKILL_JWKS_URL"},
 		// Order events to the shop: a URL, and a Standard Webhooks key.
 		{map[string]string{"SECKILL_EVENTS_URL": "https://shop.example/hooks"}, "SECKILL_EVENTS_SECRET must be a Standard Webhooks key"},
 		{map[string]string{"SECKILL_EVENTS_URL": "https://shop.example/hooks", "SECKILL_EVENTS_SECRET": "whsec_c2hvcnQ="}, "use at least 24"},

@@ -93,13 +93,13 @@ type AdminClaim struct {
 
 // ParseAdminClaim parses "<JSON Pointer>=<value>", e.g. "/role=admin",
 // "/realm_access/roles=seckill-admin", "/https:~1~1shop.example~1roles=admin".
-// The value is what follows the last "=".
+// The pointer ends at the first "=": the value may hold "=" (an LDAP group
+// such as cn=admins,ou=groups), a pointer cannot.
 func ParseAdminClaim(s string) (AdminClaim, error) {
-	i := strings.LastIndexByte(s, '=')
-	if i < 0 {
+	ptr, value, ok := strings.Cut(s, "=")
+	if !ok {
 		return AdminClaim{}, fmt.Errorf("admin claim %q: want <JSON Pointer>=<value>, e.g. %s", s, DefaultAdminClaim)
 	}
-	ptr, value := s[:i], s[i+1:]
 	if !strings.HasPrefix(ptr, "/") || len(ptr) < 2 {
 		return AdminClaim{}, fmt.Errorf("admin claim %q: %q is not a JSON Pointer to a claim (it starts with /)", s, ptr)
 	}
@@ -108,9 +108,11 @@ func ParseAdminClaim(s string) (AdminClaim, error) {
 	}
 	var path []string
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		// RFC 6901: ~1 is /, then ~0 is ~; any other ~ is malformed.
-		if strings.Contains(strings.ReplaceAll(strings.ReplaceAll(tok, "~0", ""), "~1", ""), "~") {
-			return AdminClaim{}, fmt.Errorf("admin claim %q: %q escapes ~ other than ~0 and ~1", s, tok)
+		// RFC 6901: "~" is only ever "~0" (a ~) or "~1" (a /).
+		for i := 0; i < len(tok); i++ {
+			if tok[i] == '~' && (i+1 == len(tok) || (tok[i+1] != '0' && tok[i+1] != '1')) {
+				return AdminClaim{}, fmt.Errorf("admin claim %q: %q escapes ~ other than ~0 and ~1", s, tok)
+			}
 		}
 		path = append(path, strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~"))
 	}
@@ -161,11 +163,12 @@ func (a AdminClaim) String() string {
 	return b.String() + "=" + a.value
 }
 
-// Secret verifies HS256 tokens under a shared secret.
+// Secret verifies HS256 tokens under a shared secret, and signs them.
 type Secret struct {
-	key    []byte
-	admin  AdminClaim
-	parser *jwt.Parser
+	key      []byte
+	audience string
+	admin    AdminClaim
+	parser   *jwt.Parser
 }
 
 // NewSecret verifies HS256 tokens signed with key whose "aud" holds
@@ -178,7 +181,7 @@ func NewSecret(key []byte, audience string, admin AdminClaim) *Secret {
 	if admin.path == nil {
 		admin = MustAdminClaim(DefaultAdminClaim)
 	}
-	return &Secret{key: key, admin: admin, parser: jwt.NewParser(
+	return &Secret{key: key, audience: audience, admin: admin, parser: jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithAudience(audience),
 		jwt.WithExpirationRequired(),
@@ -197,10 +200,15 @@ func (s *Secret) Verify(_ context.Context, raw string) (Principal, error) {
 // Ready implements Verifier: a secret is always ready.
 func (s *Secret) Ready() error { return nil }
 
-// SignToken returns an HS256 token for user under secret, with "aud"
-// DefaultAudience, "role": "admin" when admin, valid for ttl: what
-// `seckill token` and `seckill dev` hand out.
-func SignToken(secret []byte, user string, admin bool, ttl time.Duration) (string, error) {
+// Sign returns an HS256 token for user that this Secret accepts: "aud"
+// its audience and, when admin, its admin claim set to its value (the
+// claim at the pointer, e.g. {"realm_access": {"roles": "seckill-admin"}}),
+// valid for ttl. What `seckill token`, `seckill dev` and the command-line
+// tools hand out.
+func (s *Secret) Sign(user string, admin bool, ttl time.Duration) (string, error) {
+	if len(s.key) == 0 {
+		return "", errors.New("no JWT secret to sign with (SECKILL_JWT_SECRET)")
+	}
 	if err := checkSubject(user); err != nil {
 		return "", fmt.Errorf("user id %q: %w", user, err)
 	}
@@ -210,12 +218,27 @@ func SignToken(secret []byte, user string, admin bool, ttl time.Duration) (strin
 	now := time.Now()
 	c := jwt.MapClaims{
 		"sub": user,
-		"aud": []string{DefaultAudience},
+		"aud": []string{s.audience},
 		"iat": jwt.NewNumericDate(now),
 		"exp": jwt.NewNumericDate(now.Add(ttl)),
 	}
 	if admin {
-		c["role"] = RoleAdmin
+		var at map[string]any = c
+		for _, key := range s.admin.path[:len(s.admin.path)-1] {
+			next, ok := at[key].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				at[key] = next
+			}
+			at = next
+		}
+		at[s.admin.path[len(s.admin.path)-1]] = s.admin.value
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.key)
+}
+
+// SignToken is Sign under secret with the default audience and admin
+// claim ("role": "admin").
+func SignToken(secret []byte, user string, admin bool, ttl time.Duration) (string, error) {
+	return NewSecret(secret, "", AdminClaim{}).Sign(user, admin, ttl)
 }

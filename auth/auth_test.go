@@ -71,6 +71,7 @@ func TestAdminClaim_EachDocumentedShape(t *testing.T) {
 		"https://shop.example/roles": []any{"admin"},
 		"cognito:groups":             []any{"buyers"},
 		"a~b":                        "x",
+		"groups":                     []any{"cn=admins,ou=groups"},
 	}
 	for setting, want := range map[string]bool{
 		"/role=admin":                            true,
@@ -84,13 +85,14 @@ func TestAdminClaim_EachDocumentedShape(t *testing.T) {
 		"/realm_access=seckill-admin":            false, // an object is neither
 		"/realm_access/roles/0=user":             false, // arrays are not walked into
 		"/https:~1~1shop.example~1roles=admin=1": false,
+		"/groups=cn=admins,ou=groups":            true, // the value may hold =
 	} {
 		a, err := auth.ParseAdminClaim(setting)
 		require.NoError(t, err, setting)
 		require.Equal(t, want, a.Holds(claims), setting)
 		require.Equal(t, setting, a.String(), "the setting reads back")
 	}
-	for _, bad := range []string{"", "role=admin", "/role", "/role=", "=admin", "/=admin", "/a~2b=x", "/a~=x"} {
+	for _, bad := range []string{"", "role=admin", "/role", "/role=", "=admin", "/=admin", "/a~2b=x", "/a~=x", "/a~~01=x", "/a~"} {
 		_, err := auth.ParseAdminClaim(bad)
 		require.Error(t, err, "%q", bad)
 	}
@@ -103,4 +105,20 @@ func TestValidSubject(t *testing.T) {
 	} {
 		require.Equal(t, want, auth.ValidSubject(sub), "%q", sub)
 	}
+}
+
+// The tokens seckill mints are ones its own settings accept: the
+// configured audience, and for an admin the configured admin claim.
+func TestSecret_SignsWhatItAccepts(t *testing.T) {
+	admin := auth.MustAdminClaim("/realm_access/roles=seckill-admin")
+	s := auth.NewSecret([]byte("k"), "shop-api", admin)
+	for _, isAdmin := range []bool{false, true} {
+		raw, err := s.Sign("auth0|5f3c", isAdmin, time.Minute)
+		require.NoError(t, err)
+		p, err := s.Verify(context.Background(), raw)
+		require.NoError(t, err)
+		require.Equal(t, auth.Principal{UserID: "auth0|5f3c", Admin: isAdmin}, p)
+	}
+	_, err := auth.NewSecret(nil, "", auth.AdminClaim{}).Sign("bob", false, time.Minute)
+	require.ErrorContains(t, err, "no JWT secret")
 }

@@ -31,6 +31,8 @@ const (
 	DefaultRefresh   = 5 * time.Minute
 	UnknownKIDEvery  = 10 * time.Second
 	firstLoadBackoff = 10 * time.Second
+	// Leeway is the clock skew allowed with a provider on exp, nbf and iat.
+	Leeway = 10 * time.Second
 )
 
 // ProviderConfig names the provider. Exactly one of Issuer (OpenID
@@ -100,6 +102,9 @@ func NewProvider(ctx context.Context, cfg ProviderConfig) (*Provider, error) {
 			jwt.WithAudience(cfg.Audience),
 			jwt.WithIssuer(cfg.Issuer),
 			jwt.WithExpirationRequired(),
+			// A provider's clock and ours may differ by a little: a token
+			// is not refused for its first or last Leeway.
+			jwt.WithLeeway(Leeway),
 		),
 		why:  ErrNotReady,
 		done: make(chan struct{}),

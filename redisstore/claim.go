@@ -238,13 +238,24 @@ func claimKeys(k Keys, userID, idem string) []string {
 	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userInKey(userID), k.Admitted, k.Wait, k.Waited}
 }
 
-// userInKey is userID as it appears in a key name: base64url, so that a
-// provider's subject ("auth0|5f3c", an e-mail, up to 255 printable ASCII
-// characters, ":" and braces included) never splits a key's parts or its
-// hash tag, and two users never share a key (the encoding is one-to-one).
-// Claims, waitlist entries and outbox entries hold the id itself, as
-// values or hash fields.
-func userInKey(userID string) string { return base64.RawURLEncoding.EncodeToString([]byte(userID)) }
+// userInKey is userID as it appears in a key name. An id of the form
+// seckill accepted before provider subjects (1-64 of [A-Za-z0-9_-]) is
+// itself, so the keys written before (Idempotency-Key records, rate-limit
+// windows) are still found; any other ("auth0|5f3c", an e-mail, up to 255
+// printable ASCII characters, ":" and braces included) is "~" and its
+// base64url, so it never splits a key's parts or its hash tag. No two
+// users share a key: "~" is never in the first form, and base64url is
+// one-to-one. Claims, waitlist entries and outbox entries hold the id
+// itself, as values or hash fields.
+func userInKey(userID string) string {
+	if len(userID) >= 1 && len(userID) <= 64 && strings.Trim(userID, keySafe) == "" {
+		return userID
+	}
+	return "~" + base64.RawURLEncoding.EncodeToString([]byte(userID))
+}
+
+// keySafe are the characters a user id may keep in a key name.
+const keySafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
 // idempotencyKeyOf is the record of one user's key, in the user's segment.
 // The client's key is hashed: it may hold any printable characters, and

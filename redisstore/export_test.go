@@ -76,3 +76,5 @@ func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id 
 func (s *Store) ForgetOnlyForTest(ctx context.Context, saleID int64, from int, id string) error {
 	return s.forget(ctx, saleID, from, id)
 }
+
+var UserInKey = userInKey

@@ -14,7 +14,7 @@
 // segment's keys, re-warm from the model's database figure, a reconciliation
 // pass (FinishMoves, then HandOver while units sit in stock and buyers
 // wait), crashes between the scripts of a move (taken not given, given not
-// settled), and WAIT failures (Store.WithReplicas(1, 5ms) on this
+// forgotten), and WAIT failures (Store.WithReplicas(1, 5ms) on this
 // replica-less Redis: every durable write happens, then ErrNotReplicated;
 // the model takes it as done, as a WAIT timeout without a failover is; on
 // a sale of several segments a release that fails so is a release parked and

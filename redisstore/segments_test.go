@@ -422,7 +422,7 @@ func TestSegments_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
 
 // A segment whose line has waiting buyers borrows nothing for a new claim:
 // any unit that reaches the segment is theirs first.
-func TestSegments_APartWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
+func TestSegments_ASegmentWithWaitingBuyersBorrowsNothingForANewClaim(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/auth"
 )
 
 func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
@@ -58,7 +57,7 @@ func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer
 		fmt.Fprintf(stdout, "(the embedded Temporal server logs to %s; SECKILL_LOG_LEVEL=debug shows it here)\n", opts.TemporalLogFile)
 	}
 	err := app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
-		user, _ := auth.SignToken(cfg.JWTSecret, "alice", false, 24*time.Hour)
+		user, _ := cfg.Secret().Sign("alice", false, 24*time.Hour)
 		fmt.Fprintf(stdout, `
 seckill dev is running. Ctrl-C stops everything.
 

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/auth"
 )
 
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
@@ -40,7 +39,8 @@ Usage:
                                     (seckill sale --help)
   seckill token --user ID [--admin] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
-                                    or the dev secret when unset)
+                                    or the dev secret when unset, with
+                                    SECKILL_JWT_AUDIENCE and SECKILL_ADMIN_CLAIM)
   seckill audit --sale ID [--wait 1m] [--json]
                                     check the eight invariants of a sale, once
                                     it is at rest (waits up to --wait for that;
@@ -213,8 +213,11 @@ func token(cfg app.Config, args []string, stdout io.Writer) error {
 	if *user == "" {
 		return errors.New("token: --user is required")
 	}
+	if cfg.UsesProvider() {
+		return errors.New("token: tokens come from your identity provider (SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL is set); seckill token signs with SECKILL_JWT_SECRET, which seckill does not accept then")
+	}
 	cfg.WithDevSecrets()
-	t, err := auth.SignToken(cfg.JWTSecret, *user, *admin, *ttl)
+	t, err := cfg.Secret().Sign(*user, *admin, *ttl)
 	if err != nil {
 		return err
 	}
