@@ -70,6 +70,9 @@ type Order struct {
 	// ("" until then): another event of the same PaymentIntent reports
 	// the same payment, not a second one.
 	PaidWith string
+	// TraceParent is the W3C traceparent of the order's saga when it was
+	// traced, "" otherwise: a payment webhook's span links to it.
+	TraceParent string
 }
 
 // OrderJSON is the wire form of an Order: IDs as strings, times in UTC.

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Activities holds the activities' dependencies.
@@ -100,6 +101,7 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	err := a.withStockSlot(ctx, func() (err error) {
 		o, _, err = a.store.StartOrder(ctx, store.NewOrder{
 			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
+			TraceParent: tracing.TraceParent(ctx),
 		})
 		return err
 	})

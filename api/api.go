@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
@@ -44,6 +45,9 @@ type Config struct {
 	// also signs the dev sign-in's tokens); nil verifies HS256 tokens
 	// under JWTSecret.
 	Auth auth.Verifier
+	// Tracing makes a span of every request but the probes and metrics
+	// (the global tracer provider's; see package tracing).
+	Tracing bool
 	// JWTSecret verifies tokens when Auth is nil.
 	JWTSecret     []byte
 	WebhookSecret []byte
@@ -134,6 +138,15 @@ func New(cfg Config) *Server {
 	})
 	s.app.Use(recover.New())
 	s.app.Use(requestid.New(requestid.Config{Header: HeaderRequestID}))
+	if cfg.Tracing {
+		// One server span per request, continuing a traceparent the
+		// client sent; handlers pass c.UserContext() on, so the Redis,
+		// database and Temporal calls of the request are its children.
+		s.app.Use(otelfiber.Middleware(otelfiber.WithNext(func(c *fiber.Ctx) bool {
+			p := c.Path()
+			return p == "/healthz" || p == "/readyz" || p == "/metrics"
+		})))
+	}
 
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	s.app.Get("/readyz", s.ready)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
 )
 
 // stripeEvent is the part of a Stripe event seckill reads.
@@ -105,6 +109,9 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
+	if s.cfg.Tracing && orderID != 0 {
+		s.linkOrderTrace(ctx, orderID)
+	}
 
 	handled := ev.Type == seckill.PaymentSucceeded || ev.Type == seckill.PaymentFailed
 	initial := seckill.OutcomeReceived
@@ -146,4 +153,19 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	}
 	log.Info("payment event delivered", "eventID", ev.EventID, "type", ev.Type, "orderID", orderID, "outcome", outcome)
 	return c.JSON(fiber.Map{"received": true, "outcome": outcome})
+}
+
+// linkOrderTrace links the webhook's span to its order's trace (docs/API.md
+// "Tracing"): the payment is its own request, the order's saga another
+// trace, and an operator following either finds the other. Best effort.
+func (s *Server) linkOrderTrace(ctx context.Context, orderID int64) {
+	o, err := s.cfg.Store.Order(ctx, orderID)
+	if err != nil || o.TraceParent == "" {
+		return
+	}
+	sc := trace.SpanContextFromContext(tracing.WithTraceParent(context.Background(), o.TraceParent))
+	if sc.IsValid() {
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc,
+			Attributes: []attribute.KeyValue{attribute.Int64("seckill.order_id", orderID)}})
+	}
 }

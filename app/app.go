@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	sdkclient "go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	sdklog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 
@@ -54,7 +55,7 @@ func ConnectTool(ctx context.Context, cfg Config) (*Deps, error) { return connec
 func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 	d := &Deps{Metrics: api.NewRegistry()}
 	var err error
-	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns}); err != nil {
+	if d.Store, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: cfg.DBMaxConns, MaxIdleConns: cfg.DBMaxConns, Tracing: cfg.Tracing}); err != nil {
 		return nil, postgresError(cfg.DatabaseURL, err)
 	}
 	if d.Redis, err = openOwnedRedis(ctx, cfg, d.Store, own); err != nil {
@@ -66,12 +67,24 @@ func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 		d.Close()
 		return nil, err
 	}
-	d.Temporal, err = sdkclient.DialContext(ctx, sdkclient.Options{
+	topts := sdkclient.Options{
 		HostPort:       cfg.TemporalAddress,
 		Namespace:      cfg.Namespace,
 		Logger:         sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
 		MetricsHandler: mh,
-	})
+	}
+	if cfg.Tracing {
+		// Starts and signals carry the caller's span in the workflow's
+		// headers; the worker (built on this client) continues it in the
+		// workflow's and activities' spans.
+		ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		topts.Interceptors = append(topts.Interceptors, ti)
+	}
+	d.Temporal, err = sdkclient.DialContext(ctx, topts)
 	if err != nil {
 		d.Close()
 		return nil, temporalError(cfg.TemporalAddress, err)
@@ -88,6 +101,7 @@ func OpenRedis(cfg Config) (*redisstore.Store, error) {
 	}
 	return redisstore.Open(cfg.RedisURL, cfg.RedisPrefix, redisstore.Options{
 		PoolSize: cfg.RedisPoolSize, MinReplicas: cfg.RedisMinReplicas, ReplicaTimeout: cfg.RedisReplicaTimeout,
+		Tracing: cfg.Tracing,
 	})
 }
 
@@ -192,7 +206,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		Delivery:  &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools && !cfg.UsesProvider(), Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
-		Payments: intents,
+		Payments: intents, Tracing: cfg.Tracing,
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ids.Run(gctx) })

@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 	"github.com/seckill/seckill/shopevents"
+	"github.com/seckill/seckill/tracing"
 )
 
 // Config is the whole configuration, read once from the environment.
@@ -64,6 +65,11 @@ type Config struct {
 	// (SECKILL_EVENTS_URL, unset: none are sent), signed with EventsSecret
 	// (SECKILL_EVENTS_SECRET, whsec_...), each retried for EventsRetryFor
 	// (SECKILL_EVENTS_RETRY_FOR, at least 3 days by default).
+	// Tracing (docs/API.md "Tracing"): an OTLP endpoint is set in the
+	// OTEL_* variables, so the database, Redis, Temporal and HTTP calls
+	// are traced and the process exports its spans.
+	Tracing bool
+
 	EventsURL      string
 	EventsSecret   string
 	EventsRetryFor time.Duration
@@ -174,6 +180,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		JWTAudience:         str("SECKILL_JWT_AUDIENCE", auth.DefaultAudience),
 		AdminToken:          getenv("SECKILL_ADMIN_TOKEN"),
 		JWKSRefresh:         dur("SECKILL_JWKS_REFRESH", auth.DefaultRefresh),
+		Tracing:             tracing.Enabled(getenv),
 		EventsURL:           getenv("SECKILL_EVENTS_URL"),
 		EventsSecret:        getenv("SECKILL_EVENTS_SECRET"),
 		EventsRetryFor:      dur("SECKILL_EVENTS_RETRY_FOR", seckill.DefaultShopEventRetryFor),

@@ -16,7 +16,8 @@
 -- claim (one active order per user), the admission (pay_by and user, so
 -- the order can be shown and paid before its saga writes it) and the
 -- outbox entry the relay starts the saga from (o order, u user, s sale, t
--- admission ms, p pay_by ms, a amount, c currency). A buyer admitted
+-- admission ms, p pay_by ms, a amount, c currency, and tp the claim's
+-- traceparent when t.trace is one). A buyer admitted
 -- while waiting leaves the waitlist as ADMITTED with this order. It does
 -- not touch the stock: the caller has taken the unit. pay_by is fixed here: now plus the payment timeout.
 -- Returns pay_by (ms, a string).
@@ -32,8 +33,13 @@ local function admit(k, user, order, now, t, from_waitlist)
   if from_waitlist then
     redis.call('HINCRBY', k.meta, 'waitlist_admissions', 1)
   end
-  redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
-    'p', pay_by, 'a', t.amount, 'c', t.currency)
+  if t.trace and t.trace ~= '' then
+    redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
+      'p', pay_by, 'a', t.amount, 'c', t.currency, 'tp', t.trace)
+  else
+    redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
+      'p', pay_by, 'a', t.amount, 'c', t.currency)
+  end
   if redis.call('ZREM', k.wait, user) == 1 or from_waitlist then
     redis.call('HSET', k.waited, user, order)
     if expire then

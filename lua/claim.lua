@@ -30,6 +30,8 @@
 -- ARGV[11] "1" when SOLD_OUT is the final answer; "0" on one segment of a
 --          sale of several, whose other segments may still lend it units:
 --          a SOLD_OUT is then not recorded for the Idempotency-Key
+-- ARGV[12] the claim request's W3C traceparent ('' when not tracing): the
+--          outbox entry carries it, so the saga joins the claim's trace
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
 -- the third element 1 (replayed), and nothing else happens; otherwise the
@@ -117,5 +119,5 @@ redis.call('DECR', KEYS[1])
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[7], wait = KEYS[8], waited = KEYS[9]}
 local pay_by = admit(k, ARGV[1], ARGV[2], now,
-  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10]}, false)
+  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10], trace = ARGV[12]}, false)
 return decide(0, ARGV[2], pay_by)

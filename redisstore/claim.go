@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/tracing"
 )
 
 // scriptOutcomes are the answers of claim.lua and join.lua by their
@@ -163,7 +164,7 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 		res, err = claimScript.Run(ctx, c, keys,
 			userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 			s.limit.Max, s.limit.Window.Milliseconds(),
-			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin).Slice()
+			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin, tracing.TraceParent(ctx)).Slice()
 		if err != nil {
 			return false, fmt.Errorf("claim script: %w", err)
 		}

@@ -51,6 +51,9 @@ func (s *Store) ActiveOutboxes(ctx context.Context) ([]Outbox, error) {
 type OutboxEntry struct {
 	ID   string // the stream entry id
 	Saga seckill.SagaInput
+	// TraceParent is the claim request's span (W3C traceparent), "" when
+	// the claim was not traced or the entry came from the waitlist.
+	TraceParent string
 	// Err is set when the entry is not one claim.lua can have written: it
 	// is acknowledged without a saga, so it does not block the stream.
 	Err error
@@ -221,7 +224,8 @@ func entries(msgs []redis.XMessage) []OutboxEntry {
 	out := make([]OutboxEntry, len(msgs))
 	for i, m := range msgs {
 		in, err := parseEntry(m.Values)
-		out[i] = OutboxEntry{ID: m.ID, Saga: in, Err: err}
+		tp, _ := m.Values["tp"].(string)
+		out[i] = OutboxEntry{ID: m.ID, Saga: in, TraceParent: tp, Err: err}
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	MinReplicas int
 	// ReplicaTimeout bounds the wait for those replicas [500ms].
 	ReplicaTimeout time.Duration
+	// Tracing makes a span of every command and script (go-redis'
+	// OpenTelemetry instrumentation, on the global tracer provider).
+	Tracing bool
 }
 
 // DefaultReplicaTimeout bounds the wait for replicas unless told otherwise.
@@ -112,6 +116,12 @@ func (s *Store) WithReplicas(n int, timeout time.Duration) *Store {
 // It connects on first use.
 func Open(rawURL, prefix string, o Options) (*Store, error) {
 	rdb, topology, err := connect(rawURL, o.PoolSize)
+	if err == nil && o.Tracing {
+		if err = redisotel.InstrumentTracing(rdb, redisotel.WithDBStatement(false)); err != nil {
+			_ = rdb.Close()
+			return nil, fmt.Errorf("trace Redis calls: %w", err)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

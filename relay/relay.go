@@ -23,11 +23,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/tracing"
 )
 
 // DefaultParallel is how many workflow starts one relay keeps in flight
@@ -322,7 +325,16 @@ func (r *Relay) relay(ctx context.Context, o redisstore.Outbox, entries []rediss
 			continue
 		}
 		g.Go(func() error {
-			if err := r.start(gctx, e.Saga); err != nil {
+			sctx := gctx
+			if e.TraceParent != "" {
+				// The claim was traced: its saga's start (and through
+				// Temporal's headers the saga) joins the claim's trace.
+				var span trace.Span
+				sctx, span = tracing.Tracer().Start(tracing.WithTraceParent(gctx, e.TraceParent), "relay: start OrderSaga",
+					trace.WithAttributes(attribute.Int64("seckill.order_id", e.Saga.OrderID), attribute.Int64("seckill.sale_id", e.Saga.SaleID)))
+				defer span.End()
+			}
+			if err := r.start(sctx, e.Saga); err != nil {
 				return err
 			}
 			mu.Lock()

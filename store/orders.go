@@ -42,6 +42,7 @@ type orderRow struct {
 	PaidAt          *time.Time
 	ClosedAt        *time.Time
 	UpdatedAt       time.Time
+	TraceParent     *string
 }
 
 func (orderRow) TableName() string { return "orders" }
@@ -65,6 +66,9 @@ func (r *orderRow) order() *seckill.Order {
 	if r.PaymentIntentID != nil {
 		o.PaidWith = *r.PaymentIntentID
 	}
+	if r.TraceParent != nil {
+		o.TraceParent = *r.TraceParent
+	}
 	return o
 }
 
@@ -77,6 +81,8 @@ type NewOrder struct {
 	// PayBy is the deadline fixed at admission; zero derives it from
 	// CreatedAt and the sale's payment timeout.
 	PayBy time.Time
+	// TraceParent is the saga's span when traced ("" otherwise).
+	TraceParent string
 }
 
 // StartOrder is a saga's first step, in one transaction: it writes the
@@ -104,6 +110,9 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
 		AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
 		CreatedAt: n.CreatedAt.UTC(), UpdatedAt: time.Now().UTC(),
+	}
+	if n.TraceParent != "" {
+		ins.TraceParent = &n.TraceParent
 	}
 	o, err := s.lockedOrder(ctx, n.ID, ins, func(tx *gorm.DB, row *orderRow) error {
 		return lockUnit(tx, row, payBy)

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -31,12 +33,24 @@ type Store struct {
 type Options struct {
 	MaxOpenConns int
 	MaxIdleConns int
+	// Tracing makes a span of every statement (pgx's tracer, otelpgx, on
+	// the global tracer provider), inside the caller's span.
+	Tracing bool
 }
 
 // Open connects to dsn. It does not create or migrate the database; see
 // EnsureDatabase and Migrate.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{
+	dialector := postgres.Open(dsn)
+	if opts.Tracing {
+		pc, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		pc.Tracer = otelpgx.NewTracer()
+		dialector = postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pc)})
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
 		// Every write here is either one statement or an explicit
 		// transaction; gorm's implicit one per Create only adds round trips.
 		SkipDefaultTransaction: true,

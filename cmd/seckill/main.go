@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/tracing"
 )
 
 const usage = `seckill: a flash-sale system on Redis, Postgres and Temporal.
@@ -97,6 +98,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Tracing && (cmd == "api" || cmd == "worker" || cmd == "dev") {
+		// docs/API.md "Tracing": the OTEL_* variables name the collector.
+		shutdown, err := tracing.Setup(ctx, os.Getenv, "seckill-"+cmd)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(sctx)
+		}()
+		cfg.Log = slog.New(tracing.LogHandler(cfg.Log.Handler()))
+	}
 
 	switch cmd {
 	case "dev":
