@@ -12,14 +12,14 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test browser stripe-mock test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
+.PHONY: help dev test browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 dev: services ## run everything in one process: Temporal + UI, worker, relay, API
 	$(GO) run ./cmd/seckill dev
 
-test: services browser stripe-mock vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis, installs Chromium and stripe-mock if needed)
+test: services browser stripe-mock jaeger vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock and Jaeger if needed)
 
 test-fast: ## unit and integration tests, with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
@@ -72,6 +72,9 @@ browser: ## make sure the browser test has a Chromium (installs Debian's chromiu
 
 stripe-mock: ## make sure the Stripe tests have stripe-mock (builds it from the module proxy if missing)
 	@bash scripts/ensure-stripe-mock.sh
+
+jaeger: ## make sure the tracing test has Jaeger's all-in-one (builds it from the module proxy if missing)
+	@bash scripts/ensure-jaeger.sh
 
 services: ## make sure PostgreSQL and Redis answer on loopback
 	@bash scripts/ensure-services.sh
