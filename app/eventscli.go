@@ -9,9 +9,6 @@ import (
 	"io"
 	"time"
 
-	sdkclient "go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
@@ -85,12 +82,9 @@ func EventsCommand(ctx context.Context, cfg Config, args []string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
-		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
-		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
-	})
+	tc, err := dialTemporal(ctx, cfg)
 	if err != nil {
-		return temporalError(cfg.TemporalAddress, err)
+		return err
 	}
 	defer tc.Close()
 	shop := saga.NewShopClient(saga.New(tc, saga.Options{TaskQueue: cfg.TaskQueue}), cfg.EventsRetryFor)

@@ -15,16 +15,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
-	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/tracing"
 )
 
 // jaegerBinary finds the all-in-one `make jaeger` installs.
@@ -110,20 +104,8 @@ func TestTracing_APaidOrderReadBackFromJaeger(t *testing.T) {
 	const service = "seckill-jaeger-test"
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(100*time.Millisecond)),
 		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service))))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(noop.NewTracerProvider())
-		_ = tp.Shutdown(context.Background())
-	})
-
-	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.Tracing = true }})
-	sale := s.createSale(1, time.Minute)
-	r := s.claim(sale, "jaeger-buyer")
-	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
-	orderID := r.json(t)["order_id"].(string)
-	o := s.waitOrder(orderID, "jaeger-buyer", seckill.StatusAwaitingPayment, 30*time.Second)
-	require.Equal(t, http.StatusOK, s.webhook("evt_jaeger", seckill.PaymentSucceeded, orderID, o.AmountCents).status)
-	s.waitOrder(orderID, "jaeger-buyer", seckill.StatusPaid, 30*time.Second)
+	installTracing(t, tp)
+	tracedClaimPaid(t, "jaeger-buyer")
 
 	var found jaegerTrace
 	require.Eventually(t, func() bool {

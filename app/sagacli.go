@@ -48,12 +48,9 @@ func SagasCommand(ctx context.Context, cfg Config, args []string, stdout io.Writ
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("sagas versions: %w\n\n%s", err, SagasUsage)
 	}
-	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
-		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
-		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
-	})
+	tc, err := dialTemporal(ctx, cfg)
 	if err != nil {
-		return temporalError(cfg.TemporalAddress, err)
+		return err
 	}
 	defer tc.Close()
 	counts, err := saga.New(tc, saga.Options{TaskQueue: cfg.TaskQueue}).OpenVersions(ctx)
@@ -100,4 +97,17 @@ func printVersions(w io.Writer, counts []saga.VersionCount, retired int) {
 	} else {
 		fmt.Fprintf(w, "%d open runs of a retired saga version\n", retired)
 	}
+}
+
+// dialTemporal is a command-line tool's Temporal client for cfg; an error
+// names the fix.
+func dialTemporal(ctx context.Context, cfg Config) (sdkclient.Client, error) {
+	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
+		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
+	})
+	if err != nil {
+		return nil, temporalError(cfg.TemporalAddress, err)
+	}
+	return tc, nil
 }

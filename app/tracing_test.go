@@ -3,6 +3,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"strings"
@@ -63,20 +64,8 @@ func (s spanTree) under(child, ancestor tracetest.SpanStub) bool {
 // payment webhook's own trace links to it.
 func TestTracing_OneTracePerOrder(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	tracing.Install(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(noop.NewTracerProvider())
-		_ = tp.Shutdown(t.Context())
-	})
-	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.Tracing = true }})
-	sale := s.createSale(2, time.Minute)
-	r := s.claim(sale, "traced")
-	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
-	orderID := r.json(t)["order_id"].(string)
-	o := s.waitOrder(orderID, "traced", seckill.StatusAwaitingPayment, 30*time.Second)
-	require.Equal(t, http.StatusOK, s.webhook("evt_traced", seckill.PaymentSucceeded, orderID, o.AmountCents).status)
-	s.waitOrder(orderID, "traced", seckill.StatusPaid, 30*time.Second)
+	installTracing(t, sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
+	tracedClaimPaid(t, "traced")
 
 	var tree spanTree
 	require.Eventually(t, func() bool {
@@ -138,4 +127,29 @@ func TestTracing_OneTracePerOrder(t *testing.T) {
 		}
 	}
 	require.True(t, linked, "the webhook's span links to the order's trace")
+}
+
+// installTracing makes tp the process's tracer provider for the test.
+func installTracing(t *testing.T, tp *sdktrace.TracerProvider) {
+	t.Helper()
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		_ = tp.Shutdown(context.Background())
+	})
+}
+
+// tracedClaimPaid runs a system with tracing on, in which user claims a
+// unit and pays for it; it returns the order id.
+func tracedClaimPaid(t *testing.T, user string) string {
+	t.Helper()
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.Tracing = true }})
+	sale := s.createSale(1, time.Minute)
+	r := s.claim(sale, user)
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	orderID := r.json(t)["order_id"].(string)
+	o := s.waitOrder(orderID, user, seckill.StatusAwaitingPayment, 30*time.Second)
+	require.Equal(t, http.StatusOK, s.webhook("evt_"+user, seckill.PaymentSucceeded, orderID, o.AmountCents).status)
+	s.waitOrder(orderID, user, seckill.StatusPaid, 30*time.Second)
+	return orderID
 }
