@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderRequestID carries the request id: taken from the client when it
@@ -22,6 +23,10 @@ func (s *Server) logFor(c *fiber.Ctx) *slog.Logger {
 	}
 	if p := principal(c); p.UserID != "" {
 		l = l.With("userID", p.UserID)
+	}
+	if sc := trace.SpanContextFromContext(c.UserContext()); sc.IsValid() {
+		// The request's span (tracing on): its lines join its trace.
+		l = l.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
 	}
 	return l
 }

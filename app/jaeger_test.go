@@ -105,7 +105,7 @@ func TestTracing_APaidOrderReadBackFromJaeger(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(100*time.Millisecond)),
 		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service))))
 	installTracing(t, tp)
-	tracedClaimPaid(t, "jaeger-buyer")
+	tracedClaimPaid(t, "jaeger-buyer", nil)
 
 	var found jaegerTrace
 	require.Eventually(t, func() bool {

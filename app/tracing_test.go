@@ -4,6 +4,8 @@ package app_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -65,7 +67,8 @@ func (s spanTree) under(child, ancestor tracetest.SpanStub) bool {
 func TestTracing_OneTracePerOrder(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	installTracing(t, sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
-	tracedClaimPaid(t, "traced")
+	logs := &syncBuffer{}
+	tracedClaimPaid(t, "traced", logs)
 
 	var tree spanTree
 	require.Eventually(t, func() bool {
@@ -127,6 +130,16 @@ func TestTracing_OneTracePerOrder(t *testing.T) {
 		}
 	}
 	require.True(t, linked, "the webhook's span links to the order's trace")
+
+	// The API's lines of a traced request carry its trace.
+	var logged bool
+	for _, line := range logs.lines() {
+		if strings.Contains(line, `"msg":"payment event delivered"`) {
+			logged = true
+			require.Regexp(t, `"trace_id":"[0-9a-f]{32}".*"span_id":"[0-9a-f]{16}"`, line)
+		}
+	}
+	require.True(t, logged, "no 'payment event delivered' line in:\n%s", strings.Join(logs.lines(), "\n"))
 }
 
 // installTracing makes tp the process's tracer provider for the test.
@@ -139,11 +152,17 @@ func installTracing(t *testing.T, tp *sdktrace.TracerProvider) {
 	})
 }
 
-// tracedClaimPaid runs a system with tracing on, in which user claims a
-// unit and pays for it; it returns the order id.
-func tracedClaimPaid(t *testing.T, user string) string {
+// tracedClaimPaid runs a system with tracing on (logging as JSON to logs,
+// when given), in which user claims a unit and pays for it; it returns the
+// order id.
+func tracedClaimPaid(t *testing.T, user string, logs io.Writer) string {
 	t.Helper()
-	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.Tracing = true }})
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) {
+		c.Tracing = true
+		if logs != nil {
+			c.Log = slog.New(tracing.LogHandler(slog.NewJSONHandler(logs, nil)))
+		}
+	}})
 	sale := s.createSale(1, time.Minute)
 	r := s.claim(sale, user)
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
