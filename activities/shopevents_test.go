@@ -70,10 +70,7 @@ func TestShopEvents_EachTransitionIsToldAfterItHappened(t *testing.T) {
 	require.NoError(t, err)
 
 	log := &shopLog{failN: 1}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
-	env.RegisterActivity(acts)
+	env, acts := shopActivities(st, rs, log)
 	start := seckill.StartOrderInput{OrderID: 2001, SaleID: sale.ID, UserID: "ann", AdmittedAt: now, PayBy: now.Add(time.Hour)}
 	_, err = env.ExecuteActivity(acts.StartOrder, start)
 	require.ErrorContains(t, err, "temporal unreachable", "the order is written, the shop not told: the step fails")
@@ -97,10 +94,7 @@ func TestSendShopEvent_HeldBehindAKeptEvent(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	log := &shopLog{}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
-	env.RegisterActivity(acts)
+	env, acts := shopActivities(st, rs, log)
 	at := time.Now().UTC()
 	o := &seckill.Order{ID: 3001, SaleID: 1, UserID: "u", Status: seckill.StatusClosed, CreatedAt: at}
 	first, later := seckill.NewShopEvent(o, seckill.ShopOrderAwaitingPayment, at), seckill.NewShopEvent(o, seckill.ShopOrderClosed, at)
@@ -136,10 +130,7 @@ func TestShopEvents_RefundedIsToldWhenEveryRefundSucceeded(t *testing.T) {
 	_, err = st.CloseUnpaid(ctx, 4001, seckill.ClosePaymentTimeout, "", "", now)
 	require.NoError(t, err)
 	log := &shopLog{}
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
-	env.RegisterActivity(acts)
+	env, acts := shopActivities(st, rs, log)
 	refund := func(ev string) seckill.RefundInput {
 		_, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: ev, Type: string(seckill.PaymentSucceeded),
 			OrderID: 4001, PaymentIntentID: "pi_" + ev, AmountCents: 990, Currency: "usd", Outcome: seckill.OutcomeReceived, Payload: []byte(`{}`)})
@@ -156,4 +147,14 @@ func TestShopEvents_RefundedIsToldWhenEveryRefundSucceeded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []seckill.ShopEventType{seckill.ShopOrderRefunded}, log.types())
 	require.Equal(t, &seckill.Refund{Status: seckill.RefundSucceeded, AmountCents: 1980}, log.told[0].Order.Refund)
+}
+
+// shopActivities are the activities telling log of every transition, in
+// the SDK's activity test environment.
+func shopActivities(st *store.Store, rs *redisstore.Store, log *shopLog) (*testsuite.TestActivityEnvironment, *activities.Activities) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
+	env.RegisterActivity(acts)
+	return env, acts
 }

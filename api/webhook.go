@@ -109,8 +109,9 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
+	var order *seckill.Order // read once, for the trace link and the log line
 	if s.cfg.Tracing && orderID != 0 {
-		s.linkOrderTrace(ctx, orderID)
+		order = s.linkOrderTrace(ctx, orderID)
 	}
 
 	handled := ev.Type == seckill.PaymentSucceeded || ev.Type == seckill.PaymentFailed
@@ -148,8 +149,11 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		return seckill.Errorf(seckill.CodeUnavailable, "event recorded; delivery will be retried")
 	}
 	log := s.logFor(c)
-	if o, err := s.cfg.Store.Order(ctx, orderID); err == nil {
-		log = log.With("saleID", o.SaleID, "userID", o.UserID)
+	if order == nil {
+		order, _ = s.cfg.Store.Order(ctx, orderID)
+	}
+	if order != nil {
+		log = log.With("saleID", order.SaleID, "userID", order.UserID)
 	}
 	log.Info("payment event delivered", "eventID", ev.EventID, "type", ev.Type, "orderID", orderID, "outcome", outcome)
 	return c.JSON(fiber.Map{"received": true, "outcome": outcome})
@@ -157,15 +161,20 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 
 // linkOrderTrace links the webhook's span to its order's trace (docs/API.md
 // "Tracing"): the payment is its own request, the order's saga another
-// trace, and an operator following either finds the other. Best effort.
-func (s *Server) linkOrderTrace(ctx context.Context, orderID int64) {
+// trace, and an operator following either finds the other. Best effort;
+// it returns the order it read (nil when none).
+func (s *Server) linkOrderTrace(ctx context.Context, orderID int64) *seckill.Order {
 	o, err := s.cfg.Store.Order(ctx, orderID)
-	if err != nil || o.TraceParent == "" {
-		return
+	if err != nil {
+		return nil
+	}
+	if o.TraceParent == "" {
+		return o
 	}
 	sc := trace.SpanContextFromContext(tracing.WithTraceParent(context.Background(), o.TraceParent))
 	if sc.IsValid() {
 		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc,
 			Attributes: []attribute.KeyValue{attribute.Int64("seckill.order_id", orderID)}})
 	}
+	return o
 }

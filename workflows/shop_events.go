@@ -75,11 +75,8 @@ func ShopEvents(ctx workflow.Context, in seckill.ShopEventsInput) error {
 			if err != nil {
 				continue // cancelled: the check above keeps what came
 			}
-			if !more {
-				take() // a signal that came with the timer
-				if len(queue) == 0 {
-					return nil
-				}
+			if !more && events.Len() == 0 { // idle, and no signal came with the timer
+				return nil
 			}
 			continue
 		}
