@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/tracing"
 	sdkclient "go.temporal.io/sdk/client"
-	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	sdklog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 
@@ -77,7 +77,7 @@ func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 		// Starts and signals carry the caller's span in the workflow's
 		// headers; the worker (built on this client) continues it in the
 		// workflow's and activities' spans.
-		ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+		ti, err := tracing.TemporalInterceptor()
 		if err != nil {
 			d.Close()
 			return nil, err

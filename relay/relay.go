@@ -378,7 +378,7 @@ func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.log.Warn("start order saga", "orderID", in.OrderID, "attempt", attempt, "error", err)
+		r.log.WarnContext(ctx, "start order saga", "orderID", in.OrderID, "attempt", attempt, "error", err)
 		sleep(ctx, backoff(attempt))
 	}
 }

@@ -2,7 +2,8 @@
 // variables (docs/API.md "Tracing") and carries a trace from one process
 // to another where no library does it for seckill: through the outbox
 // entry of an admission, from the claim's request to the relay's start of
-// the order's saga. Unset, nothing is installed: the global tracer
+// the order's saga. It also gives Temporal's tracing interceptor loggers
+// that name the span as the rest of seckill's log lines do. Unset, nothing is installed: the global tracer
 // provider stays OpenTelemetry's no-op one and no library is instrumented,
 // so tracing costs nothing.
 package tracing
@@ -21,6 +22,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/log"
 )
 
 // Enabled reports whether the environment asks for traces: an OTLP
@@ -125,3 +129,27 @@ func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }
+
+// TemporalInterceptor is the Temporal SDK's OpenTelemetry interceptor for
+// a client and the workers built on it: starts and signals carry the
+// caller's span in the workflow's headers, and workflows and activities
+// continue it. Its loggers (workflow.GetLogger, activity.GetLogger) add
+// trace_id and span_id as the rest of seckill's log lines do.
+func TemporalInterceptor() (interceptor.Interceptor, error) {
+	t, err := temporalotel.NewTracer(temporalotel.TracerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return interceptor.NewTracingInterceptor(temporalTracer{t}), nil
+}
+
+type temporalTracer struct{ interceptor.Tracer }
+
+func (t temporalTracer) GetLogger(logger log.Logger, ref interceptor.TracerSpanRef) log.Logger {
+	span, ok := ref.(interface{ SpanContext() trace.SpanContext })
+	if !ok || !span.SpanContext().IsValid() {
+		return logger
+	}
+	sc := span.SpanContext()
+	return log.With(logger, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+}

@@ -4,10 +4,19 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/seckill/seckill/tracing"
 )
@@ -45,4 +54,42 @@ func TestTraceParent_RoundTrip(t *testing.T) {
 	buf.Reset()
 	log.Info("no span")
 	require.NotContains(t, buf.String(), "trace_id")
+}
+
+// An activity's log lines (activity.GetLogger, Temporal's logger) carry the
+// activity's span as trace_id and span_id, as the API's lines do.
+func TestTemporalInterceptor_ActivityLogsCarryTheTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Install(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		_ = tp.Shutdown(context.Background())
+	})
+	ti, err := tracing.TemporalInterceptor()
+	require.NoError(t, err)
+
+	var buf bytes.Buffer
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	env := suite.NewTestActivityEnvironment()
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{ti}})
+	env.RegisterActivityWithOptions(func(ctx context.Context) error {
+		activity.GetLogger(ctx).Info("in an activity")
+		return nil
+	}, activity.RegisterOptions{Name: "Logs"})
+	_, err = env.ExecuteActivity("Logs")
+	require.NoError(t, err)
+
+	spans := exp.GetSpans()
+	require.Len(t, spans, 1, "the activity's span")
+	sc := spans[0].SpanContext
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "in an activity") {
+			line = l
+		}
+	}
+	require.Contains(t, line, `"trace_id":"`+sc.TraceID().String()+`"`, buf.String())
+	require.Contains(t, line, `"span_id":"`+sc.SpanID().String()+`"`)
 }
