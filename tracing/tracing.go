@@ -3,9 +3,9 @@
 // to another where no library does it for seckill: through the outbox
 // entry of an admission, from the claim's request to the relay's start of
 // the order's saga. It also gives Temporal's tracing interceptor loggers
-// that name the span as the rest of seckill's log lines do. Unset, nothing is installed: the global tracer
-// provider stays OpenTelemetry's no-op one and no library is instrumented,
-// so tracing costs nothing.
+// that name the span as the rest of seckill's log lines do. Unset, nothing
+// is installed: the global tracer provider stays OpenTelemetry's no-op one
+// and no library is instrumented, so tracing costs nothing.
 package tracing
 
 import (
