@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/contrib/otelfiber/v2"
@@ -72,6 +73,13 @@ type Config struct {
 	// Payments makes orders' payment objects (POST /orders/{id}/payment);
 	// nil with the dev provider, whose checkout needs none.
 	Payments seckill.PaymentIntents
+	// ShutdownDelay is how long Serve keeps serving after it is asked to
+	// stop, answering /readyz 503 and closing each connection after its
+	// answer, so load balancers send the next requests elsewhere [0].
+	ShutdownDelay time.Duration
+	// ShutdownTimeout bounds how long Serve then waits for the requests
+	// in flight to finish [10s].
+	ShutdownTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -83,8 +91,12 @@ type Server struct {
 	soldOut  *soldOutFlags
 	watchers *orderWatchers
 	funnel   *funnel
-	// closing is closed when Serve begins to shut down, ending the event
-	// streams so the shutdown need not wait for them.
+	// draining is set when Serve is asked to stop: /readyz answers 503
+	// and every answer closes its connection.
+	draining atomic.Bool
+	// closing is closed when Serve stops serving, after the drain delay,
+	// ending the event streams (with a reconnect hint) so the shutdown
+	// need not wait for them.
 	closing chan struct{}
 	// selfURL is this server's own base URL (set by Serve), where the dev
 	// checkout sends its webhooks; http is its client.
@@ -105,6 +117,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.WaitlistMax <= 0 {
 		cfg.WaitlistMax = DefaultWaitlistMax
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -137,6 +152,14 @@ func New(cfg Config) *Server {
 		IdleTimeout: 60 * time.Second,
 	})
 	s.app.Use(recover.New())
+	s.app.Use(func(c *fiber.Ctx) error {
+		if s.draining.Load() {
+			// A keep-alive client reconnects, through its load balancer,
+			// to a server that is staying.
+			c.Context().SetConnectionClose()
+		}
+		return c.Next()
+	})
 	s.app.Use(requestid.New(requestid.Config{Header: HeaderRequestID}))
 	if cfg.Tracing {
 		// One server span per request, continuing a traceparent the
@@ -185,8 +208,11 @@ func NewRegistry() *prometheus.Registry {
 // App exposes the Fiber app (for tests with app.Test, and for mounting).
 func (s *Server) App() *fiber.App { return s.app }
 
-// Serve serves on ln until ctx is done, then shuts down gracefully: no new
-// connections, in-flight requests finish (up to 10 s).
+// Serve serves on ln until ctx is done, then shuts down gracefully: it
+// turns not ready and keeps serving for ShutdownDelay (every answer
+// closing its connection), ends the event streams with a reconnect hint,
+// stops accepting connections and waits up to ShutdownTimeout for the
+// requests in flight.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -204,11 +230,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	began := time.Now()
+	s.draining.Store(true)
+	s.cfg.Log.Info("shutting down: not ready, still serving", "for", s.cfg.ShutdownDelay.String())
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(s.cfg.ShutdownDelay):
+	}
 	close(s.closing)
-	if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil {
+	if err := s.app.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil {
 		return err
 	}
-	return <-errc
+	err := <-errc
+	s.cfg.Log.Info("stopped serving", "after", time.Since(began).Round(time.Millisecond).String())
+	return err
 }
 
 // reqCtx is the request's context with the request deadline.
@@ -219,6 +255,9 @@ func (s *Server) reqCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
+	if s.draining.Load() {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(map[string]string{"api": "shutting down"})
+	}
 	checks := map[string]string{"redis": "ok", "postgres": "ok", "temporal": "ok", "auth": "ok"}
 	ok := true
 	if err := s.cfg.Auth.Ready(); err != nil {

@@ -78,6 +78,10 @@ func (s *Server) streamOrder(w *bufio.Writer, o *seckill.Order, id int64, p auth
 		}
 		select {
 		case <-s.closing:
+			// This server is stopping: the browser reconnects (to one that
+			// stays) within a second, rather than its default few.
+			_, _ = w.WriteString(": server shutting down\nretry: 1000\n\n")
+			_ = w.Flush()
 			return
 		case <-end:
 			return

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/testenv"
 )
 
@@ -38,4 +40,53 @@ func TestServe_StopsEverythingItStarted(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Serve did not return")
 	}
+}
+
+// Asked to stop, Serve first turns not ready and keeps serving for its
+// delay, every answer closing its connection (so keep-alive clients go
+// through their load balancer to a server that stays); then it stops.
+func TestServe_TurnsNotReadyAndDrainsBeforeItStops(t *testing.T) {
+	testenv.NoLeaks(t)
+	r := newClaimRigWith(t, api.Config{ShutdownDelay: 1500 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.srv.Serve(ctx, ln) }()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func(path string) *http.Response {
+		resp, err := client.Get(base + path)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	require.Eventually(t, func() bool {
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 20*time.Millisecond)
+	require.False(t, get("/healthz").Close, "a serving server keeps connections alive")
+
+	asked := time.Now()
+	cancel()
+	require.Eventually(t, func() bool { return get("/readyz").StatusCode == http.StatusServiceUnavailable },
+		time.Second, 10*time.Millisecond, "not ready once asked to stop")
+	during := get("/healthz")
+	require.Equal(t, http.StatusOK, during.StatusCode, "still serving during the delay")
+	require.True(t, during.Close, "each answer during the delay closes its connection")
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, time.Since(asked), 1500*time.Millisecond, "served through the delay")
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	_, err = client.Get(base + "/healthz")
+	require.Error(t, err, "stopped: no longer listening")
 }

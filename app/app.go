@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -67,12 +68,7 @@ func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 		d.Close()
 		return nil, err
 	}
-	topts := sdkclient.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.Namespace,
-		Logger:         sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
-		MetricsHandler: mh,
-	}
+	topts := sdkclient.Options{MetricsHandler: mh}
 	if cfg.Tracing {
 		// Starts and signals carry the caller's span in the workflow's
 		// headers; the worker (built on this client) continues it in the
@@ -84,12 +80,38 @@ func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 		}
 		topts.Interceptors = append(topts.Interceptors, ti)
 	}
-	d.Temporal, err = sdkclient.DialContext(ctx, topts)
+	d.Temporal, err = DialTemporal(ctx, cfg, topts)
 	if err != nil {
 		d.Close()
-		return nil, temporalError(cfg.TemporalAddress, err)
+		return nil, err
 	}
 	return d, nil
+}
+
+// DialTemporal dials cfg's Temporal: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE
+// and, beyond loopback, TEMPORAL_TLS_* and TEMPORAL_API_KEY (README
+// "Temporal beyond loopback"), logging to cfg.Log. Every process and
+// command that talks to Temporal dials here; opts carries the rest
+// (metrics, interceptors). An error names the fix.
+func DialTemporal(ctx context.Context, cfg Config, opts sdkclient.Options) (sdkclient.Client, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tlsCfg, creds, err := cfg.TemporalTLS.client(log.With("component", "temporal"))
+	if err != nil {
+		return nil, err
+	}
+	opts.HostPort, opts.Namespace = cfg.TemporalAddress, cfg.Namespace
+	opts.ConnectionOptions.TLS, opts.Credentials = tlsCfg, creds
+	if opts.Logger == nil {
+		opts.Logger = sdklog.NewStructuredLogger(log.With("component", "temporal"))
+	}
+	c, err := sdkclient.DialContext(ctx, opts)
+	if err != nil {
+		return nil, temporalDialError(cfg, err)
+	}
+	return c, nil
 }
 
 // OpenRedis returns cfg's Redis (any of the three REDIS_URL forms) under
@@ -207,11 +229,17 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools && !cfg.UsesProvider(), Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
 		Payments: intents, Tracing: cfg.Tracing,
+		ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ids.Run(gctx) })
-	g.Go(func() error { return srv.Serve(gctx, ln) })
-	return g.Wait()
+	// The id node stays leased until the last request has its answer: a
+	// node freed while claims are still served could be leased again and
+	// give an order id twice.
+	idsCtx, stopIDs := context.WithCancel(context.WithoutCancel(ctx))
+	idsDone := make(chan error, 1)
+	go func() { idsDone <- ids.Run(idsCtx) }()
+	err = srv.Serve(ctx, ln)
+	stopIDs()
+	return errors.Join(err, <-idsDone)
 }
 
 // RunWorker runs the Temporal worker, the outbox relay and the re-warmer
@@ -244,7 +272,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
 	}
 	acts := activities.New(d.Store, d.Redis, provider, ids, cfg.StockTx, opts...)
-	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities})
+	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
@@ -261,7 +289,19 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	defer w.Stop()
+	// On the way out: the relay stops first (it marks itself gone, so the
+	// other relays take its pending outbox entries at once), then the
+	// worker stops polling and finishes its tasks in flight, and only
+	// then is the id node given up (an activity may still make an order).
+	idsCtx, stopIDs := context.WithCancel(context.WithoutCancel(ctx))
+	idsDone := make(chan error, 1)
+	go func() { idsDone <- ids.Run(idsCtx) }()
+	defer func() { stopIDs(); <-idsDone }()
+	defer func() {
+		began := time.Now()
+		w.Stop()
+		cfg.Log.Info("worker stopped", "after", time.Since(began).Round(time.Millisecond).String())
+	}()
 	host, _ := os.Hostname()
 	// The relay shares this process's client with the worker: with eager
 	// start, the server hands each new saga's first workflow task straight
@@ -278,7 +318,6 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	warmer := warmup.New(d.Store, d.Redis, cfg.RewarmEvery, cfg.Log.With("component", "warmup"))
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ids.Run(gctx) })
 	g.Go(func() error { return r.Run(gctx) })
 	g.Go(func() error { return warmer.Run(gctx) })
 	return g.Wait()

@@ -6,14 +6,21 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
@@ -42,6 +49,11 @@ type Config struct {
 	TaskQueue           string
 	JWTSecret           []byte
 	WebhookSecret       []byte
+
+	// TemporalTLS: TLS and credentials for a Temporal beyond loopback
+	// (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY, TEMPORAL_TLS_CA,
+	// TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY).
+	TemporalTLS TemporalTLS
 
 	// Sign-in through the shop's identity provider (docs/API.md
 	// "Authentication"): OIDCIssuer (SECKILL_OIDC_ISSUER, discovery) or
@@ -100,6 +112,14 @@ type Config struct {
 
 	// WaitlistMax bounds each sale's waitlist (SECKILL_WAITLIST_MAX).
 	WaitlistMax int
+
+	// On SIGTERM the API stays up, not ready, for ShutdownDelay
+	// (SECKILL_SHUTDOWN_DELAY [0s]) so load balancers stop sending it
+	// requests, then waits up to ShutdownTimeout (SECKILL_SHUTDOWN_TIMEOUT
+	// [10s]) for the requests in flight; the worker waits as long for its
+	// activities in flight.
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
 
 	// PaymentProvider is "dev" or "stripe" (SECKILL_PAYMENT_PROVIDER);
 	// with stripe, StripeSecretKey (STRIPE_SECRET_KEY) and StripeAPIBase
@@ -164,6 +184,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		return d
 	}
+	durOrZero := func(key string) time.Duration {
+		v := getenv(key)
+		if v == "" {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s must be a duration like 5s (0s: none), got %q", key, v))
+		}
+		return d
+	}
 	c := Config{
 		HTTPAddr:            str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
 		RedisURL:            str("REDIS_URL", "redis://127.0.0.1:6379/0"),
@@ -200,6 +231,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ReconcileGrace:      dur("SECKILL_RECONCILE_GRACE", reconcile.DefaultGrace),
 		PaymentHold:         dur("SECKILL_PAYMENT_HOLD", delivery.PendingWindow),
 		WaitlistMax:         num("SECKILL_WAITLIST_MAX", api.DefaultWaitlistMax, 1, 100_000_000),
+		ShutdownDelay:       durOrZero("SECKILL_SHUTDOWN_DELAY"),
+		ShutdownTimeout:     dur("SECKILL_SHUTDOWN_TIMEOUT", 10*time.Second),
 		PaymentProvider:     str("SECKILL_PAYMENT_PROVIDER", ProviderDev),
 		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),
 		StripeAPIBase:       getenv("STRIPE_API_BASE"),
@@ -209,6 +242,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("SECKILL_ADMIN_CLAIM: %w", err))
 	}
 	c.AdminClaim = admin
+	c.TemporalTLS = TemporalTLS{
+		CertFile: getenv("TEMPORAL_TLS_CERT"), KeyFile: getenv("TEMPORAL_TLS_KEY"), CAFile: getenv("TEMPORAL_TLS_CA"),
+		ServerName: getenv("TEMPORAL_TLS_SERVER_NAME"), APIKey: strings.TrimSpace(getenv("TEMPORAL_API_KEY")),
+	}
+	errs = append(errs, c.TemporalTLS.check(time.Now())...)
 	errs = append(errs, c.checkSignIn()...)
 	switch {
 	case c.EventsURL != "":
@@ -387,4 +425,184 @@ func LogIDsAsStrings(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, strconv.FormatInt(a.Value.Int64(), 10))
 	}
 	return a
+}
+
+// TemporalTLS is how every process and command reaches a Temporal beyond
+// loopback (README "Temporal beyond loopback"): a self-hosted cluster
+// with mutual TLS, or Temporal Cloud. Any setting turns TLS on; with none
+// the connection is plaintext, as to `seckill dev`'s own server.
+type TemporalTLS struct {
+	// CertFile and KeyFile (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY) are the
+	// client certificate and its private key, PEM; both or neither. They
+	// are read again at each TLS handshake, so a renewed certificate
+	// (cert-manager) is used from the next connection on.
+	CertFile string
+	KeyFile  string
+	// CAFile (TEMPORAL_TLS_CA) holds the CA certificates, PEM, the
+	// server's certificate is verified with [the system's roots].
+	CAFile string
+	// ServerName (TEMPORAL_TLS_SERVER_NAME) is the name the server's
+	// certificate must carry [TEMPORAL_ADDRESS's host].
+	ServerName string
+	// APIKey (TEMPORAL_API_KEY), a Temporal Cloud API key, is sent as
+	// "authorization: Bearer" with every call.
+	APIKey string
+}
+
+// Enabled reports whether the connection to Temporal is TLS.
+func (t TemporalTLS) Enabled() bool { return t != TemporalTLS{} }
+
+// check returns an error, naming the setting, for each setting that
+// cannot work at now.
+func (t TemporalTLS) check(now time.Time) []error {
+	var errs []error
+	switch {
+	case t.KeyFile != "" && t.CertFile == "":
+		errs = append(errs, errors.New("TEMPORAL_TLS_KEY is set but TEMPORAL_TLS_CERT is not: set both to the client certificate's PEM files, or neither"))
+	case t.CertFile != "" && t.KeyFile == "":
+		errs = append(errs, errors.New("TEMPORAL_TLS_CERT is set but TEMPORAL_TLS_KEY is not: set both to the client certificate's PEM files, or neither"))
+	case t.CertFile != "":
+		if cert, err := loadClientCert(t.CertFile, t.KeyFile); err != nil {
+			errs = append(errs, err)
+		} else if now.After(cert.Leaf.NotAfter) {
+			errs = append(errs, fmt.Errorf("TEMPORAL_TLS_CERT: the certificate in %s expired at %s: renew it", t.CertFile, cert.Leaf.NotAfter.UTC().Format(time.RFC3339)))
+		}
+	}
+	if t.CAFile != "" {
+		if _, err := loadCAs(t.CAFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if strings.ContainsAny(t.APIKey, " \t\r\n") {
+		errs = append(errs, errors.New("TEMPORAL_API_KEY has white space inside it: set it to the API key alone"))
+	}
+	return errs
+}
+
+// client is the TLS configuration and the credentials of the connection
+// to Temporal: nil, nil for plaintext. log is told when a renewed client
+// certificate cannot be read and the one before is kept.
+func (t TemporalTLS) client(log *slog.Logger) (*tls.Config, sdkclient.Credentials, error) {
+	if !t.Enabled() {
+		return nil, nil, nil
+	}
+	if errs := t.check(time.Now()); len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CAFile != "" {
+		pool, err := loadCAs(t.CAFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		r := &certReloader{certFile: t.CertFile, keyFile: t.KeyFile, log: log}
+		if _, err := r.get(nil); err != nil {
+			return nil, nil, err
+		}
+		tc.GetClientCertificate = r.get
+	}
+	var creds sdkclient.Credentials
+	if t.APIKey != "" {
+		creds = sdkclient.NewAPIKeyStaticCredentials(t.APIKey)
+	}
+	return tc, creds, nil
+}
+
+// certReloader reads the client certificate at each TLS handshake, and
+// keeps the last one read when the files cannot be read (a renewal half
+// written).
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+	mu                sync.Mutex
+	last              *tls.Certificate
+}
+
+func (r *certReloader) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	cert, err := loadClientCert(r.certFile, r.keyFile)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if r.last == nil {
+			return nil, err
+		}
+		if r.log != nil {
+			r.log.Warn("cannot read the Temporal client certificate again: the one read before is presented", "err", err)
+		}
+		return r.last, nil
+	}
+	r.last = cert
+	return cert, nil
+}
+
+// loadClientCert reads TEMPORAL_TLS_CERT's certificate and
+// TEMPORAL_TLS_KEY's key; an error names the setting at fault.
+func loadClientCert(certFile, keyFile string) (*tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_TLS_CERT: %w", err)
+	}
+	leaf, err := parseCerts(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_TLS_CERT: %s %w", certFile, err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_TLS_KEY: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		// The certificate parsed above: what fails is the key.
+		if strings.Contains(err.Error(), "does not match") {
+			return nil, fmt.Errorf("TEMPORAL_TLS_KEY: %s is not the private key of the certificate in TEMPORAL_TLS_CERT (%s)", keyFile, certFile)
+		}
+		return nil, fmt.Errorf("TEMPORAL_TLS_KEY: %s holds no usable PEM private key (%s)", keyFile, strings.TrimPrefix(err.Error(), "tls: "))
+	}
+	cert.Leaf = leaf[0]
+	return &cert, nil
+}
+
+// loadCAs reads TEMPORAL_TLS_CA's certificates.
+func loadCAs(file string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_TLS_CA: %w", err)
+	}
+	certs, err := parseCerts(data)
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_TLS_CA: %s %w", file, err)
+	}
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}
+
+// parseCerts returns the PEM certificates in data: at least one, each
+// parsable; an error completes "FILE ...".
+func parseCerts(data []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("holds a certificate that does not parse: %w", err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, errors.New("holds no PEM certificate")
+	}
+	return certs, nil
 }

@@ -27,6 +27,9 @@ type Options struct {
 	MaxConcurrentActivities int
 	// MaxConcurrentWorkflowTasks bounds workflow tasks running at once.
 	MaxConcurrentWorkflowTasks int
+	// StopTimeout is how long Stop waits for the activities in flight
+	// before it cancels them (their retries then run on another worker).
+	StopTimeout time.Duration
 }
 
 // New returns a worker on taskQueue with the OrderSaga and acts registered.
@@ -51,6 +54,7 @@ func SDKOptions(opts Options) worker.Options {
 		// A panicking saga is a bug: fail its task (it retries after a
 		// deploy) rather than the workflow, so no order is abandoned.
 		WorkflowPanicPolicy: worker.BlockWorkflow,
+		WorkerStopTimeout:   opts.StopTimeout,
 	}
 }
 
