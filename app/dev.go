@@ -176,6 +176,12 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 		return err
 	}
 	if cfg.TemporalAddress == "" {
+		// Its own server is on loopback, without TLS: settings for a
+		// Temporal beyond loopback (like TEMPORAL_ADDRESS) are not its.
+		if cfg.TemporalTLS.Enabled() {
+			cfg.Log.Warn("seckill dev runs its own Temporal server on loopback, without TLS: TEMPORAL_TLS_* and TEMPORAL_API_KEY are ignored")
+			cfg.TemporalTLS = TemporalTLS{}
+		}
 		done := step("starting the embedded Temporal server and its Web UI (" + temporalStoreName(cfg, opts) + ")")
 		ts, err := StartDevServer(cfg, opts)
 		if err != nil {

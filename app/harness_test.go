@@ -110,7 +110,10 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 			t.Error("seckill dev did not stop within 60s")
 		}
 	})
-	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: s.info.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
+	// As the system dials it (over TLS when the test's Temporal asks).
+	tcfg := cfg
+	tcfg.TemporalAddress = s.info.TemporalAddress
+	s.temporal, err = app.DialTemporal(context.Background(), tcfg, sdkclient.Options{Logger: nopLogger{}})
 	require.NoError(t, err)
 	t.Cleanup(s.temporal.Close)
 	return s

@@ -7,14 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	sdkclient "go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/saga"
@@ -148,16 +146,8 @@ func WaitOrder(ctx context.Context, cfg Config, apiURL string, id int64, want se
 			}
 			// Decided: wait for the saga to finish what the decision does.
 			if sagas == nil {
-				log := cfg.Log
-				if log == nil {
-					log = slog.New(slog.DiscardHandler)
-				}
-				tc, err = sdkclient.DialContext(ctx, sdkclient.Options{
-					HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
-					Logger: sdklog.NewStructuredLogger(log.With("component", "temporal")),
-				})
-				if err != nil {
-					return o.line(id), temporalError(cfg.TemporalAddress, err)
+				if tc, err = DialTemporal(ctx, cfg, sdkclient.Options{}); err != nil {
+					return o.line(id), err
 				}
 				sagas = saga.New(tc, saga.Options{TaskQueue: cfg.TaskQueue})
 			}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	sdkclient "go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/saga"
@@ -102,12 +101,5 @@ func printVersions(w io.Writer, counts []saga.VersionCount, retired int) {
 // dialTemporal is a command-line tool's Temporal client for cfg; an error
 // names the fix.
 func dialTemporal(ctx context.Context, cfg Config) (sdkclient.Client, error) {
-	tc, err := sdkclient.DialContext(ctx, sdkclient.Options{
-		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
-		Logger: sdklog.NewStructuredLogger(cfg.Log.With("component", "temporal")),
-	})
-	if err != nil {
-		return nil, temporalError(cfg.TemporalAddress, err)
-	}
-	return tc, nil
+	return DialTemporal(ctx, cfg, sdkclient.Options{})
 }

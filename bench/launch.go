@@ -80,6 +80,8 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 	cfg.RedisPrefix = "seckill-bench-" + runID
 	temporalPort, uiPort, apiPort := proc.FreePort(), proc.FreePort(), proc.FreePort()
 	cfg.TemporalAddress = "127.0.0.1:" + strconv.Itoa(temporalPort)
+	// The launched Temporal is a dev server on loopback, without TLS.
+	cfg.TemporalTLS = app.TemporalTLS{}
 	cfg.HTTPAddr = "127.0.0.1:" + strconv.Itoa(apiPort)
 	cfg.JWTSecret, cfg.WebhookSecret = []byte(secret()), []byte("whsec_"+secret())
 
@@ -89,6 +91,7 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 		"SECKILL_REDIS_PREFIX=" + cfg.RedisPrefix,
 		"TEMPORAL_ADDRESS=" + cfg.TemporalAddress,
 		"TEMPORAL_NAMESPACE=" + cfg.Namespace,
+		"TEMPORAL_TLS_CERT=", "TEMPORAL_TLS_KEY=", "TEMPORAL_TLS_CA=", "TEMPORAL_TLS_SERVER_NAME=", "TEMPORAL_API_KEY=",
 		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
 		"SECKILL_DEV_UI_PORT=" + strconv.Itoa(uiPort),
 		"SECKILL_HTTP_ADDR=" + cfg.HTTPAddr,

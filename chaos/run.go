@@ -138,6 +138,8 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		"REDIS_URL=" + apiRedisURL,
 		"DATABASE_URL=postgres://postgres@" + pgVia + "/" + dbName + "?sslmode=disable",
 		"TEMPORAL_ADDRESS=127.0.0.1:" + strconv.Itoa(temporalPort),
+		// The dev server on loopback: no TLS, whatever the shell says.
+		"TEMPORAL_TLS_CERT=", "TEMPORAL_TLS_KEY=", "TEMPORAL_TLS_CA=", "TEMPORAL_TLS_SERVER_NAME=", "TEMPORAL_API_KEY=",
 		"SECKILL_DEV_TEMPORAL_PORT=" + strconv.Itoa(temporalPort),
 		"SECKILL_DEV_UI_PORT=" + strconv.Itoa(uiPort),
 		"SECKILL_HTTP_ADDR=127.0.0.1:" + strconv.Itoa(apiPort),

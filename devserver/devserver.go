@@ -3,12 +3,15 @@
 // integration tests. Its state lives in PostgreSQL (databases of its own,
 // DefaultShards history shards), in an SQLite file, or in memory.
 //
-// It is a development server: no TLS, no auth, every port on loopback.
+// It is a development server: no TLS (but in tests), no auth, every port
+// on loopback.
 // Production runs a real Temporal cluster (see docker-compose.yml).
 package devserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -35,6 +38,7 @@ import (
 	"go.temporal.io/server/temporal"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -86,6 +90,79 @@ type Config struct {
 	// PProfPort serves Go's pprof on this loopback port (0: off), to
 	// profile the server under load.
 	PProfPort int
+	// TLS, when set, serves the frontend over TLS (with client
+	// certificates when TLS.ClientCAFile is set): the tests of seckill
+	// against a Temporal beyond loopback. `seckill dev` and `seckill
+	// devserver` never set it.
+	TLS *TLS
+	// FrontendInterceptors see every call the frontend serves, after
+	// Temporal's own interceptors (tests).
+	FrontendInterceptors []grpc.UnaryServerInterceptor
+}
+
+// TLS is the frontend's TLS. The server's own clients (its system
+// worker, Start's readiness checks, the Web UI) dial the frontend over it
+// too: they verify its certificate with RootCAFile and ServerName and,
+// when the frontend asks for one, present ClientCertFile.
+type TLS struct {
+	// CertFile and KeyFile are the frontend's certificate and key (PEM).
+	CertFile, KeyFile string
+	// ClientCAFile, when set, makes the frontend require a client
+	// certificate that this CA signed (mutual TLS).
+	ClientCAFile string
+	// RootCAFile is the CA of CertFile; ServerName a name in CertFile.
+	RootCAFile, ServerName string
+	// ClientCertFile and ClientKeyFile are the certificate the server's
+	// own clients present (required with ClientCAFile).
+	ClientCertFile, ClientKeyFile string
+}
+
+// root is t as the server's TLS settings.
+func (t *TLS) root() config.RootTLS {
+	if t == nil {
+		return config.RootTLS{}
+	}
+	server := config.ServerTLS{CertFile: t.CertFile, KeyFile: t.KeyFile}
+	if t.ClientCAFile != "" {
+		server.ClientCAFiles, server.RequireClientAuth = []string{t.ClientCAFile}, true
+	}
+	client := config.ClientTLS{ServerName: t.ServerName, ForceTLS: true}
+	if t.RootCAFile != "" {
+		client.RootCAFiles = []string{t.RootCAFile}
+	}
+	return config.RootTLS{
+		Frontend: config.GroupTLS{Server: server, Client: client},
+		// The system worker (the SDK clients of the server's own
+		// workflows) is a client of the frontend like any other.
+		SystemWorker: config.WorkerTLS{CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, Client: client},
+	}
+}
+
+// client is the TLS configuration of Start's own clients, nil without
+// TLS.
+func (t *TLS) client() (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
+	if t.RootCAFile != "" {
+		ca, err := os.ReadFile(t.RootCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("devserver TLS: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("devserver TLS: no certificate in %s", t.RootCAFile)
+		}
+	}
+	if t.ClientCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("devserver TLS: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // Server is a running embedded Temporal server.
@@ -163,6 +240,10 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 
+	clientTLS, err := cfg.TLS.client()
+	if err != nil {
+		return nil, err
+	}
 	address := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	service := func(grpcPort, membershipPort int) config.Service {
 		return config.Service{RPC: config.RPC{
@@ -174,6 +255,7 @@ func Start(cfg Config) (*Server, error) {
 	serverCfg := &config.Config{
 		Global: config.Global{
 			PProf:      config.PProf{Port: cfg.PProfPort, Host: cfg.Host},
+			TLS:        cfg.TLS.root(),
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: cfg.Host},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				ListenAddress: net.JoinHostPort(cfg.Host, strconv.Itoa(ports[2])),
@@ -221,6 +303,7 @@ func Start(cfg Config) (*Server, error) {
 		temporal.WithConfig(serverCfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(logger),
+		temporal.WithChainedFrontendGrpcInterceptors(cfg.FrontendInterceptors...),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
 			// New search attributes are visible at once, not after a cache
 			// refresh, so a freshly started dev server is usable at once.
@@ -241,7 +324,7 @@ func Start(cfg Config) (*Server, error) {
 	// Unavailable "Frontend is not healthy yet", and logs each refusal at
 	// error level ("service failures"): no client of ours dials it before
 	// then.
-	if err := waitFrontend(address, 2*time.Minute); err != nil {
+	if err := waitFrontend(address, clientTLS, 2*time.Minute); err != nil {
 		_ = srv.Stop()
 		return nil, err
 	}
@@ -249,7 +332,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Postgres != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := registerNamespaces(ctx, address, append([]string{cfg.Namespace}, cfg.ExtraNamespaces...), cfg.SearchAttributes); err != nil {
+		if err := registerNamespaces(ctx, address, clientTLS, append([]string{cfg.Namespace}, cfg.ExtraNamespaces...), cfg.SearchAttributes); err != nil {
 			_ = srv.Stop()
 			return nil, err
 		}
@@ -320,6 +403,9 @@ func (s *Server) startUI(cfg Config, address string) (*Server, error) {
 			HideLogs:            true,
 			DisableNewsFetch:    true,
 			CORS:                uiconfig.CORS{CookieInsecure: true},
+		}
+		if t := cfg.TLS; t != nil {
+			uiCfg.TLS = uiconfig.TLS{CaFile: t.RootCAFile, CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, ServerName: t.ServerName, EnableHostVerification: true}
 		}
 		s.ui = uiserver.NewServer(uioptions.WithConfigProvider(uiCfg))
 		s.uiDone = make(chan struct{})
@@ -548,8 +634,12 @@ func waitHTTP(url string, timeout time.Duration) error {
 // waitFrontend waits until the frontend at address reports its
 // WorkflowService SERVING on gRPC's health service, which it does as it
 // starts accepting calls.
-func waitFrontend(address string, timeout time.Duration) error {
-	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func waitFrontend(address string, tlsCfg *tls.Config, timeout time.Duration) error {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return fmt.Errorf("dial the embedded server: %w", err)
 	}

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -134,8 +135,8 @@ func (p *Postgres) setup(ctx context.Context, logger log.Logger) error {
 // frontend, with seckill's search attributes, and waits until a workflow
 // can be started in it: the SQLite store's CreateNamespaces has no
 // PostgreSQL counterpart.
-func registerNamespaces(ctx context.Context, address string, namespaces []string, attrs map[string]enumspb.IndexedValueType) error {
-	c, err := sdkclient.DialContext(ctx, sdkclient.Options{HostPort: address, Logger: quietLogger{}})
+func registerNamespaces(ctx context.Context, address string, tlsCfg *tls.Config, namespaces []string, attrs map[string]enumspb.IndexedValueType) error {
+	c, err := sdkclient.DialContext(ctx, sdkclient.Options{HostPort: address, Logger: quietLogger{}, ConnectionOptions: sdkclient.ConnectionOptions{TLS: tlsCfg}})
 	if err != nil {
 		return fmt.Errorf("dial the embedded server: %w", err)
 	}
