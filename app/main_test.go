@@ -67,7 +67,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	// No Stop: the process ends here, and with it the server.
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
 }
 
 func namespaceName(i int) string { return fmt.Sprintf("test-%02d", i) }
