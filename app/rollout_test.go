@@ -196,7 +196,12 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	slices.Sort(waits)
 	t.Logf("admission to payable, %d orders: median %s, max %s", len(waits),
 		waits[len(waits)/2].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond))
-	require.Less(t, waits[len(waits)-1], claimIdle/2, "an admission waited for the idle takeover, not the handover")
+	// Two ways to lose an admission for a while, both far above the
+	// handover's fraction of a second: entries left for the idle takeover
+	// (claimIdle), or a start cut off after its workflow was made, whose
+	// first task then waits out Temporal's 10 s workflow task timeout
+	// (seen at 12.7 s before the relay let its starts in flight finish).
+	require.Less(t, waits[len(waits)-1], 8*time.Second, "an admission waited for a timeout, not the handover")
 	s.requireAudit(sale)
 }
 
