@@ -64,7 +64,10 @@ func Setup(ctx context.Context, getenv func(string) string, service string) (fun
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
 	res, err := resource.Merge(resource.Default(),
-		resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service)))
+		// Schemaless: the SDK's default resource carries the SDK's own
+		// semantic-conventions schema, and merging two different schema
+		// URLs is an error.
+		resource.NewSchemaless(semconv.ServiceName(service)))
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
@@ -92,4 +94,27 @@ func TestTemporalInterceptor_ActivityLogsCarryTheTrace(t *testing.T) {
 	}
 	require.Contains(t, line, `"trace_id":"`+sc.TraceID().String()+`"`, buf.String())
 	require.Contains(t, line, `"span_id":"`+sc.SpanID().String()+`"`)
+}
+
+// Setup builds a working tracer provider from the OTEL_* variables (no
+// collector needs to answer: the exporter connects when it exports).
+// It once failed on every start, merging two schema URLs.
+func TestSetup_FromTheEnvironment(t *testing.T) {
+	for _, protocol := range []string{"", "http/protobuf", "grpc"} {
+		t.Run("protocol="+protocol, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+			t.Setenv("OTEL_SERVICE_NAME", "")
+			shutdown, err := tracing.Setup(context.Background(), os.Getenv, "seckill-test")
+			require.NoError(t, err)
+			t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_ = shutdown(ctx) // nothing listens: the flush may fail, the stop must return
+		})
+	}
+	_, err := tracing.Setup(context.Background(), func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}[k]
+	}, "seckill-test")
+	require.ErrorContains(t, err, "http/protobuf or grpc")
 }
