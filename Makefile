@@ -12,14 +12,14 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak
+.PHONY: help dev test browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 dev: services ## run everything in one process: Temporal + UI, worker, relay, API
 	$(GO) run ./cmd/seckill dev
 
-test: services browser stripe-mock jaeger vet test-fast test-e2e ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock and Jaeger if needed)
+test: services browser stripe-mock jaeger helm promtool vet test-fast test-e2e test-chart test-alerts ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
 
 test-fast: ## unit and integration tests, with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
@@ -78,3 +78,18 @@ jaeger: ## make sure the tracing test has Jaeger's all-in-one (builds it from th
 
 services: ## make sure PostgreSQL and Redis answer on loopback
 	@bash scripts/ensure-services.sh
+
+helm: ## make sure the chart check has Helm (builds v3.22.0 from the module proxy if missing)
+	@bash scripts/ensure-helm.sh
+
+test-chart: helm ## the Helm chart (deploy/helm/seckill): helm lint, helm template, every manifest decoded strictly into the Kubernetes types
+	cd deploy/helm/chartcheck && $(GO) test -count=1 ./...
+
+promtool: ## make sure the alerting rules' tests have promtool (builds it from the module proxy if missing)
+	@bash scripts/ensure-promtool.sh
+
+# promtool: SECKILL_PROMTOOL, or the one on the PATH, or the one ensure-promtool built.
+PROMTOOL = $${SECKILL_PROMTOOL:-$$(command -v promtool || echo "$$($(GO) env GOPATH)/bin/promtool")}
+test-alerts: promtool ## the alerting rules (deploy/prometheus/alerts.yml): promtool check rules, then their unit tests (alerts_test.yml)
+	@$(PROMTOOL) check rules deploy/prometheus/alerts.yml
+	@$(PROMTOOL) test rules deploy/prometheus/alerts_test.yml

@@ -6,6 +6,7 @@ type metrics struct {
 	claims       *prometheus.CounterVec
 	claimSeconds prometheus.Histogram
 	webhooks     *prometheus.CounterVec
+	signalErrors prometheus.Counter
 	streams      prometheus.Gauge
 	joins        *prometheus.CounterVec
 }
@@ -23,6 +24,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_payment_events_total", Help: "Payment webhook events, by outcome.",
 		}, []string{"outcome"}),
+		signalErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_payment_signal_errors_total",
+			Help: "Payment events the webhook could not hand to Temporal (the signal to the order's saga, or the start of its refund); each stays recorded, is answered 503 and is tried again.",
+		}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_order_streams", Help: "Open order event streams (GET /orders/{id}/events).",
 		}),
@@ -30,6 +35,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "seckill_waitlist_joins_total", Help: "Waitlist joins answered, by status or error code.",
 		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks, m.streams, m.joins)
+	reg.MustRegister(m.claims, m.claimSeconds, m.webhooks, m.signalErrors, m.streams, m.joins)
 	return m
 }

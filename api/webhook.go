@@ -143,6 +143,9 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		return c.JSON(fiber.Map{"received": true, "outcome": outcome})
 	}
 	if err != nil {
+		if errors.Is(err, seckill.ErrTemporal) {
+			s.metrics.signalErrors.Inc()
+		}
 		s.logFor(c).Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
 		// Recorded, not delivered: the provider retries, and the retry
 		// delivers (delivered_at is still empty).

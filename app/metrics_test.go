@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/opsmetrics"
 )
 
 // metricNames scrapes /metrics and returns the names of the series there.
@@ -118,7 +119,19 @@ func TestMetrics_EverySeriesTheDashboardDraws(t *testing.T) {
 		return len(missing) == 0
 	}, 30*time.Second, 500*time.Millisecond, "series the dashboard draws but /metrics lacks: %v", &missing)
 
+	// And every series the alerts read (deploy/prometheus/alerts.yml; `up`
+	// is Prometheus' own), the worker's health gauges each read fine.
+	rules, err := os.ReadFile("../deploy/prometheus/alerts.yml")
+	require.NoError(t, err)
 	names := s.metricNames()
+	for _, n := range regexp.MustCompile(`\bseckill_[a-z_]+`).FindAllString(string(rules), -1) {
+		require.True(t, names[n], "alerts.yml reads %s, which /metrics lacks", n)
+	}
+	body := string(s.mustDo("GET", "/metrics", "", nil).body)
+	for _, check := range opsmetrics.Checks {
+		require.Contains(t, body, `seckill_health_scrape_ok{check="`+check+`"} 1`)
+	}
+
 	var temporal []string
 	for n := range names {
 		if strings.HasPrefix(n, "temporal_") {

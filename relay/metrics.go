@@ -9,12 +9,15 @@ import (
 
 // metrics are the relay's Prometheus metrics; nil until Register.
 type metrics struct {
-	started prometheus.Counter
-	lag     prometheus.Histogram
+	started  prometheus.Counter
+	failures prometheus.Counter
+	lag      prometheus.Histogram
 }
 
 // Register adds the relay's metrics to reg:
 //   - seckill_relay_started_total: sagas started (or found started);
+//   - seckill_relay_start_errors_total: workflow starts that failed (each
+//     is retried with the same workflow ID);
 //   - seckill_relay_lag_seconds: from admission to the saga's start;
 //   - seckill_relay_backlog: outbox entries not yet relayed, over the sales
 //     being relayed, read from Redis at each scrape.
@@ -22,6 +25,10 @@ func (r *Relay) Register(reg prometheus.Registerer) error {
 	m := &metrics{
 		started: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_relay_started_total", Help: "Order sagas the relay started (or found already started).",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_relay_start_errors_total",
+			Help: "Workflow starts of order sagas that failed (Temporal unreachable, refusing or timing out); each is retried with the same workflow ID.",
 		}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_relay_lag_seconds",
@@ -32,7 +39,7 @@ func (r *Relay) Register(reg prometheus.Registerer) error {
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "seckill_relay_backlog", Help: "Admitted claims in the Redis outboxes whose saga has not been started yet.",
 	}, r.backlog)
-	for _, c := range []prometheus.Collector{m.started, m.lag, backlog} {
+	for _, c := range []prometheus.Collector{m.started, m.failures, m.lag, backlog} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -63,4 +70,11 @@ func (m *metrics) observeStart(admittedAt time.Time) {
 	}
 	m.started.Inc()
 	m.lag.Observe(time.Since(admittedAt).Seconds())
+}
+
+func (m *metrics) startFailed() {
+	if m == nil {
+		return
+	}
+	m.failures.Inc()
 }

@@ -368,7 +368,11 @@ func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// A start in flight when the relay is asked to stop is let finish:
+		// cut off, the workflow may exist with its first task eagerly
+		// handed to a worker that never hears of it, so the saga would wait
+		// for the task's timeout. No new attempt follows a stop.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := r.sagas.Start(sctx, in)
 		cancel()
 		if err == nil {
@@ -378,6 +382,7 @@ func (r *Relay) start(ctx context.Context, in seckill.SagaInput) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		r.metrics.startFailed()
 		r.log.WarnContext(ctx, "start order saga", "orderID", in.OrderID, "attempt", attempt, "error", err)
 		sleep(ctx, backoff(attempt))
 	}

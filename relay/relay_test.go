@@ -91,3 +91,75 @@ func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
 		require.Positive(t, st.started[id], "and was retried")
 	}
 }
+
+// blockingStarter holds every start until released, and records whether
+// the start's context was cut off while it waited.
+type blockingStarter struct {
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	cut     int
+	done    int
+}
+
+func (s *blockingStarter) Start(ctx context.Context, _ seckill.SagaInput) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		s.mu.Lock()
+		s.cut++
+		s.mu.Unlock()
+		return ctx.Err()
+	case <-s.release:
+	}
+	s.mu.Lock()
+	s.done++
+	s.mu.Unlock()
+	return nil
+}
+
+// A relay asked to stop lets the starts it has in flight finish and
+// acknowledges them: a start cut off may have made the workflow and
+// handed its first task (eager start) to a worker that never learns of
+// it, so the saga would wait for the task's timeout on another worker.
+func TestRelay_StopLetsTheStartsInFlightFinish(t *testing.T) {
+	testenv.NoLeaks(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	const saleID = 8
+	now := time.Now()
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	require.NoError(t, err)
+	res, err := rs.Claim(ctx, saleID, "u1", 1, "", redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"})
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+
+	st := &blockingStarter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	r := relay.New(rs, st, relay.Config{Consumer: "relay-stopping", Block: 50 * time.Millisecond, Refresh: 50 * time.Millisecond},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(rctx) }()
+	select {
+	case <-st.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay never started the saga")
+	}
+	stop()
+	time.Sleep(100 * time.Millisecond)
+	close(st.release)
+	select {
+	case err := <-ran:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	require.Zero(t, st.cut, "the start in flight was cut off")
+	require.Equal(t, 1, st.done)
+	backlog, err := rs.OutboxBacklog(ctx, []int64{saleID})
+	require.NoError(t, err)
+	require.Zero(t, backlog, "the finished start was acknowledged")
+}

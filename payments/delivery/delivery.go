@@ -90,7 +90,7 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 	case err == nil:
 		return seckill.OutcomeDelivered, d.Store.MarkDelivered(ctx, ev.EventID)
 	case !errors.Is(err, saga.ErrNoSaga):
-		return "", err
+		return "", temporalError{err}
 	}
 	o, err := d.Store.Order(ctx, orderID)
 	if err == nil && o.Status.Terminal() {
@@ -148,13 +148,19 @@ func (d *Deliverer) Deliver(ctx context.Context, ev seckill.PaymentEvent, orderI
 			in.SaleID, in.UserID = o.SaleID, o.UserID
 		}
 		if err := d.Sagas.StartRefund(ctx, in); err != nil {
-			return "", err
+			return "", temporalError{err}
 		}
 	}
 	d.Log.Warn("payment event for an order whose saga has ended", "eventID", ev.EventID,
 		"orderID", strconv.FormatInt(orderID, 10), "outcome", outcome)
 	return outcome, d.Store.SetPaymentOutcome(ctx, ev.EventID, outcome, true)
 }
+
+// temporalError is an error of Temporal's: it is seckill.ErrTemporal
+// too (the webhook counts those), with its own message.
+type temporalError struct{ error }
+
+func (e temporalError) Unwrap() []error { return []error{e.error, seckill.ErrTemporal} }
 
 // OrdersAge is how old an order id may be and still be taken for one
 // seckill minted, when no row of it exists: a sale's orders are admitted

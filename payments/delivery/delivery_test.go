@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -123,4 +124,58 @@ func TestDeliver_RefundsAPaymentForAnOrderThatCanNeverBe(t *testing.T) {
 	require.Equal(t, seckill.OutcomeDuplicate, deliver("evt_ann_twice", "pi_ann_2", 1001), "a second payment")
 	require.Len(t, temporal.refunded, 2)
 	require.Equal(t, "evt_ann_twice", temporal.refunded[1].EventID)
+}
+
+// failingSagas is Temporal unreachable: every signal and start fails.
+type failingSagas struct{}
+
+func (failingSagas) Pay(context.Context, int64, seckill.PaymentEvent) error {
+	return errors.New("connection refused")
+}
+
+func (failingSagas) StartRefund(context.Context, seckill.RefundInput) error {
+	return errors.New("connection refused")
+}
+
+// A signal or a refund's start that Temporal refuses is seckill.ErrTemporal
+// (the webhook counts those), with its own message; a database error is
+// not.
+func TestDeliver_MarksTemporalErrors(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	d := &delivery.Deliverer{Store: st, Redis: rs, Sagas: failingSagas{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ev := seckill.PaymentEvent{EventID: "evt_1", Type: seckill.PaymentSucceeded, PaymentIntentID: "pi_1", AmountCents: 990, Currency: "usd"}
+	_, err := d.Deliver(ctx, ev, 1001)
+	require.ErrorIs(t, err, seckill.ErrTemporal)
+	require.Equal(t, "connection refused", err.Error())
+
+	// The saga is gone and the order CLOSED: the refund's start fails.
+	sale := testenv.OpenSale(t, st, 5)
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1002, SaleID: sale.ID, UserID: "ann", CreatedAt: time.Now()})
+	require.NoError(t, err)
+	_, err = st.CloseUnpaid(ctx, 1002, seckill.ClosePaymentTimeout, "", "", time.Now())
+	require.NoError(t, err)
+	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_2", Type: string(seckill.PaymentSucceeded), OrderID: 1002,
+		PaymentIntentID: "pi_2", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+	require.NoError(t, err)
+	gone := &delivery.Deliverer{Store: st, Redis: rs, Sagas: refundFails{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, err = gone.Deliver(ctx, seckill.PaymentEvent{EventID: "evt_2", Type: seckill.PaymentSucceeded, PaymentIntentID: "pi_2", AmountCents: 990, Currency: "usd"}, 1002)
+	require.ErrorIs(t, err, seckill.ErrTemporal)
+
+	broken, err := store.Open(ctx, testenv.DatabaseURL(t), store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	require.NoError(t, broken.Close())
+	_, err = (&delivery.Deliverer{Store: broken, Redis: rs, Sagas: refundFails{}, Log: d.Log}).Deliver(ctx, ev, 1002)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, seckill.ErrTemporal, "the database's error is not Temporal's")
+}
+
+// refundFails has no running saga, and cannot start a refund.
+type refundFails struct{}
+
+func (refundFails) Pay(context.Context, int64, seckill.PaymentEvent) error { return saga.ErrNoSaga }
+
+func (refundFails) StartRefund(context.Context, seckill.RefundInput) error {
+	return errors.New("connection refused")
 }

@@ -1,0 +1,69 @@
+package relay_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/relay"
+)
+
+// relayCounter reads a counter without labels from reg (0 when absent).
+func relayCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// seckill_relay_start_errors_total counts every workflow start that failed
+// (each retried), and only those: the starts that succeed are
+// seckill_relay_started_total.
+func TestRelay_CountsStartErrors(t *testing.T) {
+	testenv.NoLeaks(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	const saleID, units = 9, 30
+	now := time.Now()
+	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	require.NoError(t, err)
+	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	for i := int64(1); i <= units; i++ {
+		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	st := &starter{started: map[int64]int{}, failed: map[int64]bool{}, failEvery: 5} // orders 5, 10, ... 30 fail once
+	r := relay.New(rs, st, relay.Config{Consumer: "relay-metrics", BatchSize: 16, Parallel: 4,
+		Block: 50 * time.Millisecond, Refresh: 50 * time.Millisecond}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, r.Register(reg))
+	require.Zero(t, relayCounter(t, reg, "seckill_relay_start_errors_total"), "exported at 0 before any failure")
+
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	require.Eventually(t, func() bool {
+		orders, _ := st.count()
+		return orders == units
+	}, 30*time.Second, 20*time.Millisecond, "every claim started")
+	stop()
+	require.NoError(t, <-done)
+
+	require.Equal(t, float64(units/5), relayCounter(t, reg, "seckill_relay_start_errors_total"), "one failure per fifth order")
+	require.Equal(t, float64(units), relayCounter(t, reg, "seckill_relay_started_total"))
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill/seckill"
+)
+
+// The reads behind the worker's health gauges (package opsmetrics), made
+// at every scrape: each is one statement on a partial index
+// (migrations/00012_health_indexes.sql), so it reads only the rows it
+// counts, never a whole table. The statuses are written into the SQL, not
+// passed as parameters: a prepared statement's generic plan can use a
+// partial index only when its WHERE names the index's predicate itself.
+// Ages are measured on the database's clock, the one that wrote the
+// timestamps.
+
+// Backlog is how many rows wait for something, and how long the one
+// waiting longest has (0 when none waits).
+type Backlog struct {
+	Count  int64
+	Oldest time.Duration
+}
+
+type backlogRow struct {
+	N      int64
+	Oldest float64
+}
+
+func (r backlogRow) backlog() Backlog {
+	return Backlog{Count: r.N, Oldest: time.Duration(r.Oldest * float64(time.Second))}
+}
+
+// OverdueOrders reads the AWAITING_PAYMENT orders past their deadline:
+// pay_by, or pay_by plus seckill.OwnPaymentWait for an order the provider
+// made a payment object for (its saga waits that long for the payment's
+// event). Count is those more than grace past it; Oldest how far past
+// the most overdue is.
+func (s *Store) OverdueOrders(ctx context.Context, grace time.Duration) (Backlog, error) {
+	var row backlogRow
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FILTER (WHERE deadline < now() - make_interval(secs => ?)) AS n,
+			COALESCE(EXTRACT(EPOCH FROM now() - min(deadline)), 0)::float8 AS oldest
+		FROM (SELECT o.pay_by + CASE WHEN EXISTS (SELECT 1 FROM payment_intents pi WHERE pi.order_id = o.id)
+				THEN make_interval(secs => ?) ELSE interval '0' END AS deadline
+			FROM orders o WHERE o.status = 'AWAITING_PAYMENT' AND o.pay_by < now()) d
+		WHERE deadline < now()`,
+		grace.Seconds(), seckill.OwnPaymentWait.Seconds()).Scan(&row).Error
+	if err != nil {
+		return Backlog{}, fmt.Errorf("count overdue orders: %w", err)
+	}
+	return row.backlog(), nil
+}
+
+// PendingRefunds reads the refunds still PENDING, and how long since the
+// oldest was started.
+func (s *Store) PendingRefunds(ctx context.Context) (Backlog, error) {
+	var row backlogRow
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest
+		FROM refunds WHERE status = 'PENDING'`).Scan(&row).Error
+	if err != nil {
+		return Backlog{}, fmt.Errorf("count pending refunds: %w", err)
+	}
+	return row.backlog(), nil
+}
+
+// UndeliveredPayments reads the payment events recorded and never
+// delivered to a saga (outcome RECEIVED, delivered_at empty: what
+// reconciliation's payment_undelivered delivers), split by whether their
+// order has a row (true) or not yet, or never (false: delivery holds
+// those for SECKILL_PAYMENT_HOLD, then refunds them). Both keys are
+// always present.
+func (s *Store) UndeliveredPayments(ctx context.Context) (map[bool]Backlog, error) {
+	var rows []struct {
+		Written bool
+		N       int64
+		Oldest  float64
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT (o.id IS NOT NULL) AS written, count(*) AS n,
+			COALESCE(EXTRACT(EPOCH FROM now() - min(e.received_at)), 0)::float8 AS oldest
+		FROM payment_events e LEFT JOIN orders o ON o.id = e.order_id
+		WHERE e.delivered_at IS NULL AND e.outcome = 'RECEIVED'
+		GROUP BY 1`).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count undelivered payment events: %w", err)
+	}
+	out := map[bool]Backlog{true: {}, false: {}}
+	for _, r := range rows {
+		out[r.Written] = backlogRow{N: r.N, Oldest: r.Oldest}.backlog()
+	}
+	return out, nil
+}
+
+// HeldUnits reads sale saleID's total stock and how many of its units
+// orders hold: every order not CLOSED (QUEUED, AWAITING_PAYMENT, PAID),
+// and every claim in claimed (the order ids Redis' claims name) whose
+// order has no row yet, each once. A claim naming a CLOSED order holds
+// nothing: its unit went back to the database but not to Redis.
+func (s *Store) HeldUnits(ctx context.Context, saleID int64, claimed []int64) (total, held int64, err error) {
+	ids := make([]string, len(claimed))
+	for i, id := range claimed {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	var row struct{ Total, Held int64 }
+	err = s.db.WithContext(ctx).Raw(`SELECT s.total, (SELECT count(*) FROM (
+			SELECT o.id FROM orders o WHERE o.sale_id = s.id AND o.status <> ?
+			UNION
+			SELECT c.id FROM unnest(?::bigint[]) AS c(id) LEFT JOIN orders o ON o.id = c.id
+			WHERE o.id IS NULL OR o.status <> ?) h) AS held
+		FROM sales s WHERE s.id = ?`,
+		string(seckill.StatusClosed), "{"+strings.Join(ids, ",")+"}", string(seckill.StatusClosed), saleID).Scan(&row).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the units held in sale %d: %w", saleID, err)
+	}
+	if row.Total == 0 {
+		return 0, 0, fmt.Errorf("sale %d: %w", saleID, seckill.ErrNotFound)
+	}
+	return row.Total, row.Held, nil
+}
