@@ -30,6 +30,12 @@ const (
 	CodeAlreadyWaiting      Code = "ALREADY_WAITING"
 	CodeWaitlistFull        Code = "WAITLIST_FULL"
 	CodeNotWaiting          Code = "NOT_WAITING"
+	CodeLobbyNotOpen        Code = "LOBBY_NOT_OPEN"
+	CodeLobbyClosed         Code = "LOBBY_CLOSED"
+	CodeNoLobby             Code = "NO_LOBBY"
+	CodeNotInLobby          Code = "NOT_IN_LOBBY"
+	CodeDrawInProgress      Code = "DRAW_IN_PROGRESS"
+	CodeProofRequired       Code = "PROOF_REQUIRED"
 	CodeInternal            Code = "INTERNAL"
 )
 
@@ -75,6 +81,10 @@ var (
 	// started yet, or lost and about to be restarted by reconciliation):
 	// the event stays recorded and undelivered, and is delivered later.
 	ErrPaymentNotYet = errors.New("the order's saga is not running yet")
+	// ErrTemporal: a call to Temporal failed (a payment's signal to its
+	// saga, a refund's start): nothing happened, and it is tried again.
+	// Wrapped alongside the call's own error, which keeps its message.
+	ErrTemporal = errors.New("temporal")
 )
 
 // Application error types of activities. A business refusal is returned as

@@ -16,6 +16,10 @@ const (
 	// MaxStockSegments bounds stock_segments: the parts a sale's Redis
 	// stock is split into.
 	MaxStockSegments = 64
+	// Proof-of-work difficulty bounds (proof_of_work.difficulty): the
+	// largest number a challenge's solution may be (ALTCHA's maxnumber).
+	MinProofDifficulty = 1000
+	MaxProofDifficulty = 10_000_000
 )
 
 // NewSale is what an admin creates (POST /api/v1/sales, validated).
@@ -30,6 +34,14 @@ type NewSale struct {
 	// StockSegments is how many segments the Redis stock is split into
 	// (0: 1).
 	StockSegments int
+	// LobbyOpensAt, when set (before StartsAt), gives the units at the
+	// start by a draw among the lobby's entries (docs/API.md "Fair
+	// start").
+	LobbyOpensAt *time.Time
+	// ProofDifficulty, when not 0, makes claims, waitlist joins and lobby
+	// entries carry a proof of work of this difficulty (docs/API.md
+	// "Proof of work").
+	ProofDifficulty int
 }
 
 // SaleState is derived from the clock and the stock, never stored.
@@ -38,6 +50,8 @@ type SaleState string
 // Sale states of docs/API.md.
 const (
 	StateScheduled SaleState = "SCHEDULED"
+	StateLobby     SaleState = "LOBBY"
+	StateDrawing   SaleState = "DRAWING"
 	StateActive    SaleState = "ACTIVE"
 	StateSoldOut   SaleState = "SOLD_OUT"
 	StateEnded     SaleState = "ENDED"
@@ -54,7 +68,17 @@ type Sale struct {
 	PaymentTimeout time.Duration
 	// StockSegments is how many parts the Redis stock is split into (1..64).
 	StockSegments int
-	Stock         Stock
+	// LobbyOpensAt: the sale starts with a draw (nil: first come).
+	LobbyOpensAt *time.Time
+	// ProofDifficulty: claims, joins and entries need a proof of work of
+	// this difficulty (0: none).
+	ProofDifficulty int
+	// Drawn is when the draw finished (nil: not yet, or no lobby).
+	Drawn *time.Time
+	// DrawCommitment is the hex SHA-256 of the draw's seed, published
+	// from LobbyOpensAt on ("" without a lobby).
+	DrawCommitment string
+	Stock          Stock
 }
 
 // Stock is the split of a sale's units. Total, Available, Locked and Sold
@@ -70,8 +94,14 @@ type Stock struct {
 // State is the sale's state at now.
 func (s *Sale) State(now time.Time) SaleState {
 	switch {
+	case s.LobbyOpensAt != nil && now.Before(*s.LobbyOpensAt):
+		return StateScheduled
+	case s.LobbyOpensAt != nil && now.Before(s.StartsAt):
+		return StateLobby
 	case now.Before(s.StartsAt):
 		return StateScheduled
+	case s.LobbyOpensAt != nil && s.Drawn == nil && now.Before(s.EndsAt):
+		return StateDrawing
 	case !now.Before(s.EndsAt):
 		return StateEnded
 	case s.Stock.Remaining <= 0:
@@ -93,11 +123,28 @@ type SaleJSON struct {
 	StockSegments         int       `json:"stock_segments"`
 	State                 SaleState `json:"state"`
 	Stock                 Stock     `json:"stock"`
+	// LobbyOpensAt and Draw: a sale with a lobby (docs/API.md "Fair
+	// start"); Draw shows the seed's commitment from the lobby's opening.
+	LobbyOpensAt *time.Time `json:"lobby_opens_at,omitempty"`
+	Draw         *DrawJSON  `json:"draw,omitempty"`
+	// ProofOfWork: claims, waitlist joins and lobby entries carry a proof
+	// of work (docs/API.md "Proof of work").
+	ProofOfWork *ProofOfWorkJSON `json:"proof_of_work,omitempty"`
+}
+
+// ProofOfWorkJSON is a sale's proof-of-work setting.
+type ProofOfWorkJSON struct {
+	Difficulty int `json:"difficulty"`
+}
+
+// DrawJSON is the sale object's view of its draw.
+type DrawJSON struct {
+	Commitment string `json:"commitment"`
 }
 
 // JSON returns the wire form of s at now.
 func (s *Sale) JSON(now time.Time) SaleJSON {
-	return SaleJSON{
+	j := SaleJSON{
 		ID:                    strconv.FormatInt(s.ID, 10),
 		Name:                  s.Name,
 		PriceCents:            s.PriceCents,
@@ -108,5 +155,13 @@ func (s *Sale) JSON(now time.Time) SaleJSON {
 		StockSegments:         max(s.StockSegments, 1),
 		State:                 s.State(now),
 		Stock:                 s.Stock,
+		LobbyOpensAt:          s.LobbyOpensAt,
 	}
+	if s.ProofDifficulty > 0 {
+		j.ProofOfWork = &ProofOfWorkJSON{Difficulty: s.ProofDifficulty}
+	}
+	if s.LobbyOpensAt != nil && !now.Before(*s.LobbyOpensAt) && s.DrawCommitment != "" {
+		j.Draw = &DrawJSON{Commitment: s.DrawCommitment}
+	}
+	return j
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/pow"
 )
 
 // MaxBody is the largest request body accepted (413 BODY_TOO_LARGE above).
@@ -70,6 +71,10 @@ type Config struct {
 	Dev DevTools
 	// WaitlistMax bounds each sale's waitlist [DefaultWaitlistMax].
 	WaitlistMax int
+	// ProofKey signs and checks proof-of-work challenges (docs/API.md
+	// "Proof of work"); every replica needs the same. Empty: derived from
+	// WebhookSecret (pow.DeriveKey).
+	ProofKey []byte
 	// Payments makes orders' payment objects (POST /orders/{id}/payment);
 	// nil with the dev provider, whose checkout needs none.
 	Payments seckill.PaymentIntents
@@ -91,6 +96,7 @@ type Server struct {
 	soldOut  *soldOutFlags
 	watchers *orderWatchers
 	funnel   *funnel
+	pow      *pow.Key // issues and checks proof-of-work challenges
 	// draining is set when Serve is asked to stop: /readyz answers 503
 	// and every answer closes its connection.
 	draining atomic.Bool
@@ -138,6 +144,7 @@ func New(cfg Config) *Server {
 		soldOut:  newSoldOutFlags(cfg.SoldOutTTL),
 		watchers: newOrderWatchers(),
 		funnel:   newFunnel(),
+		pow:      proofKey(cfg),
 		closing:  make(chan struct{}),
 		http:     &http.Client{Timeout: 10 * time.Second},
 	}
@@ -186,8 +193,14 @@ func New(cfg Config) *Server {
 	v1.Get("/sales/:id/stats", s.authenticate, requireAdmin, s.saleStats)
 	v1.Post("/sales/:id/claims", s.authenticate, s.claim)
 	v1.Post("/sales/:id/waitlist", s.authenticate, s.joinWaitlist)
+	v1.Get("/sales/:id/challenge", s.authenticate, s.challenge)
 	v1.Get("/sales/:id/waitlist/me", s.authenticate, s.waitlistMe)
 	v1.Delete("/sales/:id/waitlist/me", s.authenticate, s.leaveWaitlist)
+	v1.Post("/sales/:id/lobby", s.authenticate, s.enterLobby)
+	v1.Get("/sales/:id/lobby/me", s.authenticate, s.lobbyMe)
+	v1.Get("/sales/:id/draw", s.getDraw)
+	v1.Get("/sales/:id/draw/entries", s.drawEntries)
+	v1.Get("/sales/:id/draw/orders", s.authenticate, requireAdmin, s.drawOrders)
 	v1.Get("/orders", s.authenticate, s.listOrders)
 	v1.Get("/orders/:id", s.authenticate, s.getOrder)
 	v1.Get("/orders/:id/events", s.authenticate, s.orderEvents)

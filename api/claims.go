@@ -34,7 +34,15 @@ var (
 	errSaleEnded = seckill.Errorf(seckill.CodeSaleEnded, "the sale has ended")
 )
 
-func errNotStarted(sale seckill.Sale) error {
+// notStarted is the answer to a claim or join the sale does not take yet:
+// SALE_NOT_STARTED before starts_at; DRAW_IN_PROGRESS from then until the
+// draw of a sale with a lobby is done (Redis holds its claims back until
+// then), with a Retry-After.
+func notStarted(c *fiber.Ctx, sale seckill.Sale) error {
+	if sale.LobbyOpensAt != nil && !time.Now().Before(sale.StartsAt) {
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return seckill.Errorf(seckill.CodeDrawInProgress, "the sale's draw is running; claims open when it is done")
+	}
 	return seckill.Errorf(seckill.CodeSaleNotStarted, "the sale starts at %s", sale.StartsAt.Format(time.RFC3339))
 }
 
@@ -106,7 +114,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		}
 		if start.Before(sale.StartsAt) {
 			outcome = seckill.SaleNotStarted
-			return errNotStarted(sale)
+			return notStarted(c, sale)
 		}
 		if !start.Before(sale.EndsAt) {
 			outcome = seckill.SaleEnded
@@ -115,6 +123,12 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 
 	user := principal(c).UserID
+	if sale.ProofDifficulty > 0 { // after the refusals that cost nothing, so they burn no proof
+		if err := s.checkProofRetry(c, &sale, user, idemKey); err != nil {
+			outcome = seckill.Outcome(seckill.ErrorCode(err))
+			return err
+		}
+	}
 	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
@@ -145,7 +159,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	case seckill.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)
 	case seckill.SaleNotStarted:
-		return errNotStarted(sale)
+		return notStarted(c, sale)
 	case seckill.SaleEnded:
 		return errSaleEnded
 	case seckill.RateLimited:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
 )
 
 // What the API asks of the database, Redis, Temporal and payment delivery,
@@ -30,6 +31,12 @@ type Store interface {
 	PaymentIntentOf(ctx context.Context, orderID int64) (*seckill.Intent, error)
 	SavePaymentIntent(ctx context.Context, orderID int64, in seckill.Intent) (seckill.Intent, error)
 	RecordPaymentEvent(ctx context.Context, e seckill.PaymentRecord) (*seckill.PaymentRecord, bool, error)
+	// The lobby and the draw (docs/API.md "Fair start").
+	Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error)
+	LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*store.LobbyEntry, error)
+	DrawOf(ctx context.Context, saleID int64) (*store.Draw, error)
+	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([][]byte, error)
+	DrawOrders(ctx context.Context, saleID int64) ([]store.DrawOrder, error)
 }
 
 // Redis is the API's view of the Redis hot path (redisstore.Store): the
@@ -58,6 +65,8 @@ type Sagas interface {
 	// seckill.ErrOrderDecided once it has finished.
 	Cancel(ctx context.Context, in seckill.SagaInput) error
 	CheckHealth(ctx context.Context) error
+	// StartDraw starts a sale's draw (idempotent).
+	StartDraw(ctx context.Context, in seckill.DrawInput) error
 }
 
 // Deliverer hands a recorded payment event to its order's saga

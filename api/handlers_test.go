@@ -48,6 +48,10 @@ func (f *fakeSagas) Cancel(_ context.Context, in seckill.SagaInput) error {
 	return nil
 }
 
+// StartDraw records nothing: the handler tests need no draw to run (the
+// app package's end-to-end tests run real ones).
+func (f *fakeSagas) StartDraw(context.Context, seckill.DrawInput) error { return nil }
+
 func (f *fakeSagas) CheckHealth(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -46,6 +46,12 @@ var codeStatus = map[seckill.Code]int{
 	seckill.CodeAlreadyWaiting:      http.StatusConflict,
 	seckill.CodeWaitlistFull:        http.StatusConflict,
 	seckill.CodeNotWaiting:          http.StatusNotFound,
+	seckill.CodeLobbyNotOpen:        http.StatusConflict,
+	seckill.CodeLobbyClosed:         http.StatusConflict,
+	seckill.CodeNoLobby:             http.StatusConflict,
+	seckill.CodeNotInLobby:          http.StatusNotFound,
+	seckill.CodeDrawInProgress:      http.StatusConflict,
+	seckill.CodeProofRequired:       http.StatusForbidden,
 	seckill.CodeInternal:            http.StatusInternalServerError,
 }
 

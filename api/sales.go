@@ -29,6 +29,10 @@ type createSaleRequest struct {
 	EndsAt                *string `json:"ends_at"`
 	PaymentTimeoutSeconds *int64  `json:"payment_timeout_seconds"`
 	StockSegments         *int64  `json:"stock_segments"`
+	LobbyOpensAt          *string `json:"lobby_opens_at"`
+	ProofOfWork           *struct {
+		Difficulty *int64 `json:"difficulty"`
+	} `json:"proof_of_work"`
 }
 
 func invalid(field, format string, args ...any) error {
@@ -140,15 +144,43 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 	if !endsAt.After(now) {
 		return n, invalid("ends_at", "is in the past (%s): a sale must end in the future", endsAt.UTC().Format(time.RFC3339))
 	}
+	var lobby *time.Time
+	if r.LobbyOpensAt != nil {
+		at, err := parseTime("lobby_opens_at", *r.LobbyOpensAt)
+		if err != nil {
+			return n, err
+		}
+		if !at.Before(startsAt) {
+			return n, invalid("lobby_opens_at", "must be before starts_at")
+		}
+		if !startsAt.After(now) {
+			return n, invalid("lobby_opens_at", "a sale with a lobby must start in the future, after its lobby (starts_at is %s)", startsAt.UTC().Format(time.RFC3339))
+		}
+		at = at.UTC().Truncate(time.Millisecond)
+		lobby = &at
+	}
+	difficulty := 0
+	if r.ProofOfWork != nil {
+		if r.ProofOfWork.Difficulty == nil {
+			return n, invalid("proof_of_work.difficulty", "is required")
+		}
+		d := *r.ProofOfWork.Difficulty
+		if d < seckill.MinProofDifficulty || d > seckill.MaxProofDifficulty {
+			return n, invalid("proof_of_work.difficulty", "must be between %d and %d", seckill.MinProofDifficulty, seckill.MaxProofDifficulty)
+		}
+		difficulty = int(d)
+	}
 	return seckill.NewSale{
-		Name:           name,
-		PriceCents:     *r.PriceCents,
-		Currency:       currency,
-		Stock:          *r.Stock,
-		StartsAt:       startsAt.UTC().Truncate(time.Millisecond),
-		EndsAt:         endsAt.UTC().Truncate(time.Millisecond),
-		PaymentTimeout: time.Duration(timeout) * time.Second,
-		StockSegments:  int(segments),
+		Name:            name,
+		PriceCents:      *r.PriceCents,
+		Currency:        currency,
+		Stock:           *r.Stock,
+		StartsAt:        startsAt.UTC().Truncate(time.Millisecond),
+		EndsAt:          endsAt.UTC().Truncate(time.Millisecond),
+		PaymentTimeout:  time.Duration(timeout) * time.Second,
+		StockSegments:   int(segments),
+		LobbyOpensAt:    lobby,
+		ProofDifficulty: difficulty,
 	}, nil
 }
 
@@ -169,7 +201,7 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
 		_, warmErr = s.cfg.Redis.Warm(ctx, redisstore.WarmSpec{
-			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt, Segments: sale.StockSegments,
+			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments,
 		})
 		return warmErr
 	})
@@ -183,6 +215,14 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	s.sales.put(sale)
 	s.logFor(c).Info("sale created", "saleID", sale.ID, "stock", sale.Stock.Total,
 		"startsAt", sale.StartsAt, "endsAt", sale.EndsAt)
+	if sale.LobbyOpensAt != nil {
+		// Its draw waits in Temporal for starts_at. Should this start fail,
+		// the worker's reconciliation starts it (every sale whose draw is
+		// not done has one).
+		if err := s.cfg.Sagas.StartDraw(ctx, seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: s.cfg.WaitlistMax}); err != nil {
+			s.logFor(c).Warn("start the draw; reconciliation will", "saleID", sale.ID, "error", err)
+		}
+	}
 	sale.Stock.Remaining = sale.Stock.Total
 	c.Location("/api/v1/sales/" + strconv.FormatInt(sale.ID, 10))
 	return c.Status(fiber.StatusCreated).JSON(sale.JSON(time.Now()))

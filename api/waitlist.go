@@ -53,6 +53,11 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	user := principal(c).UserID
+	if sale.ProofDifficulty > 0 {
+		if err := s.checkProof(c, &sale, user); err != nil {
+			return err
+		}
+	}
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
@@ -71,7 +76,7 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	case seckill.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)
 	case seckill.SaleNotStarted:
-		return errNotStarted(sale)
+		return notStarted(c, sale)
 	case seckill.SaleEnded:
 		return errSaleEnded
 	case seckill.WaitlistFull:

@@ -24,6 +24,7 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/opsmetrics"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/devpay"
 	"github.com/seckill/seckill/payments/stripepay"
@@ -226,7 +227,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		Auth:  verifier,
 		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: sagas,
 		Delivery:  &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
-		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, Log: cfg.Log, IPLimit: cfg.IPRate,
+		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, ProofKey: cfg.ProofKey, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools && !cfg.UsesProvider(), Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
 		Payments: intents, Tracing: cfg.Tracing,
 		ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -278,8 +279,15 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
 		Delivery: &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		IDs:      ids,
+		Draws:    &reconcile.Draws{Store: d.Store, Sagas: sagas, WaitlistMax: cfg.WaitlistMax},
 	}
 	if err := rec.Register(d.Metrics); err != nil {
+		return err
+	}
+	// The gauges the alerts read (deploy/prometheus/alerts.yml), read from
+	// Redis and PostgreSQL at each scrape.
+	health := opsmetrics.New(d.Store, d.Redis, opsmetrics.Options{Log: cfg.Log.With("component", "opsmetrics")})
+	if err := health.Register(d.Metrics); err != nil {
 		return err
 	}
 	w.RegisterActivity(&reconcile.Activities{R: rec})

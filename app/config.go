@@ -49,6 +49,9 @@ type Config struct {
 	TaskQueue           string
 	JWTSecret           []byte
 	WebhookSecret       []byte
+	// ProofKey (SECKILL_POW_KEY) signs proof-of-work challenges; unset,
+	// the API derives one from WebhookSecret (pow.DeriveKey).
+	ProofKey []byte
 
 	// TemporalTLS: TLS and credentials for a Temporal beyond loopback
 	// (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY, TEMPORAL_TLS_CA,
@@ -236,6 +239,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		PaymentProvider:     str("SECKILL_PAYMENT_PROVIDER", ProviderDev),
 		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),
 		StripeAPIBase:       getenv("STRIPE_API_BASE"),
+		ProofKey:            []byte(getenv("SECKILL_POW_KEY")),
+	}
+	if n := len(c.ProofKey); n > 0 && n < 32 {
+		errs = append(errs, fmt.Errorf("SECKILL_POW_KEY must be at least 32 characters (openssl rand -hex 32), got %d; unset, a key is derived from SECKILL_WEBHOOK_SECRET", n))
 	}
 	admin, err := auth.ParseAdminClaim(str("SECKILL_ADMIN_CLAIM", auth.DefaultAdminClaim))
 	if err != nil {

@@ -32,6 +32,11 @@
 --          a SOLD_OUT is then not recorded for the Idempotency-Key
 -- ARGV[12] the claim request's W3C traceparent ('' when not tracing): the
 --          outbox entry carries it, so the saga joins the claim's trace
+-- ARGV[13] "1" when the sale's draw admits a winner (docs/API.md "Fair
+--          start"): a sale with a lobby keeps starts_ms far in the future
+--          until its draw is done, so open claims get SALE_NOT_STARTED
+--          (the API answers DRAW_IN_PROGRESS from starts_at on); only the
+--          draw's admissions pass that check
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
 -- the third element 1 (replayed), and nothing else happens; otherwise the
@@ -97,7 +102,7 @@ local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms')
 if not window[1] or not window[2] then
   return {5, '', 0, ''}
 end
-if now < tonumber(window[1]) then
+if now < tonumber(window[1]) and ARGV[13] ~= '1' then
   return decide(3, '')
 end
 if now >= tonumber(window[2]) then

@@ -20,6 +20,8 @@
 -- ARGV[8] the join sequence to use ('' for the next of this segment's own):
 --         a sale of several segments numbers joins in segment 0, so that the
 --         first to join is first across every segment
+-- ARGV[9] "1" when the sale's draw queues an entrant (past the start check,
+--         as claim.lua's ARGV[13])
 --
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
@@ -38,7 +40,7 @@ if not stock or not window[1] or not window[2] then
   return {5, '', ''}
 end
 local now = now_ms()
-if now < tonumber(window[1]) then
+if now < tonumber(window[1]) and ARGV[9] ~= '1' then
   return {3, '', ''}
 end
 if now >= tonumber(window[2]) then

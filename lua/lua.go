@@ -50,6 +50,8 @@ var (
 	Warm string
 	//go:embed rewarm.lua
 	Rewarm string
+	//go:embed open.lua
+	Open string
 
 	// Claim admits or refuses one claim.
 	Claim = clock + admit + claim

@@ -101,6 +101,8 @@ type Reconciler struct {
 	Store Store
 	Redis Redis
 	Sagas Sagas
+	// Draws, when set, starts the draws of sales with a lobby that lack one.
+	Draws *Draws
 	Log   *slog.Logger
 	// Grace is how old an admitted claim without a saga must be before it
 	// counts as lost [30s]: younger ones may still be in the relay's hands.
@@ -152,6 +154,9 @@ func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
 	all, err := r.orphanPayments(ctx)
 	if err != nil {
 		all = append(all, r.checkFailed(0, 0, "deliver the payments of unwritten orders", err))
+	}
+	if r.Draws != nil {
+		all = append(all, r.Draws.ensure(ctx, r)...)
 	}
 	for _, s := range sales {
 		if ctx.Err() != nil {

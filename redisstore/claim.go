@@ -164,7 +164,7 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 		res, err = claimScript.Run(ctx, c, keys,
 			userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 			s.limit.Max, s.limit.Window.Milliseconds(),
-			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin, tracing.TraceParent(ctx)).Slice()
+			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin, tracing.TraceParent(ctx), flag(s.byDraw)).Slice()
 		if err != nil {
 			return false, fmt.Errorf("claim script: %w", err)
 		}
@@ -368,4 +368,12 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 		return Admission{OrderID: orderID, SaleID: l.sale, UserID: user, PayBy: time.UnixMilli(n).UTC()}, true, nil
 	}
 	return Admission{}, false, nil
+}
+
+// flag is a boolean script argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

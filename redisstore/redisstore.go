@@ -67,6 +67,7 @@ type Store struct {
 	replicas int           // WAIT for this many replicas after a durable write (0: no wait)
 	wait     time.Duration // ... for at most this long
 	segments *segments     // the segments of each sale (shared by copies of s)
+	byDraw   bool          // the sale's draw admits and queues (ForDraw)
 }
 
 // RateLimit is how many claims one user may attempt on one sale in a
@@ -81,6 +82,15 @@ type RateLimit struct {
 func (s *Store) WithRateLimit(l RateLimit) *Store {
 	c := *s
 	c.limit = l
+	return &c
+}
+
+// ForDraw returns s as the draw of a sale with a lobby uses it: its
+// claims and joins pass the start check that holds open claims back until
+// the draw is done, and nobody's attempts are rate limited.
+func (s *Store) ForDraw() *Store {
+	c := *s
+	c.limit, c.byDraw = RateLimit{}, true
 	return &c
 }
 

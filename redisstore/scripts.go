@@ -18,6 +18,7 @@ var (
 	handOverScript = redis.NewScript(lua.HandOver)
 	warmScript     = redis.NewScript(lua.Warm)
 	rewarmScript   = redis.NewScript(lua.Rewarm)
+	openScript     = redis.NewScript(lua.Open)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 )
 
 // WarmSpec is what warm-up loads for one sale.
@@ -24,6 +26,42 @@ type WarmSpec struct {
 }
 
 func (spec WarmSpec) segments() int { return max(spec.Segments, 1) }
+
+// heldStart is the start a sale with a lobby has in Redis until its draw
+// is done (the last millisecond of year 9999): open claims and joins are
+// held back; the draw's pass (ForDraw).
+var heldStart = time.UnixMilli(253402300799999).UTC()
+
+// ClaimsOpenAt is the start sale has in Redis: its starts_at, or, for a
+// sale with a lobby whose draw is not done, a start that never comes
+// (OpenClaims ends it).
+func ClaimsOpenAt(sale *seckill.Sale) time.Time {
+	if sale.LobbyOpensAt != nil && sale.Drawn == nil {
+		return heldStart
+	}
+	return sale.StartsAt
+}
+
+// OpenClaims opens a sale whose draw is done to claims and joins from
+// startsAt on, in every loaded segment (one not loaded is loaded open by
+// the re-warm, which reads the database's drawn sale). Idempotent.
+func (s *Store) OpenClaims(ctx context.Context, saleID int64, startsAt time.Time) error {
+	keys, err := s.allKeys(ctx, saleID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		// Waits for the replicas: a failover that lost it would hold the
+		// drawn sale's claims back.
+		err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+			return true, openScript.Run(ctx, c, []string{k.Meta}, startsAt.UnixMilli()).Err()
+		})
+		if err != nil {
+			return fmt.Errorf("open claims of sale %d: %w", saleID, err)
+		}
+	}
+	return nil
+}
 
 // share is segment p's share of units split over n segments: as even as can be,
 // the first segments holding one more.

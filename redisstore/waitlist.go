@@ -55,7 +55,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		seq, room = strconv.FormatInt(v, 10), int64(maxEntries)-others
 	}
 	args := append([]any{userID, room, orderID, saleID}, terms.args()...)
-	args = append(args, seq)
+	args = append(args, seq, flag(s.byDraw))
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/draw"
 )
 
 type saleRow struct {
@@ -24,22 +25,47 @@ type saleRow struct {
 	EndsAt                time.Time
 	PaymentTimeoutSeconds int
 	StockSegments         int
+	LobbyOpensAt          *time.Time
+	ProofDifficulty       int
+	DrawSeed              []byte
+	DrawState             *string
+	DrawnAt               *time.Time `gorm:"->"` // set by the draw only
 	CreatedAt             time.Time  `gorm:"->"`
 	SoldOutAt             *time.Time `gorm:"->"` // set by MarkSoldOut only
 }
 
 func (saleRow) TableName() string { return "sales" }
 
+// commitment is the published commitment to seed ("" without one).
+func commitment(seed []byte) string {
+	if seed == nil {
+		return ""
+	}
+	return draw.Commitment(seed)
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 func (r *saleRow) sale() *seckill.Sale {
 	return &seckill.Sale{
-		ID:             r.ID,
-		Name:           r.Name,
-		PriceCents:     r.PriceCents,
-		Currency:       r.Currency,
-		StartsAt:       r.StartsAt.UTC(),
-		EndsAt:         r.EndsAt.UTC(),
-		PaymentTimeout: time.Duration(r.PaymentTimeoutSeconds) * time.Second,
-		StockSegments:  max(r.StockSegments, 1),
+		ID:              r.ID,
+		Name:            r.Name,
+		PriceCents:      r.PriceCents,
+		Currency:        r.Currency,
+		StartsAt:        r.StartsAt.UTC(),
+		EndsAt:          r.EndsAt.UTC(),
+		PaymentTimeout:  time.Duration(r.PaymentTimeoutSeconds) * time.Second,
+		StockSegments:   max(r.StockSegments, 1),
+		LobbyOpensAt:    utcPtr(r.LobbyOpensAt),
+		ProofDifficulty: r.ProofDifficulty,
+		Drawn:           utcPtr(r.DrawnAt),
+		DrawCommitment:  commitment(r.DrawSeed),
 		Stock: seckill.Stock{
 			Total:     r.Total,
 			Available: r.Available,
@@ -63,6 +89,12 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 		EndsAt:                n.EndsAt.UTC(),
 		PaymentTimeoutSeconds: int(n.PaymentTimeout / time.Second),
 		StockSegments:         max(n.StockSegments, 1),
+		ProofDifficulty:       n.ProofDifficulty,
+	}
+	if n.LobbyOpensAt != nil {
+		at := n.LobbyOpensAt.UTC()
+		open := DrawOpen
+		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Omit("ID", "CreatedAt").Create(&row).Error; err != nil {

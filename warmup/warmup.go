@@ -76,7 +76,7 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 			claims[i] = redisstore.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
 		}
 		loaded, err := w.rstore.Rewarm(ctx, redisstore.WarmSpec{
-			SaleID: id, Units: snap.Units, StartsAt: snap.Sale.StartsAt, EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
+			SaleID: id, Units: snap.Units, StartsAt: redisstore.ClaimsOpenAt(snap.Sale), EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
 		}, claims)
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)

@@ -64,6 +64,7 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.PaymentRefund, workflow.RegisterOptions{Name: seckill.RefundWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: seckill.ReconcileWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.ShopEvents, workflow.RegisterOptions{Name: seckill.ShopEventsWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SaleDraw, workflow.RegisterOptions{Name: seckill.SaleDrawWorkflow})
 	r.RegisterActivity(acts)
 }
 

@@ -24,6 +24,7 @@ const Seckill = (() => {
     UNAVAILABLE: "The shop is busy right now. Please try again in a few seconds.",
     UNAUTHENTICATED: "Please sign in again.",
     FORBIDDEN: "You are not allowed to do that.",
+    PROOF_REQUIRED: "The shop could not check this browser's anti-bot puzzle. Please try again.",
   };
 
   const statusWords = {
@@ -227,9 +228,13 @@ const Seckill = (() => {
     // GET /waitlist/me (WAITING with a position, ADMITTED, EXPIRED).
     let wait = null;
     let waitPoll = null;
+    // The caller's entry in the sale's lobby: null (not entered), or the
+    // body of GET /lobby/me (ENTERED, WON, WAITING, LOST).
+    let entry = null;
+    let lobbyPoll = null;
     const msg = $("message");
 
-    renderWho(() => { render(); resume(); });
+    renderWho(() => { render(); resume(); prepareProof(); });
 
     async function refreshSale() {
       try {
@@ -273,13 +278,66 @@ const Seckill = (() => {
       if (!user()) why = "Sign in to buy.";
       else if (order && order.status === "PAID") why = "You bought this one: it is yours.";
       else if (active) why = "You have an order for this sale: see below.";
+      else if (sale.lobby_opens_at && now < starts) why = "This sale starts with a draw: enter it below before " + new Date(starts).toLocaleString() + ".";
+      else if (sale.state === "DRAWING") why = "The draw is running; the units left after it can be bought here.";
       else if (now < starts) why = "The sale starts " + new Date(starts).toLocaleString() + ".";
       else if (now >= ends) why = "The sale has ended.";
       else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when someone does not pay in time.";
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
-      renderWaitlist(active, now >= starts && now < ends);
+      renderWaitlist(active, now >= starts && now < ends && sale.state !== "DRAWING");
+      renderLobby(now, starts);
+    }
+
+    // The lobby card of a sale that starts with a draw (docs/API.md "Fair
+    // start"): enter until the start, then the caller's result.
+    function renderLobby(now, starts) {
+      const box = $("lobby");
+      if (!sale.lobby_opens_at) { box.hidden = true; return; }
+      box.hidden = false;
+      const opens = Date.parse(sale.lobby_opens_at);
+      $("lobby-commitment").textContent = sale.draw ? sale.draw.commitment : "(shown when the lobby opens)";
+      $("verify-link").href = "/api/v1/sales/" + saleID + "/draw";
+      let text = "";
+      let canEnter = false;
+      if (!user()) text = "Sign in to enter the draw.";
+      else if (entry && entry.status === "WON") text = "You won a unit in the draw (rank " + entry.rank + "): pay before the time runs out.";
+      else if (entry && entry.status === "WAITING") text = "The draw put you on the waitlist (rank " + entry.rank + "): you are number " + entry.position + " in line.";
+      else if (entry && entry.status === "LOST") text = "Not this time: your rank in the draw was " + entry.rank + ".";
+      else if (entry && now >= starts) text = "You are in the draw. It is running now…";
+      else if (entry) text = "You are in the draw. It runs at " + new Date(starts).toLocaleString() + " (in " + clock(starts - now) + "); everyone who entered has the same chance.";
+      else if (now < opens) text = "The lobby opens " + new Date(opens).toLocaleString() + ".";
+      else if (now < starts) { text = "Enter before the start, in " + clock(starts - now) + ": units go by a draw among everyone who entered, not to the fastest click."; canEnter = true; }
+      else text = "The lobby closed at the start.";
+      $("lobby-status").textContent = text;
+      $("enter").hidden = !canEnter;
+    }
+
+    // watchLobby reads the caller's entry: often around the draw, seldom
+    // before it; a win shows its order.
+    async function watchLobby() {
+      clearTimeout(lobbyPoll);
+      if (!user() || !sale || !sale.lobby_opens_at) return;
+      const before = entry && entry.status;
+      try {
+        entry = (await api("GET", "/api/v1/sales/" + saleID + "/lobby/me")).body;
+      } catch (e) {
+        if (e.code === "NOT_IN_LOBBY") entry = null;
+      }
+      if (entry && entry.status !== "ENTERED" && before === "ENTERED") {
+        show(msg, ""); // the draw has run: its result replaces "You are in the draw."
+        refreshSale();
+        if (entry.status === "WAITING") watchWaitlist(); // the waitlist card shows the place, and Leave
+      }
+      if (entry && entry.status === "WON" && entry.order_id && (!order || order.order_id !== entry.order_id)) {
+        await showOrder(entry.order_id);
+      }
+      render();
+      if (entry && (entry.status === "ENTERED" || entry.status === "WAITING")) {
+        const soon = Date.parse(sale.starts_at) - Date.now() < 5000;
+        lobbyPoll = setTimeout(watchLobby, soon || entry.status === "WAITING" ? 1000 : 5000);
+      }
     }
 
     // The waitlist card: offered on a sold-out sale to a signed-in buyer
@@ -413,9 +471,26 @@ const Seckill = (() => {
         }
       } catch (e) { /* the claim button still works */ }
       watchWaitlist();
+      watchLobby();
+    }
+
+    // A sale with proof_of_work: each claim and waitlist join carries a
+    // solved challenge (pow.js), solved in the background while the buyer
+    // waits for the start, so a click seldom waits for it.
+    function needsProof() { return !!(sale && sale.proof_of_work && window.seckillProof); }
+    function prepareProof() {
+      if (needsProof() && user() && Date.now() < Date.parse(sale.ends_at)) window.seckillProof.prepare(saleID);
+    }
+    async function proof() {
+      if (!needsProof()) return null;
+      if (!window.seckillProof.ready(saleID)) show(msg, "Solving the shop's anti-bot puzzle…", true);
+      const v = await window.seckillProof(saleID);
+      show(msg, "");
+      return v;
     }
 
     let claimKey = null;
+    let claimProof = null; // sent again with claimKey when the attempt is retried
     $("claim").onclick = async () => {
       show(msg, "");
       $("claim").disabled = true;
@@ -423,8 +498,11 @@ const Seckill = (() => {
       // the first answer again instead of a second decision.
       claimKey = claimKey || crypto.randomUUID();
       try {
-        const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers: { "Idempotency-Key": claimKey } });
-        claimKey = null;
+        claimProof = claimProof || await proof();
+        const headers = { "Idempotency-Key": claimKey };
+        if (claimProof) headers["X-Seckill-Proof"] = claimProof;
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers });
+        claimKey = claimProof = null;
         // Payable at once: the answer carries the amount and the deadline.
         order = { order_id: r.body.order_id, status: r.body.status, amount_cents: r.body.amount_cents,
           currency: r.body.currency, pay_by: r.body.pay_by };
@@ -432,7 +510,8 @@ const Seckill = (() => {
         follow(r.body.order_id);
         refreshSale();
       } catch (e) {
-        if (e.status !== 0) claimKey = null;
+        if (e.status !== 0) claimKey = claimProof = null;
+        prepareProof(); // for the next try, or the waitlist
         show(msg, e.message);
         if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         render();
@@ -444,7 +523,8 @@ const Seckill = (() => {
       show(msg, "");
       $("join").disabled = true;
       try {
-        const r = await api("POST", "/api/v1/sales/" + saleID + "/waitlist");
+        const p = await proof();
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/waitlist", p ? { headers: { "X-Seckill-Proof": p } } : {});
         if (r.body.status === "ADMITTED") {
           show(msg, "A unit was still there, and it is yours: pay before the time runs out.", true);
           await showOrder(r.body.order_id);
@@ -459,6 +539,23 @@ const Seckill = (() => {
       $("join").disabled = false;
       render();
       if (wait && wait.status === "WAITING") watchWaitlist();
+    };
+
+    $("enter").onclick = async () => {
+      show(msg, "");
+      $("enter").disabled = true;
+      try {
+        const p = await proof();
+        entry = (await api("POST", "/api/v1/sales/" + saleID + "/lobby", p ? { headers: { "X-Seckill-Proof": p } } : {})).body;
+        show(msg, "You are in the draw.", true);
+        prepareProof();
+      } catch (e) {
+        show(msg, e.message);
+        prepareProof();
+      }
+      $("enter").disabled = false;
+      render();
+      watchLobby();
     };
 
     $("leave").onclick = async () => {
@@ -502,6 +599,7 @@ const Seckill = (() => {
 
     if (await refreshSale()) {
       resume();
+      prepareProof();
       setInterval(refreshSale, 2000);
       setInterval(render, 250);
     }

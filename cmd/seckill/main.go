@@ -51,6 +51,11 @@ Usage:
                                     wait until the order has status S (default:
                                     PAID or CLOSED, its saga ended) and print it
                                     (seckill order --help)
+  seckill draw verify --sale ID [--api URL] [--json]
+                                    recompute a sale's draw from its published
+                                    seed and entries, as anyone can, and check
+                                    the admitted orders are ranks 1..K; exits
+                                    non-zero when a check fails (seckill draw --help)
   seckill sagas versions [--json]   open order sagas by the saga version they
                                     started on; exits non-zero while a run of a
                                     retired version is open (docs/OPERATIONS.md, Upgrading)
@@ -173,6 +178,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return app.EventsCommand(ctx, cfg, args, stdout)
 	case "order":
 		return app.OrderCommand(ctx, cfg, os.Getenv, args, stdout)
+	case "draw":
+		return app.DrawCommand(ctx, cfg, os.Getenv, args, stdout)
 	case "bench":
 		return runBench(ctx, cfg, args, stdout, stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,210 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/draw"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
+)
+
+// The draw works in batches, so it never holds PostgreSQL or Redis in one
+// long call: entries are read and ranked DrawReadBatch at a time, and each
+// settle activity takes at most DrawSettleBatch ranks (entrants past the
+// waitlist's bound are marked LOST DrawLostBatch at a time, without Redis).
+const (
+	DrawReadBatch   = 10_000
+	DrawSettleBatch = 1_000
+	DrawLostBatch   = 50_000
+)
+
+// RankDraw closes the sale's lobby and gives every entry its rank. Its
+// result is the same however often it runs (the seed is fixed, the lobby
+// closed before it is read): a retry after a crash writes the same ranks.
+func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckill.DrawProgress, error) {
+	d, err := a.store.DrawOf(ctx, in.SaleID)
+	if err != nil {
+		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
+	}
+	switch d.State {
+	case store.DrawDone:
+		return seckill.DrawProgress{Entries: d.Entries, NextRank: d.Entries + 1, Done: true}, nil
+	case store.DrawRanked:
+		return seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank}, nil
+	}
+	// Every entry answered 201 is in the table once the lobby is closed.
+	if err := a.store.CloseLobby(ctx, in.SaleID); err != nil {
+		return seckill.DrawProgress{}, err
+	}
+	var (
+		entries [][]byte
+		after   []byte
+	)
+	for {
+		batch, err := a.store.LobbyEntries(ctx, in.SaleID, after, DrawReadBatch)
+		if err != nil {
+			return seckill.DrawProgress{}, err
+		}
+		entries = append(entries, batch...)
+		activity.RecordHeartbeat(ctx, len(entries))
+		if len(batch) < DrawReadBatch {
+			break
+		}
+		after = batch[len(batch)-1]
+	}
+	ranked := draw.Rank(d.Seed, entries)
+	for i := 0; i < len(ranked); i += DrawReadBatch {
+		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, len(ranked))]); err != nil {
+			return seckill.DrawProgress{}, err
+		}
+		activity.RecordHeartbeat(ctx, i)
+	}
+	if err := a.store.MarkRanked(ctx, in.SaleID, len(ranked)); err != nil {
+		return seckill.DrawProgress{}, err
+	}
+	activity.GetLogger(ctx).Info("draw ranked", "saleID", in.SaleID, "entries", len(ranked))
+	return seckill.DrawProgress{Entries: len(ranked), NextRank: 1}, nil
+}
+
+// SettleDraw settles the next ranks of a ranked draw, in rank order: an
+// entrant ranked within the sale's units is admitted exactly as a claim
+// is (the same script, outbox, saga and pay_by), the next join the
+// waitlist in rank order up to its bound, the rest lose. Admissions are
+// one at a time, so order ids follow ranks; a retry after a crash finds
+// the entrants it admitted already holding their orders (ALREADY_CLAIMED,
+// ALREADY_WAITING) and gives no unit twice.
+func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (seckill.DrawProgress, error) {
+	d, err := a.store.DrawOf(ctx, in.SaleID)
+	if err != nil {
+		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
+	}
+	progress := seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank, WaitlistFull: in.WaitlistFull}
+	switch {
+	case d.State == store.DrawDone:
+		progress.Done = true
+		return progress, nil
+	case d.State != store.DrawRanked:
+		return progress, fmt.Errorf("the draw of sale %d is %s, not ranked", in.SaleID, d.State)
+	case d.NextRank > d.Entries:
+		progress.Done = true
+		return progress, nil
+	}
+	sale, err := a.store.Sale(ctx, in.SaleID)
+	if err != nil {
+		return progress, drawRefusal(in.SaleID, err)
+	}
+	units := int(min(sale.Stock.Total, int64(d.Entries)))
+	if in.WaitlistFull && d.NextRank > units {
+		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
+		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
+			return progress, err
+		}
+		progress.NextRank, progress.Done = last+1, last >= d.Entries
+		return progress, nil
+	}
+	batch, err := a.store.EntriesFrom(ctx, in.SaleID, d.NextRank, DrawSettleBatch)
+	if err != nil {
+		return progress, err
+	}
+	terms := redisstore.TermsOf(*sale)
+	rs := a.rstore.ForDraw()
+	for _, e := range batch {
+		if e.Rank <= units {
+			err = a.admitDrawn(ctx, rs, sale.ID, e, terms)
+		} else {
+			err = a.queueDrawn(ctx, rs, sale.ID, e, in.WaitlistMax, terms, &progress)
+		}
+		if err != nil {
+			return progress, err
+		}
+		activity.RecordHeartbeat(ctx, e.Rank)
+	}
+	next := d.NextRank + len(batch)
+	if err := a.store.SettleEntries(ctx, in.SaleID, batch, next); err != nil {
+		return progress, err
+	}
+	progress.NextRank, progress.Done = next, next > d.Entries || len(batch) == 0
+	return progress, nil
+}
+
+// admitDrawn admits a winner as a claim, as order e.OrderID (fresh, so ids
+// follow ranks); an entrant admitted by an earlier try keeps that order.
+func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, terms redisstore.Terms) error {
+	res, err := rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+	if err != nil {
+		return err
+	}
+	switch res.Outcome {
+	case seckill.Admitted, seckill.AlreadyClaimed:
+		e.Outcome, e.OrderID = store.EntryWon, res.OrderID
+		return nil
+	case seckill.SaleEnded:
+		e.Outcome = store.EntryLost
+		return nil
+	case seckill.SoldOut:
+		// Not expected (nobody claims before the draw is done): the entrant
+		// waits, first in line, rather than lose a unit that comes back.
+		var full bool
+		return a.queueDrawnFull(ctx, rs, saleID, e, 0, terms, &full)
+	}
+	return fmt.Errorf("admit rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
+}
+
+// queueDrawn puts an entrant ranked past the units on the waitlist.
+func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, bound int, terms redisstore.Terms, p *seckill.DrawProgress) error {
+	if p.WaitlistFull {
+		e.Outcome = store.EntryLost
+		return nil
+	}
+	return a.queueDrawnFull(ctx, rs, saleID, e, bound, terms, &p.WaitlistFull)
+}
+
+func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, bound int, terms redisstore.Terms, full *bool) error {
+	if bound <= 0 {
+		bound = 1 << 30
+	}
+	res, err := rs.Join(ctx, saleID, e.UserID, bound, a.ids.Next(), terms)
+	if err != nil {
+		return err
+	}
+	switch res.Outcome {
+	case seckill.Waiting, seckill.AlreadyWaiting:
+		e.Outcome = store.EntryWaiting
+	case seckill.Admitted, seckill.AlreadyClaimed:
+		e.Outcome, e.OrderID = store.EntryWon, res.OrderID
+	case seckill.WaitlistFull:
+		e.Outcome, *full = store.EntryLost, true
+	case seckill.SaleEnded:
+		e.Outcome = store.EntryLost
+	default:
+		return fmt.Errorf("queue rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
+	}
+	return nil
+}
+
+// FinishDraw opens the sale to claims and joins, then records the draw
+// done (which publishes its seed). Idempotent.
+func (a *Activities) FinishDraw(ctx context.Context, in seckill.DrawInput) error {
+	if err := a.rstore.OpenClaims(ctx, in.SaleID, in.StartsAt); err != nil {
+		return err
+	}
+	if err := a.store.FinishDraw(ctx, in.SaleID); err != nil {
+		return err
+	}
+	activity.GetLogger(ctx).Info("draw done", "saleID", in.SaleID)
+	return nil
+}
+
+// drawRefusal makes a sale without a draw a non-retryable failure.
+func drawRefusal(saleID int64, err error) error {
+	if errors.Is(err, seckill.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sale %d has no draw", saleID), seckill.ErrTypeSaleNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/store"
+)
+
+// The lobby and the draw (docs/API.md "Fair start").
+
+type lobbyAnswer struct {
+	SaleID   string `json:"sale_id,omitempty"`
+	Status   string `json:"status"`
+	Entry    string `json:"entry,omitempty"`
+	Rank     int    `json:"rank,omitempty"`
+	OrderID  string `json:"order_id,omitempty"`
+	Position int64  `json:"position,omitempty"`
+}
+
+const lobbyEntered = "ENTERED"
+
+// enterLobby puts the caller in the sale's lobby: 201 with a fresh entry,
+// 200 with the one they have.
+func (s *Server) enterLobby(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.saleOf(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sale.LobbyOpensAt == nil {
+		return errNoLobby
+	}
+	now := time.Now()
+	if now.Before(*sale.LobbyOpensAt) {
+		return seckill.Errorf(seckill.CodeLobbyNotOpen, "the lobby opens at %s", sale.LobbyOpensAt.Format(time.RFC3339))
+	}
+	if !now.Before(sale.StartsAt) {
+		return errLobbyClosed
+	}
+	user := principal(c).UserID
+	if err := s.checkProof(c, &sale, user); err != nil {
+		return err
+	}
+	entry, created, err := s.cfg.Store.Enter(ctx, sale.ID, user)
+	if errors.Is(err, store.ErrLobbyClosed) {
+		return errLobbyClosed
+	}
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+		s.logFor(c).Info("lobby entered", "saleID", sale.ID)
+	}
+	return c.Status(status).JSON(lobbyAnswer{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered, Entry: hex.EncodeToString(entry)})
+}
+
+var (
+	errNoLobby     = seckill.Errorf(seckill.CodeNoLobby, "this sale has no lobby")
+	errLobbyClosed = seckill.Errorf(seckill.CodeLobbyClosed, "the lobby is closed: the sale has started")
+)
+
+// lobbyMe says where the caller's entry stands: ENTERED before the draw;
+// WON (with the order), WAITING (with the place in line) or LOST after.
+func (s *Server) lobbyMe(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	sale, err := s.saleOf(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sale.LobbyOpensAt == nil {
+		return errNoLobby
+	}
+	user := principal(c).UserID
+	e, err := s.cfg.Store.LobbyEntryOf(ctx, sale.ID, user)
+	if isNotFound(err) {
+		return seckill.Errorf(seckill.CodeNotInLobby, "you did not enter this sale's lobby")
+	}
+	if err != nil {
+		return err
+	}
+	out := lobbyAnswer{Status: e.Outcome, Rank: e.Rank}
+	switch e.Outcome {
+	case "":
+		out.Status, out.Entry, out.Rank = lobbyEntered, hex.EncodeToString(e.Entry), 0
+	case store.EntryWon:
+		out.OrderID = strconv.FormatInt(e.OrderID, 10)
+	case store.EntryWaiting:
+		// The waitlist may have given them a unit since.
+		st, err := s.cfg.Redis.WaitStateOf(ctx, sale.ID, user)
+		if err != nil {
+			return errWaitlistPaused
+		}
+		switch {
+		case st.OrderID != 0:
+			out.Status, out.OrderID = store.EntryWon, strconv.FormatInt(st.OrderID, 10)
+		case st.Waiting:
+			out.Position = st.Position
+		}
+	}
+	return c.JSON(out)
+}
+
+type drawAnswer struct {
+	Commitment string `json:"commitment"`
+	Seed       string `json:"seed"`
+	Entries    int    `json:"entries"`
+	Admitted   int    `json:"admitted"`
+}
+
+// doneDraw is the sale's draw once done; DRAW_IN_PROGRESS (with a
+// Retry-After) before, NO_LOBBY for a sale without one.
+func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*store.Draw, error) {
+	id, ok := parseID(c.Params("id"))
+	if !ok {
+		return nil, errNoSale
+	}
+	d, err := s.cfg.Store.DrawOf(ctx, id)
+	if isNotFound(err) {
+		if _, err := s.sales.get(ctx, id); isNotFound(err) {
+			return nil, errNoSale
+		}
+		return nil, errNoLobby
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d.State != store.DrawDone {
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return nil, seckill.Errorf(seckill.CodeDrawInProgress, "the draw is not done: its seed is published when it is")
+	}
+	return d, nil
+}
+
+// getDraw publishes a done draw: the commitment, the seed it commits to,
+// how many entered and how many were admitted.
+func (s *Server) getDraw(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	d, err := s.doneDraw(ctx, c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(drawAnswer{Commitment: d.Commitment(), Seed: hex.EncodeToString(d.Seed), Entries: d.Entries, Admitted: d.Admitted})
+}
+
+// drawEntries publishes every entry of a done draw, one hex per line,
+// ascending, read from the database in batches while it streams.
+func (s *Server) drawEntries(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	d, err := s.doneDraw(ctx, c)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+	st, saleID, log := s.cfg.Store, d.SaleID, s.logFor(c)
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		var after []byte
+		line := make([]byte, 2*16+1)
+		for {
+			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+			batch, err := st.LobbyEntries(rctx, saleID, after, 10_000)
+			cancel()
+			if err != nil {
+				// The list is cut short: its count no longer matches the
+				// draw's, which a verifier reports.
+				log.Warn("publish the draw's entries", "saleID", saleID, "error", err)
+				return
+			}
+			for _, e := range batch {
+				line = append(hex.AppendEncode(line[:0], e), '\n')
+				if _, err := w.Write(line); err != nil {
+					return
+				}
+			}
+			if err := w.Flush(); err != nil || len(batch) < 10_000 {
+				return
+			}
+			after = batch[len(batch)-1]
+		}
+	})
+	return nil
+}
+
+type drawOrder struct {
+	OrderID string `json:"order_id"`
+	Entry   string `json:"entry"`
+	Rank    int    `json:"rank"`
+}
+
+// drawOrders lists, for an admin, the orders a done draw gave, in the
+// order it admitted them (by order id), with the entry each was won by.
+func (s *Server) drawOrders(c *fiber.Ctx) error {
+	ctx, cancel := s.reqCtx(c)
+	defer cancel()
+	d, err := s.doneDraw(ctx, c)
+	if err != nil {
+		return err
+	}
+	orders, err := s.cfg.Store.DrawOrders(ctx, d.SaleID)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Orders []drawOrder `json:"orders"`
+	}{Orders: make([]drawOrder, len(orders))}
+	for i, o := range orders {
+		out.Orders[i] = drawOrder{OrderID: strconv.FormatInt(o.OrderID, 10), Entry: hex.EncodeToString(o.Entry), Rank: o.Rank}
+	}
+	return c.JSON(out)
+}

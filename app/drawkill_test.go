@@ -1,0 +1,130 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/store"
+)
+
+// The draw survives a SIGKILL of its worker in the middle of settling its
+// ranks: a second worker goes on from the recorded rank, nobody is
+// admitted twice, no unit is given twice, every winner holds exactly one
+// order, the orders follow the ranks, and the audit passes.
+func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
+	bin := seckillBinary(t)
+	cfg := testConfig(t)
+	require.NoError(t, app.Migrate(context.Background(), cfg, nil))
+	const (
+		entrants = 3000
+		stock    = 1200
+		waitMax  = 600
+	)
+	env := append(environWithout("SECKILL_", "REDIS_URL", "DATABASE_URL", "TEMPORAL_", "OTEL_", "STRIPE_"),
+		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
+		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
+		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
+		"SECKILL_CLAIM_RATE=0", "SECKILL_WAITLIST_MAX="+strconv.Itoa(waitMax))
+	apiChild := startSeckill(t, bin, "api", env)
+	worker := startSeckill(t, bin, "worker", env)
+	worker.waitLog(t, "worker and relay running", time.Minute)
+
+	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: "http://" + apiChild.addr}, http: &http.Client{Timeout: 30 * time.Second}}
+	s.store, s.rstore = openStores(t, cfg)
+	var err error
+	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(s.temporal.Close)
+	require.Eventually(t, func() bool {
+		r, err := s.do("GET", "/readyz", "", nil, nil)
+		return err == nil && r.status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+
+	sale := s.createLobbySale(stock, 20*time.Second, time.Minute, 2)
+	saleID := mustInt(t, sale)
+	var wg sync.WaitGroup
+	users := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range users {
+				r, err := s.do("POST", "/api/v1/sales/"+sale+"/lobby", s.token("kill-"+strconv.Itoa(i), false), nil, nil)
+				if err != nil || r.status != http.StatusCreated {
+					t.Errorf("entry %d: %v %d %s", i, err, r.status, r.body)
+				}
+			}
+		}()
+	}
+	for i := range entrants {
+		users <- i
+	}
+	close(users)
+	wg.Wait()
+	require.False(t, t.Failed())
+
+	// SIGKILL the worker once the draw has settled some ranks, not all.
+	require.Eventually(t, func() bool {
+		d, err := s.store.DrawOf(context.Background(), saleID)
+		return err == nil && d.State == store.DrawRanked && d.NextRank > 1
+	}, time.Minute, 5*time.Millisecond, "the draw never began to settle")
+	require.NoError(t, worker.cmd.Process.Kill())
+	<-worker.done
+	d, err := s.store.DrawOf(context.Background(), saleID)
+	require.NoError(t, err)
+	t.Logf("worker killed with the draw %s at rank %d of %d", d.State, d.NextRank, d.Entries)
+	require.NotEqual(t, store.DrawDone, d.State, "killed before the draw was done")
+
+	startSeckill(t, bin, "worker", env).waitLog(t, "worker and relay running", time.Minute)
+	require.Eventually(t, func() bool {
+		d, err = s.store.DrawOf(context.Background(), saleID)
+		return err == nil && d.State == store.DrawDone
+	}, 3*time.Minute, 100*time.Millisecond, "the draw never finished after the restart")
+	require.Equal(t, entrants, d.Entries)
+	require.Equal(t, stock, d.Admitted)
+
+	// Each winner once, each with its own order; orders in rank order.
+	orders, err := s.store.DrawOrders(context.Background(), saleID)
+	require.NoError(t, err)
+	require.Len(t, orders, stock)
+	seen := map[int64]bool{}
+	for i, o := range orders {
+		require.False(t, seen[o.OrderID], "order %d given twice", o.OrderID)
+		seen[o.OrderID] = true
+		require.Equal(t, i+1, o.Rank, "orders follow ranks")
+	}
+	var counts []struct {
+		Outcome string
+		N       int
+	}
+	require.NoError(t, s.store.Gorm().Raw(`SELECT outcome, count(*) AS n FROM lobby_entries WHERE sale_id = ? GROUP BY outcome ORDER BY outcome`, saleID).
+		Scan(&counts).Error)
+	require.Equal(t, []struct {
+		Outcome string
+		N       int
+	}{{"LOST", entrants - stock - waitMax}, {"WAITING", waitMax}, {"WON", stock}}, counts)
+	for _, o := range orders {
+		require.False(t, idgen.Time(o.OrderID).IsZero())
+	}
+	r := s.mustDo("GET", "/api/v1/sales/"+sale, "", nil)
+	var view struct {
+		Stock struct {
+			Remaining int64 `json:"remaining"`
+		} `json:"stock"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &view))
+	require.Zero(t, view.Stock.Remaining, "every unit given, none twice")
+	s.requireAudit(sale)
+}

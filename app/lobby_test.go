@@ -1,0 +1,268 @@
+//go:build !slim
+
+package app_test
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/draw"
+)
+
+// createLobbySale creates a sale whose lobby opens now and which starts
+// after startIn, and returns its id.
+func (s *system) createLobbySale(stock int, startIn, timeout time.Duration, segments int) string {
+	s.t.Helper()
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"name": "Lobby sale", "price_cents": 990, "stock": stock,
+		"lobby_opens_at": now.Add(-time.Second).Format(time.RFC3339Nano),
+		"starts_at":      now.Add(startIn).Format(time.RFC3339Nano), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
+		"payment_timeout_seconds": int(timeout / time.Second), "stock_segments": segments,
+	})
+	r := s.mustDo("POST", "/api/v1/sales", s.token("admin", true), body)
+	require.Equal(s.t, http.StatusCreated, r.status, "%s", r.body)
+	return r.json(s.t)["id"].(string)
+}
+
+type lobbyMe struct {
+	Status   string `json:"status"`
+	Entry    string `json:"entry"`
+	Rank     int    `json:"rank"`
+	OrderID  string `json:"order_id"`
+	Position int64  `json:"position"`
+}
+
+func (s *system) lobbyMe(sale, user string) (int, lobbyMe) {
+	s.t.Helper()
+	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/lobby/me", s.token(user, false), nil)
+	var me lobbyMe
+	if r.status == http.StatusOK {
+		require.NoError(s.t, json.Unmarshal(r.body, &me))
+	}
+	return r.status, me
+}
+
+// The whole fair start: the commitment shown while the lobby is open,
+// entries (a repeat answers the same entry), claims held back before and
+// during the draw, the draw at starts_at ranking every entry by
+// SHA-256(seed ‖ entry), ranks 1..stock admitted as claims are (payable
+// orders), the next on the waitlist in rank order up to its bound, the
+// rest lost; the seed published and checkable; claims as usual after.
+// On 2 stock segments, so each admission lands in its buyer's segment.
+func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.WaitlistMax = 2 }})
+	const stock, entrants = 3, 8
+	sale := s.createLobbySale(stock, 4*time.Second, time.Minute, 2)
+
+	r := s.mustDo("GET", "/api/v1/sales/"+sale, "", nil)
+	var view seckill.SaleJSON
+	require.NoError(t, json.Unmarshal(r.body, &view))
+	require.Equal(t, seckill.StateLobby, view.State)
+	require.NotNil(t, view.Draw, "the commitment is shown from the lobby's opening: %s", r.body)
+	commitment := view.Draw.Commitment
+
+	entries := map[string]string{} // user -> entry
+	for i := range entrants {
+		user := "entrant-" + strconv.Itoa(i)
+		r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token(user, false), nil)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		entries[user] = r.json(t)["entry"].(string)
+		again := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token(user, false), nil)
+		require.Equal(t, http.StatusOK, again.status, "entering again")
+		require.Equal(t, entries[user], again.json(t)["entry"])
+		status, me := s.lobbyMe(sale, user)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "ENTERED", me.Status)
+	}
+	status, _ := s.lobbyMe(sale, "never-entered")
+	require.Equal(t, http.StatusNotFound, status)
+	early := s.claim(sale, "early-bird")
+	require.Equal(t, http.StatusConflict, early.status)
+	require.Equal(t, "SALE_NOT_STARTED", early.json(t)["code"])
+
+	// The draw runs at starts_at; claims wait for it.
+	var d struct {
+		Commitment string `json:"commitment"`
+		Seed       string `json:"seed"`
+		Entries    int    `json:"entries"`
+		Admitted   int    `json:"admitted"`
+	}
+	require.Eventually(t, func() bool {
+		r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
+		if r.status != http.StatusOK {
+			require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+			require.Equal(t, "DRAW_IN_PROGRESS", r.json(t)["code"])
+			require.NotEmpty(t, r.header.Get("Retry-After"))
+			return false
+		}
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		return true
+	}, time.Minute, 100*time.Millisecond, "the draw never finished")
+	require.Equal(t, commitment, d.Commitment)
+	require.Equal(t, entrants, d.Entries)
+	require.Equal(t, stock, d.Admitted)
+	seed, err := draw.ParseSeed(d.Seed)
+	require.NoError(t, err)
+	require.Equal(t, commitment, draw.Commitment(seed), "the seed is the one committed to")
+
+	// Every rank, recomputed from the published seed and entries.
+	r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw/entries", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	lines := strings.Fields(string(r.body))
+	require.Len(t, lines, entrants)
+	var published [][]byte
+	for _, l := range lines {
+		e, err := draw.ParseEntry(l)
+		require.NoError(t, err)
+		published = append(published, e)
+	}
+	rankOf := map[string]int{}
+	for _, rk := range draw.Rank(seed, published) {
+		rankOf[hex.EncodeToString(rk.Entry)] = rk.Rank
+	}
+	waiting := 0
+	for user, entry := range entries {
+		rank := rankOf[entry]
+		require.NotZero(t, rank, "%s's entry is published", user)
+		status, me := s.lobbyMe(sale, user)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, rank, me.Rank, "%s's rank", user)
+		switch {
+		case rank <= stock:
+			require.Equal(t, "WON", me.Status, "rank %d", rank)
+			o := s.waitOrder(me.OrderID, user, seckill.StatusAwaitingPayment, 30*time.Second)
+			require.Equal(t, sale, o.SaleID)
+		case rank <= stock+2:
+			require.Equal(t, "WAITING", me.Status, "rank %d", rank)
+			require.Equal(t, int64(rank-stock), me.Position, "the waitlist is in rank order")
+			waiting++
+		default:
+			require.Equal(t, "LOST", me.Status, "rank %d, past the waitlist's bound", rank)
+		}
+	}
+	require.Equal(t, 2, waiting)
+
+	// The draw's orders, as an admin reads them: ranks 1..stock.
+	r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw/orders", s.token("admin", true), nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	var listed struct {
+		Orders []struct {
+			OrderID string `json:"order_id"`
+			Entry   string `json:"entry"`
+		} `json:"orders"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &listed))
+	require.Len(t, listed.Orders, stock)
+	for i, o := range listed.Orders {
+		require.Equal(t, i+1, rankOf[o.Entry], "orders admitted in rank order")
+	}
+
+	// After the draw: claims as usual (the units are gone: SOLD_OUT, or
+	// a place on the waitlist behind the draw's).
+	late := s.claim(sale, "late-buyer")
+	require.Equal(t, http.StatusConflict, late.status, "%s", late.body)
+	require.Equal(t, "SOLD_OUT", late.json(t)["code"])
+	lobby := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token("late-buyer", false), nil)
+	require.Equal(t, http.StatusConflict, lobby.status)
+	require.Equal(t, "LOBBY_CLOSED", lobby.json(t)["code"])
+	r = s.mustDo("GET", "/api/v1/sales/"+sale, "", nil)
+	require.NoError(t, json.Unmarshal(r.body, &view))
+	require.Equal(t, seckill.StateSoldOut, view.State)
+	s.requireAudit(sale)
+}
+
+// A lobby with fewer entries than units: every entrant wins, and the
+// units left are open to claims after the draw.
+func TestLobby_UnitsLeftAfterTheDrawAreOpenToClaims(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createLobbySale(5, 3*time.Second, time.Minute, 1)
+	for i := range 2 {
+		r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token(fmt.Sprintf("few-%d", i), false), nil)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	}
+	require.Eventually(t, func() bool {
+		return s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil).status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	for i := range 2 {
+		status, me := s.lobbyMe(sale, fmt.Sprintf("few-%d", i))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "WON", me.Status)
+	}
+	r := s.claim(sale, "after-the-draw")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	s.requireAudit(sale)
+}
+
+// The fair start in a real browser: two shoppers enter the draw of a
+// one-unit sale from its page before the start; the draw gives the unit to
+// one (the page shows the won order and its countdown) and puts the other
+// first on the waitlist (the page shows the place in line); both see the
+// commitment and a link to the published draw.
+func TestShopper_LobbyDrawWonAndWaitingInBrowser(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	sale := s.createLobbySale(1, 12*time.Second, 2*time.Minute, 1)
+	shoppers := []string{"lobby-ann", "lobby-bob"}
+	tabs := map[string]context.Context{}
+	for _, name := range shoppers {
+		ctx := browser(t)
+		tabs[name] = ctx
+		do(t, ctx, name+" opens the sale and signs in",
+			chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+			chromedp.WaitVisible("#signin-button"),
+			chromedp.SetValue("#signin-name", name),
+			chromedp.Click("#signin-button"),
+			chromedp.WaitVisible("#who-user"),
+			chromedp.WaitVisible("#enter"),
+		)
+		require.Contains(t, text(t, ctx, "#lobby-status"), "Enter before the start")
+		require.Regexp(t, `^[0-9a-f]{64}$`, text(t, ctx, "#lobby-commitment"))
+		require.Contains(t, text(t, ctx, "#claim-why"), "starts with a draw")
+		if name == shoppers[0] {
+			screenshot(t, ctx, "lobby-open.png")
+		}
+		do(t, ctx, name+" enters the draw", chromedp.Click("#enter"), chromedp.WaitNotVisible("#enter"))
+		require.Contains(t, text(t, ctx, "#lobby-status"), "You are in the draw")
+		if name == shoppers[0] {
+			screenshot(t, ctx, "lobby-entered.png")
+		}
+	}
+	outcomes := map[string]string{}
+	for _, name := range shoppers {
+		ctx := tabs[name]
+		var status string
+		require.Eventually(t, func() bool {
+			status = text(t, ctx, "#lobby-status")
+			return strings.HasPrefix(status, "You won") || strings.HasPrefix(status, "The draw put you on the waitlist")
+		}, time.Minute, 200*time.Millisecond, "%s's page never showed the draw's result", name)
+		if strings.HasPrefix(status, "You won") {
+			outcomes["won"] = name
+			do(t, ctx, "the won order is shown, payable",
+				chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
+				chromedp.WaitVisible("#payby-countdown"))
+			screenshot(t, ctx, "lobby-draw-won.png")
+		} else {
+			outcomes["waiting"] = name
+			require.Contains(t, status, "you are number 1 in line")
+			screenshot(t, ctx, "lobby-draw-waiting.png")
+		}
+	}
+	require.Len(t, outcomes, 2, "one shopper won, the other waits: %v", outcomes)
+	href, err := chromedp.Run(tabs[outcomes["won"]], chromedp.AttributeValue("#verify-link", "href"))
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(href.Value, "/api/v1/sales/"+sale+"/draw"), href.Value)
+	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
+	require.Equal(t, http.StatusOK, r.status, "the page's link shows the published draw: %s", r.body)
+}

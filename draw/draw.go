@@ -1,0 +1,104 @@
+// Package draw is the lobby's draw (docs/API.md "Fair start"): a seed
+// committed by its SHA-256 when the lobby opens, and ranks that anyone can
+// recompute from the revealed seed and the published entries. An entry's
+// rank is its place when all entries are sorted by SHA-256(seed ‖ entry),
+// ascending; the order in which entries arrived plays no part.
+//
+// It is pure computation: the workflow that runs the draw, the API that
+// publishes it and `seckill draw verify` all rank with these functions.
+package draw
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+)
+
+// SeedSize and EntrySize are the byte lengths of a seed and of an entry
+// (an entry's hex form is 32 characters).
+const (
+	SeedSize  = 32
+	EntrySize = 16
+)
+
+// NewSeed returns a fresh random seed.
+func NewSeed() []byte { return random(SeedSize) }
+
+// NewEntry returns a fresh random entry token.
+func NewEntry() []byte { return random(EntrySize) }
+
+func random(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return b
+}
+
+// Commitment is the hex SHA-256 of seed: published when the lobby opens,
+// it binds the draw to a seed chosen before any entry was seen.
+func Commitment(seed []byte) string {
+	sum := sha256.Sum256(seed)
+	return hex.EncodeToString(sum[:])
+}
+
+// Key is SHA-256(seed ‖ entry): entries are ranked by it, ascending.
+func Key(seed, entry []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(seed)
+	h.Write(entry)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// Ranked is an entry with its rank (1 is first).
+type Ranked struct {
+	Entry []byte
+	Rank  int
+}
+
+// Rank ranks entries under seed: the result is in rank order, ranks
+// 1..len(entries). Entries must be distinct.
+func Rank(seed []byte, entries [][]byte) []Ranked {
+	type keyed struct {
+		key   [sha256.Size]byte
+		entry []byte
+	}
+	ks := make([]keyed, len(entries))
+	for i, e := range entries {
+		ks[i] = keyed{Key(seed, e), e}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.entry, b.entry)
+	})
+	out := make([]Ranked, len(ks))
+	for i, k := range ks {
+		out[i] = Ranked{Entry: k.entry, Rank: i + 1}
+	}
+	return out
+}
+
+// ParseEntry parses an entry's hex form.
+func ParseEntry(s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != EntrySize {
+		return nil, fmt.Errorf("entry %q is not %d hex characters", s, 2*EntrySize)
+	}
+	return b, nil
+}
+
+// ParseSeed parses a seed's hex form.
+func ParseSeed(s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != SeedSize {
+		return nil, fmt.Errorf("seed %q is not %d hex characters", s, 2*SeedSize)
+	}
+	return b, nil
+}

@@ -1,0 +1,273 @@
+package drawcli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/draw"
+	"github.com/seckill/seckill/draw/drawcli"
+)
+
+const adminToken = "admin-token"
+
+// fakeAPI serves one sale's published draw as docs/API.md "Fair start"
+// says the API does.
+type fakeAPI struct {
+	saleID     string
+	seed       []byte
+	commitment string // the sale's (and the draw's) commitment
+	stock      int64
+	entries    [][]byte // sorted ascending
+	orders     []map[string]any
+	// tamper, when set, changes the draw's JSON before it is served.
+	tamper   func(d map[string]any)
+	drawCode string // when set, /draw answers 409 with this code
+	// entriesServed, ordersAuth record what was asked.
+	ordersAuth string
+}
+
+// newFakeAPI draws n entries for stock units and admits ranks 1..K.
+func newFakeAPI(n int, stock int64) *fakeAPI {
+	f := &fakeAPI{saleID: "42", seed: draw.NewSeed(), stock: stock}
+	f.commitment = draw.Commitment(f.seed)
+	f.entries = make([][]byte, n)
+	for i := range f.entries {
+		f.entries[i] = draw.NewEntry()
+	}
+	slices.SortFunc(f.entries, bytes.Compare)
+	ranked := draw.Rank(f.seed, f.entries)
+	for i := range min(int(stock), n) {
+		f.orders = append(f.orders, map[string]any{
+			"order_id": strconv.FormatInt(7_200_000_000_000_000_000+int64(i)*4096, 10),
+			"entry":    hex.EncodeToString(ranked[i].Entry),
+			"rank":     ranked[i].Rank,
+		})
+	}
+	return f
+}
+
+func problem(w http.ResponseWriter, status int, code, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "detail": detail})
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	base := "/api/v1/sales/" + f.saleID
+	switch r.URL.Path {
+	case base:
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": f.saleID, "state": "ACTIVE",
+			"stock": map[string]any{"total": f.stock, "remaining": 0},
+			"draw":  map[string]any{"commitment": f.commitment},
+		})
+	case base + "/draw":
+		if f.drawCode != "" {
+			problem(w, http.StatusConflict, f.drawCode, "not now")
+			return
+		}
+		d := map[string]any{
+			"commitment": f.commitment, "seed": hex.EncodeToString(f.seed),
+			"entries": len(f.entries), "admitted": min(int(f.stock), len(f.entries)),
+		}
+		if f.tamper != nil {
+			f.tamper(d)
+		}
+		_ = json.NewEncoder(w).Encode(d)
+	case base + "/draw/entries":
+		w.Header().Set("Content-Type", "text/plain")
+		bw := bufio.NewWriterSize(w, 64<<10)
+		line := make([]byte, 0, 33)
+		for _, e := range f.entries {
+			line = append(hex.AppendEncode(line[:0], e), '\n')
+			_, _ = bw.Write(line)
+		}
+		_ = bw.Flush()
+	case base + "/draw/orders":
+		f.ordersAuth = r.Header.Get("Authorization")
+		if f.ordersAuth != "Bearer "+adminToken {
+			problem(w, http.StatusUnauthorized, "UNAUTHENTICATED", "a bearer token is required")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"orders": f.orders})
+	default:
+		problem(w, http.StatusNotFound, "SALE_NOT_FOUND", "no such sale")
+	}
+}
+
+// run runs `seckill draw args...` against f.
+func run(t *testing.T, f *fakeAPI, token string, args ...string) (string, error) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	err := drawcli.Command(context.Background(), args, &out, drawcli.Options{
+		DefaultAPI: srv.URL,
+		AdminToken: func() (string, error) { return token, nil },
+	})
+	return out.String(), err
+}
+
+func TestDrawVerify_Good(t *testing.T) {
+	f := newFakeAPI(200, 20)
+	out, err := run(t, f, adminToken, "verify", "--sale", "42")
+	require.NoError(t, err, out)
+	require.Equal(t, "Bearer "+adminToken, f.ordersAuth)
+	require.Contains(t, out, "draw of sale 42: 200 entries, stock 20, so 20 admitted (ranks 1..20); 20 orders listed\n")
+	require.Contains(t, out, "  ok   "+draw.CheckEachRank+"\n")
+	require.NotContains(t, out, "FAIL")
+	require.Contains(t, out, "the draw checks out")
+	t.Logf("\n%s", out)
+
+	// --json, and --api given explicitly (after the trailing slash).
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	var buf bytes.Buffer
+	err = drawcli.Command(context.Background(), []string{"verify", "--sale", "42", "--api", srv.URL + "/", "--json"}, &buf,
+		drawcli.Options{DefaultAPI: "http://127.0.0.1:1", AdminToken: func() (string, error) { return adminToken, nil }})
+	require.NoError(t, err)
+	var rep draw.Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep), buf.String())
+	require.True(t, rep.OK())
+	require.Equal(t, int64(20), rep.Admitted)
+	require.Len(t, rep.Checks, 11)
+}
+
+func TestDrawVerify_Tampered(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(f *fakeAPI)
+		failed string
+		want   string
+	}{
+		{"seed", func(f *fakeAPI) {
+			f.tamper = func(d map[string]any) { d["seed"] = hex.EncodeToString(draw.NewSeed()) }
+		}, draw.CheckCommitment, "but the commitment published is"},
+		{"entry dropped", func(f *fakeAPI) {
+			f.entries = slices.Delete(f.entries, 3, 4)
+			f.tamper = func(d map[string]any) { d["entries"] = 50 }
+		}, draw.CheckCount, "declares 50 entries, but 49 were published"},
+		{"entry duplicated", func(f *fakeAPI) {
+			f.entries = slices.Insert(f.entries, 3, f.entries[3])
+		}, draw.CheckDistinct, "is published 2 times"},
+		{"admission order swapped", func(f *fakeAPI) {
+			f.orders[0]["entry"], f.orders[1]["entry"] = f.orders[1]["entry"], f.orders[0]["entry"]
+		}, draw.CheckOrder, "(rank 1) was admitted after order"},
+		{"rank K+1 instead of K", func(f *fakeAPI) {
+			ranked := draw.Rank(f.seed, f.entries)
+			f.orders[4]["entry"] = hex.EncodeToString(ranked[5].Entry)
+		}, draw.CheckTopK, "has rank 6, past K = 5"},
+		{"admitted count", func(f *fakeAPI) {
+			f.tamper = func(d map[string]any) { d["admitted"] = 6 }
+		}, draw.CheckAdmitted, "declares 6 admitted"},
+		{"commitment changed after the lobby opened", func(f *fakeAPI) {
+			f.seed = draw.NewSeed() // a new seed and its commitment, the sale still showing the old one
+			f.tamper = func(d map[string]any) { d["commitment"] = draw.Commitment(f.seed) }
+		}, draw.CheckCommitment, "the sale showed commitment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI(50, 5)
+			tc.tamper(f)
+			out, err := run(t, f, adminToken, "verify", "--sale", "42")
+			require.ErrorIs(t, err, drawcli.ErrFailed, out)
+			require.Contains(t, out, "  FAIL "+tc.failed+"\n", out)
+			require.Contains(t, out, tc.want)
+			require.Contains(t, out, "the draw does NOT check out")
+		})
+	}
+}
+
+// TestDrawVerify_NoAdmin: without an admin token the public pieces are
+// still checked; the order checks are skipped, and said so.
+func TestDrawVerify_NoAdmin(t *testing.T) {
+	f := newFakeAPI(30, 3)
+	out, err := run(t, f, "someone-else", "verify", "--sale", "42")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "  ok   "+draw.CheckCommitment+"\n")
+	require.Contains(t, out, "  skip "+draw.CheckTopK+"\n")
+	require.Contains(t, out, "401 UNAUTHENTICATED: a bearer token is required (the order list needs an admin token")
+
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	var buf bytes.Buffer
+	err = drawcli.Command(context.Background(), []string{"verify", "--sale", "42"}, &buf, drawcli.Options{
+		DefaultAPI: srv.URL, AdminToken: func() (string, error) { return "", errors.New("SECKILL_ADMIN_TOKEN is required") },
+	})
+	require.NoError(t, err)
+	require.Contains(t, buf.String(), "the order list was not read: no admin token: SECKILL_ADMIN_TOKEN is required")
+}
+
+func TestDrawVerify_Errors(t *testing.T) {
+	f := newFakeAPI(5, 2)
+	f.drawCode = "DRAW_IN_PROGRESS"
+	_, err := run(t, f, adminToken, "verify", "--sale", "42")
+	require.ErrorContains(t, err, "sale 42 has not drawn yet (409 DRAW_IN_PROGRESS: not now)")
+	require.NotErrorIs(t, err, drawcli.ErrFailed)
+
+	f.drawCode = "NO_LOBBY"
+	_, err = run(t, f, adminToken, "verify", "--sale", "42")
+	require.ErrorContains(t, err, "sale 42 has no lobby, so no draw")
+
+	f.drawCode = ""
+	_, err = run(t, f, adminToken, "verify", "--sale", "43")
+	require.ErrorContains(t, err, "404 SALE_NOT_FOUND")
+
+	_, err = run(t, f, adminToken, "verify")
+	require.ErrorContains(t, err, "--sale must be a sale id")
+	_, err = run(t, f, adminToken, "verify", "--sale", "42", "extra")
+	require.ErrorContains(t, err, "unexpected arguments")
+	_, err = run(t, f, adminToken, "check")
+	require.ErrorContains(t, err, `unknown subcommand "check"`)
+	_, err = run(t, f, adminToken)
+	require.ErrorContains(t, err, "a subcommand is required")
+	out, err := run(t, f, adminToken, "verify", "--help")
+	require.NoError(t, err)
+	require.Equal(t, drawcli.Usage, out)
+
+	var buf bytes.Buffer
+	err = drawcli.Command(context.Background(), []string{"verify", "--sale", "42", "--api", "http://127.0.0.1:1"}, &buf, drawcli.Options{})
+	require.ErrorContains(t, err, "API not reachable at http://127.0.0.1:1")
+}
+
+// TestDrawVerify_MillionEntries: a million entries stream through with
+// memory for their bytes, and a thousand admitted orders check out.
+func TestDrawVerify_MillionEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million entries")
+	}
+	const n = 1_000_000
+	f := &fakeAPI{saleID: "42", seed: draw.NewSeed(), stock: 1000}
+	f.commitment = draw.Commitment(f.seed)
+	f.entries = make([][]byte, n)
+	backing := make([]byte, n*draw.EntrySize)
+	for i := range f.entries {
+		e := backing[i*draw.EntrySize : (i+1)*draw.EntrySize]
+		binary.BigEndian.PutUint64(e[:8], uint64(i)<<20) // sorted, spread out
+		copy(e[8:], draw.NewEntry()[:8])
+		f.entries[i] = e
+	}
+	ranked := draw.Rank(f.seed, f.entries)
+	for i := range 1000 {
+		f.orders = append(f.orders, map[string]any{
+			"order_id": strconv.Itoa(1_000_000 + i), "entry": hex.EncodeToString(ranked[i].Entry), "rank": i + 1,
+		})
+	}
+	out, err := run(t, f, adminToken, "verify", "--sale", "42")
+	require.NoError(t, err, out)
+	require.Contains(t, out, fmt.Sprintf("draw of sale 42: %d entries, stock 1000, so 1000 admitted", n))
+	require.True(t, strings.HasSuffix(out, "the draw checks out: anyone can recompute these ranks from the seed and the entries\n"), out)
+}

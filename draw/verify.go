@@ -1,0 +1,515 @@
+package draw
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Published is a draw as the API publishes it (docs/API.md "Fair start"),
+// taken as published: nothing in it is trusted. Verify checks it.
+type Published struct {
+	SaleID string
+	// SaleCommitment is the commitment the sale object shows (from the
+	// lobby's opening on); "" when not known.
+	SaleCommitment string
+	// Commitment, Seed, DeclaredEntries and Admitted are the draw's
+	// GET /api/v1/sales/{id}/draw: "commitment", "seed", "entries" and
+	// "admitted" (K).
+	Commitment      string
+	Seed            string
+	DeclaredEntries int64
+	Admitted        int64
+	// Entries is GET /api/v1/sales/{id}/draw/entries, in its order.
+	Entries *EntryList
+	// Stock is the sale's stock.total.
+	Stock int64
+	// Orders are the orders the draw admitted, as listed (GET
+	// /api/v1/sales/{id}/draw/orders); nil when the list could not be
+	// read (OrdersUnavailable says why): their checks are then skipped.
+	Orders            []Order
+	OrdersUnavailable string
+}
+
+// Order is one admitted order as listed. Rank is the rank the list
+// states: never trusted, only compared with the recomputed one (0: none
+// stated).
+type Order struct {
+	ID    string
+	Entry string
+	Rank  int64
+}
+
+// maxProblems bounds the problems a check lists; the rest are counted.
+const maxProblems = 10
+
+// EntryList is a published entry list, read one line at a time: a
+// well-formed entry is kept as its 16 bytes (a million entries take
+// 16 MB), a malformed line is counted and the first few are named.
+type EntryList struct {
+	entries    [][EntrySize]byte // the well-formed ones, in published order
+	lines      int64
+	malformed  []string
+	nMalformed int64
+	unsorted   []string // where an entry is smaller than the one before
+	nUnsorted  int64
+}
+
+// NewEntryList returns an empty list with room for n entries (a hint).
+func NewEntryList(n int) *EntryList {
+	return &EntryList{entries: make([][EntrySize]byte, 0, max(n, 0))}
+}
+
+// EntriesOf is the list of the given lines.
+func EntriesOf(lines ...string) *EntryList {
+	l := NewEntryList(len(lines))
+	for _, s := range lines {
+		l.Add(s)
+	}
+	return l
+}
+
+// ReadEntries reads a published entry list, one entry per line, with
+// memory for the entries only: the body is never held whole, and a line
+// is decoded in place.
+func ReadEntries(r io.Reader, sizeHint int) (*EntryList, error) {
+	l := NewEntryList(sizeHint)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		l.add(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the entries after line %d: %w", l.lines, err)
+	}
+	return l, nil
+}
+
+// Add takes the next published line. An entry is well-formed when it is
+// exactly what the API publishes: 32 lowercase hex characters.
+func (l *EntryList) Add(line string) { l.add([]byte(line)) }
+
+func (l *EntryList) add(line []byte) {
+	l.lines++
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	var e [EntrySize]byte
+	if len(line) != 2*EntrySize || !lowerHex(line) {
+		l.nMalformed++
+		if len(l.malformed) < maxProblems {
+			l.malformed = append(l.malformed, fmt.Sprintf("line %d: %q is not %d lowercase hex characters", l.lines, clip(string(line)), 2*EntrySize))
+		}
+		return
+	}
+	_, _ = hex.Decode(e[:], line)
+	if n := len(l.entries); n > 0 && bytes.Compare(e[:], l.entries[n-1][:]) < 0 {
+		l.nUnsorted++
+		if len(l.unsorted) < maxProblems {
+			l.unsorted = append(l.unsorted, fmt.Sprintf("line %d: %s comes after %s", l.lines, line, hex.EncodeToString(l.entries[n-1][:])))
+		}
+	}
+	l.entries = append(l.entries, e)
+}
+
+// Len is the number of well-formed entries.
+func (l *EntryList) Len() int { return len(l.entries) }
+
+// Lines is the number of lines read.
+func (l *EntryList) Lines() int64 { return l.lines }
+
+func lowerHex(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// Check is one check of a draw's verification.
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Skipped: the check could not be made (Problems say why); it does
+	// not fail the report.
+	Skipped  bool     `json:"skipped,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Report is the verification of one published draw.
+type Report struct {
+	SaleID   string  `json:"sale_id"`
+	Entries  int64   `json:"entries"`  // lines published
+	Admitted int64   `json:"admitted"` // K recomputed: min(stock, entries)
+	Stock    int64   `json:"stock"`
+	Orders   int     `json:"orders"`
+	Checks   []Check `json:"checks"`
+}
+
+// OK reports whether no check failed (skipped ones do not fail).
+func (r *Report) OK() bool {
+	for _, c := range r.Checks {
+		if !c.OK && !c.Skipped {
+			return false
+		}
+	}
+	return true
+}
+
+// Failed lists the names of the checks that failed.
+func (r *Report) Failed() []string {
+	var names []string
+	for _, c := range r.Checks {
+		if !c.OK && !c.Skipped {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// String renders the report for people, as `seckill audit` does.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so %d admitted (ranks 1..%d); %d orders listed\n",
+		r.SaleID, r.Entries, r.Stock, r.Admitted, r.Admitted, r.Orders)
+	for _, c := range r.Checks {
+		mark := "ok  "
+		switch {
+		case c.Skipped:
+			mark = "skip"
+		case !c.OK:
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %s\n", mark, c.Name)
+		for _, p := range c.Problems {
+			fmt.Fprintf(&b, "         - %s\n", p)
+		}
+	}
+	if r.OK() {
+		fmt.Fprintf(&b, "the draw checks out: anyone can recompute these ranks from the seed and the entries\n")
+	} else {
+		fmt.Fprintf(&b, "the draw does NOT check out: %d of %d checks failed\n", len(r.Failed()), len(r.Checks))
+	}
+	return b.String()
+}
+
+// problems collects a check's problems, naming the first maxProblems.
+type problems struct {
+	list []string
+	n    int64
+}
+
+func (p *problems) add(format string, args ...any) {
+	p.n++
+	if len(p.list) < maxProblems {
+		p.list = append(p.list, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *problems) check(name string) Check {
+	list := p.list
+	if p.n > int64(len(list)) {
+		list = append(list, fmt.Sprintf("... and %d more", p.n-int64(len(list))))
+	}
+	return Check{Name: name, OK: p.n == 0, Problems: list}
+}
+
+// Check names, in the report's order.
+const (
+	CheckCommitment = "the seed's SHA-256 is the commitment published when the lobby opened"
+	CheckWellFormed = "every entry is well-formed (32 lowercase hex characters)"
+	CheckDistinct   = "the entries are distinct"
+	CheckSorted     = "the entries are published sorted ascending"
+	CheckCount      = "the number of entries is the one declared"
+	CheckAdmitted   = "the number admitted is min(stock, entries)"
+	CheckInDraw     = "every admitted order's entry is an entry of the draw"
+	CheckTopK       = "every admitted order's entry ranks within 1..K"
+	CheckEachRank   = "each rank 1..K has exactly one order (none twice, none skipped)"
+	CheckOrder      = "orders were admitted in rank order (ascending order_id, rank 1 first)"
+	CheckStated     = "the ranks the order list states are the recomputed ones"
+)
+
+// Verify recomputes the draw from its seed and entries, as anyone can,
+// and checks every published piece against it; each check is reported
+// separately. Memory beyond the entries is O(K) (the admitted ones'
+// keys), not O(entries).
+func Verify(p Published) Report {
+	if p.Entries == nil {
+		p.Entries = NewEntryList(0)
+	}
+	entries := p.Entries.entries
+	k := min(max(p.Stock, 0), int64(len(entries)))
+	rep := Report{SaleID: p.SaleID, Entries: p.Entries.lines, Admitted: k, Stock: p.Stock, Orders: len(p.Orders)}
+	add := func(c Check) { rep.Checks = append(rep.Checks, c) }
+
+	// The seed and its commitment.
+	var pc problems
+	seed, err := ParseSeed(p.Seed)
+	if err != nil {
+		pc.add("%v", err)
+	} else if got := Commitment(seed); got != strings.ToLower(p.Commitment) {
+		pc.add("SHA-256(seed) is %s, but the commitment published is %q", got, p.Commitment)
+	}
+	if p.SaleCommitment != "" && !strings.EqualFold(p.SaleCommitment, p.Commitment) {
+		pc.add("the sale showed commitment %s, but the draw publishes %s", p.SaleCommitment, p.Commitment)
+	}
+	add(pc.check(CheckCommitment))
+
+	// The entry list.
+	add((&problems{list: p.Entries.malformed, n: p.Entries.nMalformed}).check(CheckWellFormed))
+	add(distinct(entries, p.Entries.nUnsorted == 0).check(CheckDistinct))
+	add((&problems{list: p.Entries.unsorted, n: p.Entries.nUnsorted}).check(CheckSorted))
+	var pn problems
+	if p.DeclaredEntries != p.Entries.lines {
+		pn.add("the draw declares %d entries, but %d were published", p.DeclaredEntries, p.Entries.lines)
+	}
+	add(pn.check(CheckCount))
+	var pk problems
+	if p.Admitted != k {
+		pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(entries), k)
+	}
+	add(pk.check(CheckAdmitted))
+
+	// The admitted orders, against the recomputed ranks 1..K.
+	orderChecks := []string{CheckInDraw, CheckTopK, CheckEachRank, CheckOrder, CheckStated}
+	if p.Orders == nil && p.OrdersUnavailable != "" {
+		for _, name := range orderChecks {
+			add(Check{Name: name, Skipped: true, Problems: []string{"the order list was not read: " + p.OrdersUnavailable}})
+		}
+		return rep
+	}
+	if seed == nil {
+		for _, name := range orderChecks {
+			add(Check{Name: name, Problems: []string{"no ranks without a valid seed"}})
+		}
+		return rep
+	}
+	winners := topK(seed, entries, int(k)) // rank i+1 is winners[i]
+	rankOf := make(map[[EntrySize]byte]int64, len(winners))
+	for i, w := range winners {
+		rankOf[w.entry] = int64(i + 1)
+	}
+	var inDraw, inTopK, eachRank, order, stated problems
+	counts := make([][]string, k) // the order ids of each rank
+	type admitted struct {
+		id   int64
+		sid  string
+		rank int64 // 0: not within 1..K
+	}
+	var adm []admitted
+	var slowRanks int // ranks past K computed by a pass over all entries
+	var prevID int64
+	for i, o := range p.Orders {
+		id, idErr := strconv.ParseInt(o.ID, 10, 64)
+		if idErr != nil || id <= 0 {
+			order.add("order %q: not an order id", o.ID)
+		} else if i > 0 && id <= prevID {
+			order.add("order %s is listed after order %d: the list is not in ascending order_id", o.ID, prevID)
+		}
+		if idErr == nil {
+			prevID = id
+		}
+		e, err := ParseEntry(o.Entry)
+		if err != nil {
+			inDraw.add("order %s: %v", o.ID, err)
+			inTopK.add("order %s: no entry", o.ID)
+			continue
+		}
+		var ea [EntrySize]byte
+		copy(ea[:], e)
+		rank := rankOf[ea]
+		if rank == 0 {
+			// Not a winner: find whether it is an entry at all, and its
+			// rank (one pass over the entries each, for the first few).
+			found, r := false, int64(0)
+			if slowRanks < maxProblems {
+				slowRanks++
+				found, r = rankPastK(seed, entries, ea)
+			} else {
+				found = contains(entries, ea, p.Entries.nUnsorted == 0)
+			}
+			switch {
+			case !found:
+				inDraw.add("order %s: entry %s is not in the published entries", o.ID, o.Entry)
+				inTopK.add("order %s: entry %s has no rank (not an entry)", o.ID, o.Entry)
+			case r > 0:
+				inTopK.add("order %s: entry %s has rank %d, past K = %d", o.ID, o.Entry, r, k)
+			default:
+				inTopK.add("order %s: entry %s ranks past K = %d", o.ID, o.Entry, k)
+			}
+			if o.Rank != 0 && r > 0 && o.Rank != r {
+				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, r)
+			}
+		} else {
+			counts[rank-1] = append(counts[rank-1], o.ID)
+			if o.Rank != 0 && o.Rank != rank {
+				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, rank)
+			}
+		}
+		if idErr == nil && id > 0 {
+			adm = append(adm, admitted{id: id, sid: o.ID, rank: rank})
+		}
+	}
+	for i, ids := range counts {
+		switch len(ids) {
+		case 1:
+		case 0:
+			eachRank.add("rank %d (entry %s) has no order", i+1, hex.EncodeToString(winners[i].entry[:]))
+		default:
+			eachRank.add("rank %d (entry %s) has %d orders: %s", i+1, hex.EncodeToString(winners[i].entry[:]), len(ids), strings.Join(ids, ", "))
+		}
+	}
+	if int64(len(p.Orders)) != k {
+		eachRank.add("%d orders are listed, but K is %d", len(p.Orders), k)
+	}
+	// In ascending order_id (admission order) the ranks must rise.
+	slices.SortStableFunc(adm, func(a, b admitted) int { return cmpInt(a.id, b.id) })
+	var last admitted
+	for _, a := range adm {
+		if a.rank == 0 {
+			continue // past K: reported above
+		}
+		if last.rank != 0 && a.rank < last.rank {
+			order.add("order %s (rank %d) was admitted after order %s (rank %d)", a.sid, a.rank, last.sid, last.rank)
+		}
+		last = a
+	}
+	add(inDraw.check(CheckInDraw))
+	add(inTopK.check(CheckTopK))
+	add(eachRank.check(CheckEachRank))
+	add(order.check(CheckOrder))
+	add(stated.check(CheckStated))
+	return rep
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// distinct finds the repeated entries: along the list when it is sorted,
+// else in a sorted copy.
+func distinct(entries [][EntrySize]byte, sorted bool) *problems {
+	var p problems
+	list := entries
+	if !sorted {
+		list = slices.Clone(entries)
+		slices.SortFunc(list, func(a, b [EntrySize]byte) int { return bytes.Compare(a[:], b[:]) })
+	}
+	for i := 1; i < len(list); i++ {
+		if list[i] == list[i-1] && (i == 1 || list[i-1] != list[i-2]) {
+			n := 2
+			for i+n-1 < len(list) && list[i+n-1] == list[i] {
+				n++
+			}
+			p.add("%s is published %d times", hex.EncodeToString(list[i][:]), n)
+		}
+	}
+	return &p
+}
+
+// contains reports whether e is in entries (a binary search when they
+// are sorted).
+func contains(entries [][EntrySize]byte, e [EntrySize]byte, sorted bool) bool {
+	if sorted {
+		_, ok := slices.BinarySearchFunc(entries, e, func(a, b [EntrySize]byte) int { return bytes.Compare(a[:], b[:]) })
+		return ok
+	}
+	return slices.Contains(entries, e)
+}
+
+// rankPastK reports whether e is in entries and, if so, its rank: one
+// plus the number of entries ranked before it.
+func rankPastK(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool, int64) {
+	found := false
+	key := Key(seed, e[:])
+	var before int64
+	for _, x := range entries {
+		if x == e {
+			found = true
+			continue
+		}
+		if kx := Key(seed, x[:]); less(kx, x, key, e) {
+			before++
+		}
+	}
+	if !found {
+		return false, 0
+	}
+	return true, before + 1
+}
+
+// keyed is an entry with its key.
+type keyed struct {
+	key   [sha256.Size]byte
+	entry [EntrySize]byte
+}
+
+// less is Rank's order: by key, then (never in practice) by entry.
+func less(ka [sha256.Size]byte, a [EntrySize]byte, kb [sha256.Size]byte, b [EntrySize]byte) bool {
+	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
+		return c < 0
+	}
+	return bytes.Compare(a[:], b[:]) < 0
+}
+
+// maxHeap keeps the k smallest keys seen, the largest on top.
+type maxHeap []keyed
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return less(h[j].key, h[j].entry, h[i].key, h[i].entry) }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(keyed)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// topK is the first k of Rank(seed, entries), in rank order, with memory
+// for k keys only.
+func topK(seed []byte, entries [][EntrySize]byte, k int) []keyed {
+	if k <= 0 {
+		return nil
+	}
+	h := make(maxHeap, 0, min(k, len(entries)))
+	for _, e := range entries {
+		kd := keyed{Key(seed, e[:]), e}
+		if h.Len() < k {
+			heap.Push(&h, kd)
+		} else if less(kd.key, kd.entry, h[0].key, h[0].entry) {
+			h[0] = kd
+			heap.Fix(&h, 0)
+		}
+	}
+	out := []keyed(h)
+	slices.SortFunc(out, func(a, b keyed) int {
+		if less(a.key, a.entry, b.key, b.entry) {
+			return -1
+		}
+		if less(b.key, b.entry, a.key, a.entry) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,482 @@
+package draw_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/draw"
+)
+
+// published is a correct published draw of n entries and stock units, as
+// the API publishes it: entries sorted ascending, orders in ascending
+// order_id (assigned in rank order).
+type published struct {
+	seed    []byte
+	entries []string // sorted ascending
+	ranked  []string // rank order
+	orders  []draw.Order
+	stock   int64
+}
+
+func newPublished(t *testing.T, n int, stock int64) *published {
+	t.Helper()
+	seed := draw.NewSeed()
+	raw := make([][]byte, n)
+	for i := range raw {
+		raw[i] = draw.NewEntry()
+	}
+	p := &published{seed: seed, stock: stock}
+	for _, e := range raw {
+		p.entries = append(p.entries, hex.EncodeToString(e))
+	}
+	slices.Sort(p.entries)
+	for _, r := range draw.Rank(seed, raw) {
+		p.ranked = append(p.ranked, hex.EncodeToString(r.Entry))
+	}
+	k := min(int(stock), n)
+	for i := range k {
+		p.orders = append(p.orders, draw.Order{ID: strconv.Itoa(1_000_000 + 7*i), Entry: p.ranked[i], Rank: int64(i + 1)})
+	}
+	return p
+}
+
+func (p *published) get() draw.Published {
+	commit := draw.Commitment(p.seed)
+	return draw.Published{
+		SaleID: "42", SaleCommitment: commit,
+		Commitment: commit, Seed: hex.EncodeToString(p.seed),
+		DeclaredEntries: int64(len(p.entries)), Admitted: min(p.stock, int64(len(p.entries))),
+		Entries: draw.EntriesOf(p.entries...), Stock: p.stock,
+		Orders: slices.Clone(p.orders),
+	}
+}
+
+// requireFails checks that exactly the named checks failed, each with a
+// problem containing want (when given).
+func requireFails(t *testing.T, rep draw.Report, want map[string]string) {
+	t.Helper()
+	require.False(t, rep.OK(), "%s", rep.String())
+	var names []string
+	for name := range want {
+		names = append(names, name)
+	}
+	require.ElementsMatch(t, names, rep.Failed(), "%s", rep.String())
+	for _, c := range rep.Checks {
+		if w := want[c.Name]; w != "" {
+			require.Contains(t, strings.Join(c.Problems, "\n"), w, "%s", rep.String())
+		}
+	}
+	t.Logf("\n%s", rep.String())
+}
+
+func TestVerify_GoodDraw(t *testing.T) {
+	for _, tc := range []struct{ n, stock int }{{10, 3}, {1, 1}, {3, 10}, {0, 5}, {500, 500}, {500, 37}} {
+		t.Run(fmt.Sprintf("%d entries, stock %d", tc.n, tc.stock), func(t *testing.T) {
+			p := newPublished(t, tc.n, int64(tc.stock))
+			rep := draw.Verify(p.get())
+			require.True(t, rep.OK(), "%s", rep.String())
+			require.Equal(t, int64(min(tc.n, tc.stock)), rep.Admitted)
+			require.Len(t, rep.Checks, 11)
+			s := rep.String()
+			require.NotContains(t, s, "FAIL")
+			require.Contains(t, s, "  ok   "+draw.CheckCommitment+"\n")
+			require.Contains(t, s, "the draw checks out")
+		})
+	}
+}
+
+func TestVerify_TamperedSeed(t *testing.T) {
+	p := newPublished(t, 10, 3)
+	d := p.get()
+	d.Seed = hex.EncodeToString(draw.NewSeed()) // another seed: the commitment does not match
+	rep := draw.Verify(d)
+	// The ranks under the other seed are other ranks, too (with 10 entries
+	// and 3 units the same 3 in the same order is a 1 in 720 chance).
+	require.Contains(t, rep.Failed(), draw.CheckCommitment, "%s", rep.String())
+	require.Contains(t, strings.Join(checkOf(rep, draw.CheckCommitment).Problems, "\n"), "but the commitment published is")
+
+	d = p.get()
+	d.Commitment = draw.Commitment(draw.NewSeed()) // the commitment changed since the lobby opened
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckCommitment: "the sale showed commitment"})
+
+	d = p.get()
+	d.Seed = "not hex"
+	rep = draw.Verify(d)
+	require.Contains(t, rep.Failed(), draw.CheckCommitment)
+	require.Contains(t, rep.Failed(), draw.CheckTopK)
+}
+
+func TestVerify_EntryChanged(t *testing.T) {
+	p := newPublished(t, 10, 3)
+	seed := p.seed
+
+	t.Run("a winner's entry replaced", func(t *testing.T) {
+		// The rank-2 entry is replaced by another that keeps the list
+		// sorted: its order's entry is no longer published.
+		d := p.get()
+		i := slices.Index(p.entries, p.ranked[1])
+		repl := between(t, p.entries, i, func([]byte) bool { return true })
+		lines := slices.Clone(p.entries)
+		lines[i] = repl
+		d.Entries = draw.EntriesOf(lines...)
+		rep := draw.Verify(d)
+		require.Contains(t, rep.Failed(), draw.CheckInDraw, "%s", rep.String())
+		require.Contains(t, rep.Failed(), draw.CheckTopK)
+		require.Contains(t, strings.Join(checkOf(rep, draw.CheckInDraw).Problems, "\n"), p.ranked[1]+" is not in the published entries")
+		t.Logf("\n%s", rep.String())
+	})
+
+	t.Run("a loser's entry replaced by one ranking first", func(t *testing.T) {
+		// A losing entry is replaced (keeping the list sorted) by one that
+		// ranks 1 under the seed: the admitted orders are no longer ranks
+		// 1..K.
+		d := p.get()
+		i := slices.Index(p.entries, p.ranked[9])
+		first := draw.Key(seed, mustEntry(t, p.ranked[0]))
+		repl := between(t, p.entries, i, func(e []byte) bool {
+			k := draw.Key(seed, e)
+			return bytes.Compare(k[:], first[:]) < 0
+		})
+		lines := slices.Clone(p.entries)
+		lines[i] = repl
+		d.Entries = draw.EntriesOf(lines...)
+		rep := draw.Verify(d)
+		requireFails(t, rep, map[string]string{
+			draw.CheckTopK:     "has rank 4, past K = 3",
+			draw.CheckEachRank: "rank 1 (entry " + repl + ") has no order",
+			draw.CheckStated:   "listed with rank 3, recomputed 4",
+		})
+	})
+
+	t.Run("an entry replaced out of order", func(t *testing.T) {
+		d := p.get()
+		lines := slices.Clone(p.entries)
+		lines[4] = "ff" + lines[4][2:]
+		if lines[4] == lines[9] {
+			lines[4] = "fe" + lines[4][2:]
+		}
+		d.Entries = draw.EntriesOf(lines...)
+		rep := draw.Verify(d)
+		require.Contains(t, rep.Failed(), draw.CheckSorted, "%s", rep.String())
+		require.Contains(t, strings.Join(checkOf(rep, draw.CheckSorted).Problems, "\n"), "line 6: "+lines[5]+" comes after "+lines[4])
+	})
+
+	t.Run("an entry malformed", func(t *testing.T) {
+		for _, bad := range []string{strings.ToUpper(p.entries[3]), p.entries[3][:31], p.entries[3] + "0", "", "zz" + p.entries[3][2:]} {
+			d := p.get()
+			lines := slices.Clone(p.entries)
+			lines[3] = bad
+			d.Entries = draw.EntriesOf(lines...)
+			rep := draw.Verify(d)
+			require.Contains(t, rep.Failed(), draw.CheckWellFormed, "%s", rep.String())
+			require.Contains(t, strings.Join(checkOf(rep, draw.CheckWellFormed).Problems, "\n"), "line 4: ")
+		}
+	})
+}
+
+func TestVerify_EntryDroppedOrDuplicated(t *testing.T) {
+	p := newPublished(t, 10, 3)
+
+	t.Run("a loser dropped", func(t *testing.T) {
+		d := p.get()
+		i := slices.Index(p.entries, p.ranked[7])
+		d.Entries = draw.EntriesOf(slices.Delete(slices.Clone(p.entries), i, i+1)...)
+		requireFails(t, draw.Verify(d), map[string]string{draw.CheckCount: "declares 10 entries, but 9 were published"})
+	})
+	t.Run("a winner dropped", func(t *testing.T) {
+		d := p.get()
+		i := slices.Index(p.entries, p.ranked[0])
+		d.Entries = draw.EntriesOf(slices.Delete(slices.Clone(p.entries), i, i+1)...)
+		rep := draw.Verify(d)
+		require.Subset(t, rep.Failed(), []string{draw.CheckCount, draw.CheckInDraw, draw.CheckEachRank}, "%s", rep.String())
+	})
+	// A loser that is not the greatest entry.
+	i := slices.IndexFunc(p.entries, func(e string) bool { return !slices.Contains(p.ranked[:3], e) })
+	t.Run("an entry duplicated", func(t *testing.T) {
+		d := p.get()
+		lines := slices.Insert(slices.Clone(p.entries), i, p.entries[i])
+		d.Entries = draw.EntriesOf(lines...)
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckDistinct: p.entries[i] + " is published 2 times",
+			draw.CheckCount:    "declares 10 entries, but 11 were published",
+		})
+	})
+	t.Run("an entry duplicated out of order", func(t *testing.T) {
+		d := p.get()
+		lines := append(slices.Clone(p.entries), p.entries[i])
+		d.Entries = draw.EntriesOf(lines...)
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckDistinct: p.entries[i] + " is published 2 times",
+			draw.CheckSorted:   "line 11: " + p.entries[i] + " comes after " + p.entries[9],
+			draw.CheckCount:    "",
+		})
+	})
+	t.Run("an entry added and declared", func(t *testing.T) {
+		// An entry slipped in after the fact (declared, sorted) that ranks
+		// among the admitted: the orders no longer match ranks 1..K.
+		d := p.get()
+		first := draw.Key(p.seed, mustEntry(t, p.ranked[0]))
+		var add string
+		for {
+			e := draw.NewEntry()
+			if k := draw.Key(p.seed, e); bytes.Compare(k[:], first[:]) < 0 {
+				add = hex.EncodeToString(e)
+				break
+			}
+		}
+		lines := append(slices.Clone(p.entries), add)
+		slices.Sort(lines)
+		d.Entries = draw.EntriesOf(lines...)
+		d.DeclaredEntries++
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckTopK:     "past K = 3",
+			draw.CheckEachRank: "rank 1 (entry " + add + ") has no order",
+			draw.CheckStated:   "",
+		})
+	})
+}
+
+func TestVerify_TamperedOrders(t *testing.T) {
+	p := newPublished(t, 10, 3)
+
+	t.Run("admission order swapped", func(t *testing.T) {
+		// Rank 2 admitted before rank 1: the ids stay ascending, the
+		// entries (and the stated ranks) are swapped.
+		d := p.get()
+		d.Orders[0].Entry, d.Orders[1].Entry = d.Orders[1].Entry, d.Orders[0].Entry
+		d.Orders[0].Rank, d.Orders[1].Rank = 2, 1
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckOrder: "order " + d.Orders[1].ID + " (rank 1) was admitted after order " + d.Orders[0].ID + " (rank 2)",
+		})
+	})
+	t.Run("ids swapped", func(t *testing.T) {
+		// Rank 1 got the later id: the list in ascending id has rank 2 first.
+		d := p.get()
+		d.Orders[0].ID, d.Orders[1].ID = d.Orders[1].ID, d.Orders[0].ID
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckOrder: "is not in ascending order_id",
+		})
+		rep := draw.Verify(d)
+		require.Contains(t, strings.Join(checkOf(rep, draw.CheckOrder).Problems, "\n"), "(rank 1) was admitted after order")
+	})
+	t.Run("rank K+1 admitted instead of K", func(t *testing.T) {
+		d := p.get()
+		d.Orders[2].Entry = p.ranked[3]
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckTopK:     "entry " + p.ranked[3] + " has rank 4, past K = 3",
+			draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
+			draw.CheckStated:   "listed with rank 3, recomputed 4",
+		})
+	})
+	t.Run("an entrant admitted twice", func(t *testing.T) {
+		d := p.get()
+		d.Orders[2].Entry, d.Orders[2].Rank = d.Orders[1].Entry, 2
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckEachRank: "rank 2 (entry " + p.ranked[1] + ") has 2 orders: " + d.Orders[1].ID + ", " + d.Orders[2].ID,
+		})
+	})
+	t.Run("an extra order", func(t *testing.T) {
+		d := p.get()
+		d.Orders = append(d.Orders, draw.Order{ID: "9000000", Entry: p.ranked[3], Rank: 4})
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckTopK:     "has rank 4, past K = 3",
+			draw.CheckEachRank: "4 orders are listed, but K is 3",
+		})
+	})
+	t.Run("an order missing", func(t *testing.T) {
+		d := p.get()
+		d.Orders = d.Orders[:2]
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
+		})
+	})
+	t.Run("an order for a stranger", func(t *testing.T) {
+		d := p.get()
+		d.Orders[1].Entry = hex.EncodeToString(draw.NewEntry())
+		requireFails(t, draw.Verify(d), map[string]string{
+			draw.CheckInDraw:   "is not in the published entries",
+			draw.CheckTopK:     "has no rank (not an entry)",
+			draw.CheckEachRank: "rank 2 (entry " + p.ranked[1] + ") has no order",
+		})
+	})
+	t.Run("a stated rank wrong", func(t *testing.T) {
+		// Ranks are recomputed, never trusted: a wrong stated rank is only
+		// a publication error of its own.
+		d := p.get()
+		d.Orders[0].Rank = 3
+		requireFails(t, draw.Verify(d), map[string]string{draw.CheckStated: "listed with rank 3, recomputed 1"})
+	})
+	t.Run("a bad order id", func(t *testing.T) {
+		d := p.get()
+		d.Orders[1].ID = "abc"
+		requireFails(t, draw.Verify(d), map[string]string{draw.CheckOrder: `order "abc": not an order id`})
+	})
+	t.Run("orders unavailable", func(t *testing.T) {
+		d := p.get()
+		d.Orders, d.OrdersUnavailable = nil, "401 UNAUTHENTICATED"
+		rep := draw.Verify(d)
+		require.True(t, rep.OK(), "%s", rep.String())
+		require.Contains(t, rep.String(), "  skip "+draw.CheckEachRank+"\n         - the order list was not read: 401 UNAUTHENTICATED\n")
+	})
+}
+
+func TestVerify_TamperedCounts(t *testing.T) {
+	p := newPublished(t, 10, 3)
+	d := p.get()
+	d.DeclaredEntries = 11
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckCount: "declares 11 entries, but 10 were published"})
+
+	d = p.get()
+	d.Admitted = 4
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 4 admitted, but min(stock 3, entries 10) is 3"})
+
+	// Stock larger than it was: K = min(stock, N) grows, rank 4 has no order.
+	d = p.get()
+	d.Stock = 4
+	requireFails(t, draw.Verify(d), map[string]string{
+		draw.CheckAdmitted: "declares 3 admitted, but min(stock 4, entries 10) is 4",
+		draw.CheckEachRank: "rank 4 (entry " + p.ranked[3] + ") has no order",
+	})
+
+	// Fewer entries than stock: K is N.
+	p = newPublished(t, 3, 10)
+	d = p.get()
+	d.Admitted = 10
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "min(stock 10, entries 3) is 3"})
+}
+
+// TestVerify_ManyProblemsAreCounted: a check names ten problems and counts
+// the rest.
+func TestVerify_ManyProblemsAreCounted(t *testing.T) {
+	p := newPublished(t, 50, 50)
+	d := p.get()
+	lines := slices.Clone(p.entries)
+	slices.Reverse(lines)
+	d.Entries = draw.EntriesOf(lines...)
+	rep := draw.Verify(d)
+	c := checkOf(rep, draw.CheckSorted)
+	require.False(t, c.OK)
+	require.Len(t, c.Problems, 11)
+	require.Equal(t, "... and 39 more", c.Problems[10])
+	// Everything else holds: the ranks do not depend on the list's order.
+	require.Equal(t, []string{draw.CheckSorted}, rep.Failed(), "%s", rep.String())
+}
+
+// TestVerify_TopKMatchesRank: the verifier's own selection of ranks 1..K
+// (a bounded heap) agrees with Rank, through the admitted orders it
+// accepts.
+func TestVerify_TopKMatchesRank(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 64, 1000} {
+		for _, stock := range []int64{1, 2, 7, 63, 1000, 5000} {
+			p := newPublished(t, n, stock)
+			rep := draw.Verify(p.get())
+			require.True(t, rep.OK(), "n %d stock %d\n%s", n, stock, rep.String())
+		}
+	}
+}
+
+// TestReadEntries_Streams: a million entries are read line by line into
+// 16 bytes each.
+func TestReadEntries_Streams(t *testing.T) {
+	const n = 1_000_000
+	r := &entryStream{n: n}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	l, err := draw.ReadEntries(r, n)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	// The entries' 16 MB and the line buffer: nothing per line.
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("reading %d entries allocated %.1f MB", n, float64(alloc)/(1<<20))
+	require.Less(t, alloc, uint64(17<<20))
+	require.Equal(t, n, l.Len())
+	require.Equal(t, int64(n), l.Lines())
+	rep := draw.Verify(draw.Published{
+		SaleID: "1", Seed: hex.EncodeToString(make([]byte, 32)), Commitment: draw.Commitment(make([]byte, 32)),
+		DeclaredEntries: n, Admitted: 0, Entries: l, Stock: 0, Orders: []draw.Order{},
+	})
+	require.True(t, rep.OK(), "%s", rep.String())
+
+	l, err = draw.ReadEntries(strings.NewReader("00000000000000000000000000000001\r\n00000000000000000000000000000002\n"), 0)
+	require.NoError(t, err)
+	require.Equal(t, 2, l.Len())
+}
+
+// entryStream serves n sorted entries (0, 1, 2, ...), one per line, from
+// one reused buffer.
+type entryStream struct {
+	n, i int
+	buf  []byte // the unread part of a batch of lines
+	back [64 << 10]byte
+}
+
+func (s *entryStream) Read(p []byte) (int, error) {
+	if len(s.buf) == 0 {
+		s.buf = s.back[:0]
+		for len(s.buf)+33 <= len(s.back) && s.i < s.n {
+			var e [16]byte
+			binary.BigEndian.PutUint64(e[8:], uint64(s.i))
+			s.buf = hex.AppendEncode(s.buf, e[:])
+			s.buf = append(s.buf, '\n')
+			s.i++
+		}
+		if len(s.buf) == 0 {
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+func checkOf(rep draw.Report, name string) draw.Check {
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("no check " + name)
+}
+
+func mustEntry(t *testing.T, s string) []byte {
+	t.Helper()
+	e, err := draw.ParseEntry(s)
+	require.NoError(t, err)
+	return e
+}
+
+// between finds an entry strictly between sorted[i-1] and sorted[i+1]
+// (so the list stays sorted with it at i), other than sorted[i], for
+// which ok holds: random bytes under the shared prefix.
+func between(t *testing.T, sorted []string, i int, ok func([]byte) bool) string {
+	t.Helper()
+	lo := make([]byte, 16)
+	if i > 0 {
+		lo = mustEntry(t, sorted[i-1])
+	}
+	hi := bytes.Repeat([]byte{0xff}, 16)
+	if i+1 < len(sorted) {
+		hi = mustEntry(t, sorted[i+1])
+	}
+	for range 1_000_000 {
+		e := draw.NewEntry()
+		// A first byte within [lo, hi]'s, so that narrow gaps are found.
+		e[0] = lo[0] + byte(int(e[0])%(int(hi[0])-int(lo[0])+1))
+		s := hex.EncodeToString(e)
+		if bytes.Compare(e, lo) > 0 && bytes.Compare(e, hi) < 0 && s != sorted[i] && ok(e) {
+			return s
+		}
+	}
+	t.Fatalf("no entry between %x and %x", lo, hi)
+	return ""
+}

@@ -1,0 +1,42 @@
+package seckill
+
+import (
+	"strconv"
+	"time"
+)
+
+// SaleDrawWorkflow is the workflow type of a sale's draw (docs/API.md
+// "Fair start"): one per sale with a lobby, started when the sale is
+// created.
+const SaleDrawWorkflow = "SaleDraw"
+
+// DrawWorkflowID is the workflow ID of sale id's draw.
+func DrawWorkflowID(saleID int64) string { return "draw-" + strconv.FormatInt(saleID, 10) }
+
+// DrawInput starts a SaleDraw. One struct, so fields can be added without
+// breaking running histories.
+type DrawInput struct {
+	SaleID   int64
+	StartsAt time.Time
+	// WaitlistMax bounds the sale's waitlist: entrants ranked past the
+	// units and past this many waiting buyers lose.
+	WaitlistMax int
+}
+
+// DrawStep is one call of the draw's settle activity: the draw's input
+// and what the calls before it found.
+type DrawStep struct {
+	DrawInput
+	// WaitlistFull: a join was refused as the waitlist was full, so every
+	// entrant ranked after it loses without asking Redis.
+	WaitlistFull bool
+}
+
+// DrawProgress is where a draw stands after an activity.
+type DrawProgress struct {
+	Entries  int  // entries in the lobby (once ranked)
+	NextRank int  // the first rank not yet settled
+	Done     bool // every rank is settled
+	// WaitlistFull, as DrawStep's.
+	WaitlistFull bool
+}

@@ -1,0 +1,33 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/seckill/seckill"
+)
+
+// StartDraw starts the SaleDraw of a sale with a lobby (docs/API.md "Fair
+// start"). Idempotent by sale: a draw that exists, running or finished,
+// is success, and a finished draw is never run again. An error is
+// ambiguous: retry with the same input.
+func (c *Client) StartDraw(ctx context.Context, in seckill.DrawInput) error {
+	_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    seckill.DrawWorkflowID(in.SaleID),
+		TaskQueue:             c.taskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10))),
+	}, seckill.SaleDrawWorkflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err == nil || errors.As(err, &started) {
+		return nil
+	}
+	return fmt.Errorf("start the draw of sale %d: %w", in.SaleID, err)
+}

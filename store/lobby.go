@@ -1,0 +1,330 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/draw"
+)
+
+// The states of a sale's draw (sales.draw_state): entries are taken while
+// OPEN (and before starts_at); RANKED once every entry has its rank (no
+// entry is taken any more; CLOSED before it, while the draw ranks); DONE once every rank is settled and the sale
+// is open to claims.
+const (
+	DrawOpen   = "OPEN"
+	DrawClosed = "CLOSED"
+	DrawRanked = "RANKED"
+	DrawDone   = "DONE"
+)
+
+// The outcomes of an entry, once the draw has settled its rank.
+const (
+	EntryWon     = "WON"
+	EntryWaiting = "WAITING"
+	EntryLost    = "LOST"
+)
+
+// LobbyEntry is one buyer's entry in a sale's lobby.
+type LobbyEntry struct {
+	SaleID  int64
+	UserID  string
+	Entry   []byte
+	Rank    int    // 0 until the draw has ranked it
+	Outcome string // "" until the draw has settled it
+	OrderID int64  // the order a WON entry was given
+}
+
+type lobbyEntryRow struct {
+	SaleID    int64
+	UserID    string
+	Entry     []byte
+	EnteredAt time.Time `gorm:"->"`
+	Rank      *int
+	Outcome   *string
+	OrderID   *int64
+}
+
+func (lobbyEntryRow) TableName() string { return "lobby_entries" }
+
+func (r *lobbyEntryRow) entry() *LobbyEntry {
+	e := &LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry}
+	if r.Rank != nil {
+		e.Rank = *r.Rank
+	}
+	if r.Outcome != nil {
+		e.Outcome = *r.Outcome
+	}
+	if r.OrderID != nil {
+		e.OrderID = *r.OrderID
+	}
+	return e
+}
+
+// ErrLobbyClosed: the sale's lobby takes no more entries (its draw has
+// begun or the sale has started).
+var ErrLobbyClosed = errors.New("the lobby is closed")
+
+// Enter puts userID in the sale's lobby with a fresh random entry, or
+// returns the entry the user already has (created false). An entry is
+// taken only while the draw is OPEN and before starts_at, under a share
+// lock on the sale's row: the draw closes the lobby by updating that row,
+// so it waits for every entry in flight and no entry lands after the draw
+// has read the lobby. ErrLobbyClosed otherwise.
+func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error) {
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var sale struct {
+			DrawState *string
+			StartsAt  time.Time
+			Now       time.Time
+		}
+		if err := tx.Raw(`SELECT draw_state, starts_at, now() AS now FROM sales WHERE id = ? FOR SHARE`, saleID).
+			Scan(&sale).Error; err != nil {
+			return err
+		}
+		var prev lobbyEntryRow
+		err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error
+		if err == nil {
+			entry = prev.Entry
+			return nil
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		if sale.DrawState == nil || *sale.DrawState != DrawOpen || !sale.Now.Before(sale.StartsAt) {
+			return ErrLobbyClosed
+		}
+		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: draw.NewEntry()}
+		if err := tx.Omit("EnteredAt").Create(&row).Error; err != nil {
+			return err
+		}
+		entry, created = row.Entry, true
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrLobbyClosed) {
+		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
+	}
+	return entry, created, err
+}
+
+// LobbyEntryOf returns userID's entry in the sale's lobby; ErrNotFound
+// when the user never entered.
+func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*LobbyEntry, error) {
+	var row lobbyEntryRow
+	err := s.db.WithContext(ctx).Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, seckill.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the lobby entry of %s in sale %d: %w", userID, saleID, err)
+	}
+	return row.entry(), nil
+}
+
+// Draw is what the database holds of a sale's draw.
+type Draw struct {
+	SaleID   int64
+	Seed     []byte // secret until State is DrawDone
+	State    string
+	NextRank int // the first rank not yet settled
+	Entries  int // set once RANKED
+	Admitted int // set once DONE
+	DrawnAt  *time.Time
+}
+
+// Commitment is the published SHA-256 of the seed.
+func (d *Draw) Commitment() string { return draw.Commitment(d.Seed) }
+
+// DrawOf returns the sale's draw; ErrNotFound for a sale without a lobby.
+func (s *Store) DrawOf(ctx context.Context, saleID int64) (*Draw, error) {
+	var row struct {
+		DrawSeed     []byte
+		DrawState    *string
+		DrawNextRank int
+		DrawEntries  *int
+		DrawAdmitted *int
+		DrawnAt      *time.Time
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, drawn_at
+		FROM sales WHERE id = ?`, saleID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && row.DrawState == nil) {
+		return nil, seckill.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the draw of sale %d: %w", saleID, err)
+	}
+	d := &Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt)}
+	if row.DrawEntries != nil {
+		d.Entries = *row.DrawEntries
+	}
+	if row.DrawAdmitted != nil {
+		d.Admitted = *row.DrawAdmitted
+	}
+	return d, nil
+}
+
+// CloseLobby ends the sale's lobby: from now on Enter refuses. It waits
+// for the entries in flight (they hold a share lock on the sale's row),
+// so every entry ever answered 201 is in the table when it returns.
+// Idempotent: a lobby closed already stays as it is.
+func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
+	// The update takes the row's exclusive lock even when it changes
+	// nothing, so it also waits for entries in flight after a retry.
+	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = CASE WHEN draw_state = ? THEN ? ELSE draw_state END
+		WHERE id = ?`, DrawOpen, DrawClosed, saleID).Error
+	if err != nil {
+		return fmt.Errorf("close the lobby of sale %d: %w", saleID, err)
+	}
+	return nil
+}
+
+// LobbyEntries returns up to limit entries of the sale after the entry
+// after (nil: from the first), ascending by entry: how the draw reads the
+// lobby in batches, and how GET /draw/entries publishes it.
+func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([][]byte, error) {
+	q := s.db.WithContext(ctx).Model(&lobbyEntryRow{}).Where("sale_id = ?", saleID)
+	if after != nil {
+		q = q.Where("entry > ?", after)
+	}
+	var out [][]byte
+	if err := q.Order("entry").Limit(limit).Pluck("entry", &out).Error; err != nil {
+		return nil, fmt.Errorf("read the lobby of sale %d: %w", saleID, err)
+	}
+	return out, nil
+}
+
+// SetRanks writes the ranks of some entries (one batch of the draw).
+// Writing the same ranks again changes nothing.
+func (s *Store) SetRanks(ctx context.Context, saleID int64, ranked []draw.Ranked) error {
+	if len(ranked) == 0 {
+		return nil
+	}
+	var (
+		sb   strings.Builder
+		args = make([]any, 0, 2*len(ranked)+1)
+	)
+	sb.WriteString(`UPDATE lobby_entries AS e SET rank = v.rank FROM (VALUES `)
+	for i, r := range ranked {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString("(decode(?, 'hex'), ?::int)")
+		args = append(args, hex.EncodeToString(r.Entry), r.Rank)
+	}
+	sb.WriteString(`) AS v(entry, rank) WHERE e.sale_id = ? AND e.entry = v.entry AND e.rank IS DISTINCT FROM v.rank`)
+	args = append(args, saleID)
+	if err := s.db.WithContext(ctx).Exec(sb.String(), args...).Error; err != nil {
+		return fmt.Errorf("rank the lobby of sale %d: %w", saleID, err)
+	}
+	return nil
+}
+
+// MarkRanked records that every entry of the sale has its rank.
+func (s *Store) MarkRanked(ctx context.Context, saleID int64, entries int) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, draw_entries = ? WHERE id = ? AND draw_state IN (?, ?)`,
+		DrawRanked, entries, saleID, DrawOpen, DrawClosed).Error
+	if err != nil {
+		return fmt.Errorf("mark the draw of sale %d ranked: %w", saleID, err)
+	}
+	return nil
+}
+
+// EntriesFrom returns up to limit entries of the sale from rank from on,
+// in rank order.
+func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) ([]*LobbyEntry, error) {
+	var rows []lobbyEntryRow
+	if err := s.db.WithContext(ctx).Where("sale_id = ? AND rank >= ?", saleID, from).
+		Order("rank").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read ranks from %d of sale %d: %w", from, saleID, err)
+	}
+	out := make([]*LobbyEntry, len(rows))
+	for i := range rows {
+		out[i] = rows[i].entry()
+	}
+	return out, nil
+}
+
+// SettleEntries records the outcomes of a run of ranks and moves the
+// draw's next rank past them, in one transaction: a draw stopped after
+// it goes on from next.
+func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*LobbyEntry, next int) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, e := range settled {
+			var order any
+			if e.OrderID != 0 {
+				order = e.OrderID
+			}
+			if err := tx.Exec(`UPDATE lobby_entries SET outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+				e.Outcome, order, saleID, e.UserID).Error; err != nil {
+				return fmt.Errorf("settle rank %d of sale %d: %w", e.Rank, saleID, err)
+			}
+		}
+		return tx.Exec(`UPDATE sales SET draw_next_rank = GREATEST(draw_next_rank, ?) WHERE id = ?`, next, saleID).Error
+	})
+}
+
+// FinishDraw records that the sale's draw is done: the seed may be
+// published from now on.
+func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
+	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
+		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?)
+		WHERE id = ?`, DrawDone, saleID, EntryWon, saleID).Error
+	if err != nil {
+		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
+	}
+	return nil
+}
+
+// DrawOrder is an order the draw gave: the entry that won it and its rank.
+type DrawOrder struct {
+	OrderID int64
+	Entry   []byte
+	Rank    int
+}
+
+// DrawOrders returns the orders the sale's draw gave, by order id (the
+// order the draw admitted them in).
+func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, error) {
+	var rows []lobbyEntryRow
+	if err := s.db.WithContext(ctx).Where("sale_id = ? AND outcome = ?", saleID, EntryWon).
+		Order("order_id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the draw's orders of sale %d: %w", saleID, err)
+	}
+	out := make([]DrawOrder, len(rows))
+	for i, r := range rows {
+		e := r.entry()
+		out[i] = DrawOrder{OrderID: e.OrderID, Entry: e.Entry, Rank: e.Rank}
+	}
+	return out, nil
+}
+
+// LobbySales returns the ids of the sales whose draw is not DONE, for the
+// worker to make sure each has its draw workflow.
+func (s *Store) LobbySales(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	if err := s.db.WithContext(ctx).Model(&saleRow{}).Where("draw_state IS NOT NULL AND draw_state <> ?", DrawDone).
+		Order("id").Pluck("id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("list the sales with a draw to run: %w", err)
+	}
+	return ids, nil
+}
+
+// LoseRanks records ranks from..to as LOST (past the units and the
+// waitlist's bound) and moves the draw's next rank past them, in one
+// transaction.
+func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE lobby_entries SET outcome = ? WHERE sale_id = ? AND rank BETWEEN ? AND ?`,
+			EntryLost, saleID, from, to).Error; err != nil {
+			return fmt.Errorf("settle ranks %d-%d of sale %d as lost: %w", from, to, saleID, err)
+		}
+		return tx.Exec(`UPDATE sales SET draw_next_rank = GREATEST(draw_next_rank, ?) WHERE id = ?`, to+1, saleID).Error
+	})
+}

@@ -1,0 +1,44 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill"
+)
+
+// SaleDraw is the draw of a sale with a lobby (docs/API.md "Fair start"),
+// started when the sale is created. It sleeps until starts_at, then closes
+// the lobby and ranks every entry (RankDraw), settles the ranks in batches
+// (SettleDraw: winners admitted as claims are, then the waitlist in rank
+// order, then the rest lost) and opens the sale to claims (FinishDraw).
+// Every step is idempotent and records its progress in the database, so
+// a worker killed at any point resumes where it stopped: nobody is
+// admitted twice and no unit is given twice.
+func SaleDraw(ctx workflow.Context, in seckill.DrawInput) error {
+	if wait := in.StartsAt.Sub(workflow.Now(ctx)); wait > 0 {
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		// A worker that dies mid-batch is noticed within a heartbeat.
+		HeartbeatTimeout: 30 * time.Second,
+		// The draw must finish: retried without end, as the outbox relay is.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	})
+	var p seckill.DrawProgress
+	if err := workflow.ExecuteActivity(ctx, a.RankDraw, in).Get(ctx, &p); err != nil {
+		return err
+	}
+	for !p.Done {
+		step := seckill.DrawStep{DrawInput: in, WaitlistFull: p.WaitlistFull}
+		if err := workflow.ExecuteActivity(ctx, a.SettleDraw, step).Get(ctx, &p); err != nil {
+			return err
+		}
+	}
+	return workflow.ExecuteActivity(ctx, a.FinishDraw, in).Get(ctx, nil)
+}
