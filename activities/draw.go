@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -100,6 +101,17 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		return progress, drawRefusal(in.SaleID, err)
 	}
 	units := int(min(sale.Stock.Total, int64(d.Entries)))
+	if !time.Now().Before(sale.EndsAt) {
+		// The sale ended before the draw got here (a draw held up for
+		// long): nobody left is admitted or queued, and Redis (which may
+		// have dropped an ended sale) is not asked.
+		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
+		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
+			return progress, err
+		}
+		progress.NextRank, progress.Done = last+1, last >= d.Entries
+		return progress, nil
+	}
 	if in.WaitlistFull && d.NextRank > units {
 		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
 		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
@@ -177,7 +189,11 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	case seckill.Waiting, seckill.AlreadyWaiting:
 		e.Outcome = store.EntryWaiting
 	case seckill.Admitted, seckill.AlreadyClaimed:
-		e.Outcome, e.OrderID = store.EntryWon, res.OrderID
+		// A unit came back before this rank was queued (a winner cancelled
+		// meanwhile): the waitlist serves it at once. It is not one of the
+		// draw's K admissions, which the published draw lists; GET
+		// /lobby/me shows its order.
+		e.Outcome, e.OrderID = store.EntryWaiting, res.OrderID
 	case seckill.WaitlistFull:
 		e.Outcome, *full = store.EntryLost, true
 	case seckill.SaleEnded:
@@ -188,13 +204,16 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	return nil
 }
 
-// FinishDraw opens the sale to claims and joins, then records the draw
-// done (which publishes its seed). Idempotent.
+// FinishDraw records the draw done (which publishes its seed), then opens
+// the sale to claims and joins. In that order: a segment Redis lost and a
+// re-warm reloads meanwhile is loaded held back only if the re-warm read
+// the sale before it was done, and the re-warm opens it once it reads it
+// done (warmup); a retry opens again. Idempotent.
 func (a *Activities) FinishDraw(ctx context.Context, in seckill.DrawInput) error {
-	if err := a.rstore.OpenClaims(ctx, in.SaleID, in.StartsAt); err != nil {
+	if err := a.store.FinishDraw(ctx, in.SaleID); err != nil {
 		return err
 	}
-	if err := a.store.FinishDraw(ctx, in.SaleID); err != nil {
+	if err := a.rstore.OpenClaims(ctx, in.SaleID, in.StartsAt); err != nil {
 		return err
 	}
 	activity.GetLogger(ctx).Info("draw done", "saleID", in.SaleID)

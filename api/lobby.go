@@ -97,6 +97,10 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	case store.EntryWon:
 		out.OrderID = strconv.FormatInt(e.OrderID, 10)
 	case store.EntryWaiting:
+		if e.OrderID != 0 { // served by the waitlist as the draw queued them
+			out.Status, out.OrderID = store.EntryWon, strconv.FormatInt(e.OrderID, 10)
+			break
+		}
 		// The waitlist may have given them a unit since.
 		st, err := s.cfg.Redis.WaitStateOf(ctx, sale.ID, user)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/idgen"
@@ -32,21 +31,12 @@ func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
 		stock    = 1200
 		waitMax  = 600
 	)
-	env := append(environWithout("SECKILL_", "REDIS_URL", "DATABASE_URL", "TEMPORAL_", "OTEL_", "STRIPE_"),
-		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
-		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
-		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
-		"SECKILL_CLAIM_RATE=0", "SECKILL_WAITLIST_MAX="+strconv.Itoa(waitMax))
+	env := childEnv(cfg, "SECKILL_WAITLIST_MAX="+strconv.Itoa(waitMax))
 	apiChild := startSeckill(t, bin, "api", env)
 	worker := startSeckill(t, bin, "worker", env)
 	worker.waitLog(t, "worker and relay running", time.Minute)
 
-	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: "http://" + apiChild.addr}, http: &http.Client{Timeout: 30 * time.Second}}
-	s.store, s.rstore = openStores(t, cfg)
-	var err error
-	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
-	require.NoError(t, err)
-	t.Cleanup(s.temporal.Close)
+	s := childSystem(t, cfg, "http://"+apiChild.addr)
 	require.Eventually(t, func() bool {
 		r, err := s.do("GET", "/readyz", "", nil, nil)
 		return err == nil && r.status == http.StatusOK

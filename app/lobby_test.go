@@ -266,3 +266,28 @@ func TestShopper_LobbyDrawWonAndWaitingInBrowser(t *testing.T) {
 	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
 	require.Equal(t, http.StatusOK, r.status, "the page's link shows the published draw: %s", r.body)
 }
+
+// A draw an operator terminated (or that failed) before it was done is
+// started again by the next reconciliation pass, and the sale still gets
+// its draw; a draw that completed is never run again.
+func TestLobby_ATerminatedDrawIsStartedAgain(t *testing.T) {
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.ReconcileEvery = time.Second }})
+	sale := s.createLobbySale(1, 15*time.Second, time.Minute, 1)
+	r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token("patient", false), nil)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	ctx := t.Context()
+	id := "draw-" + sale
+	first, err := s.temporal.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, id, "", "operator mistake"))
+	require.Eventually(t, func() bool {
+		d, err := s.temporal.DescribeWorkflowExecution(ctx, id, "")
+		return err == nil && d.WorkflowExecutionInfo.Execution.RunId != first.WorkflowExecutionInfo.Execution.RunId
+	}, 30*time.Second, 200*time.Millisecond, "the terminated draw was never started again")
+	require.Eventually(t, func() bool {
+		return s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil).status == http.StatusOK
+	}, time.Minute, 200*time.Millisecond, "the sale never got its draw")
+	status, me := s.lobbyMe(sale, "patient")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "WON", me.Status)
+}

@@ -56,12 +56,7 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 		buyers       = 300
 		claimsPerSec = 20
 	)
-	env := append(environWithout("SECKILL_", "REDIS_URL", "DATABASE_URL", "TEMPORAL_", "OTEL_", "STRIPE_"),
-		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
-		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
-		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
-		"SECKILL_RELAY_CLAIM_IDLE="+claimIdle.String(), "SECKILL_SHUTDOWN_DELAY="+shutdownDelay.String(),
-		"SECKILL_CLAIM_RATE=0")
+	env := childEnv(cfg, "SECKILL_RELAY_CLAIM_IDLE="+claimIdle.String(), "SECKILL_SHUTDOWN_DELAY="+shutdownDelay.String())
 	apis := []*child{startSeckill(t, bin, "api", env), startSeckill(t, bin, "api", env)}
 	workers := []*child{startSeckill(t, bin, "worker", env), startSeckill(t, bin, "worker", env)}
 	for _, w := range workers {
@@ -69,12 +64,7 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	}
 	lb := newBalancer(t, apis)
 
-	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: lb.url}, http: &http.Client{Timeout: 30 * time.Second}}
-	s.store, s.rstore = openStores(t, cfg)
-	var err error
-	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
-	require.NoError(t, err)
-	t.Cleanup(s.temporal.Close)
+	s := childSystem(t, cfg, lb.url)
 	sale := s.createSale(buyers, 10*time.Second)
 
 	// Buyers claim at a steady rate; every other winner pays at once.
@@ -203,6 +193,31 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	// (seen at 12.7 s before the relay let its starts in flight finish).
 	require.Less(t, waits[len(waits)-1], 8*time.Second, "an admission waited for a timeout, not the handover")
 	s.requireAudit(sale)
+}
+
+// childEnv is the environment of a seckill child process on cfg's
+// database, Redis prefix and Temporal namespace (the test's own), with no
+// per-claim rate limit, and extra.
+func childEnv(cfg app.Config, extra ...string) []string {
+	env := append(environWithout("SECKILL_", "REDIS_URL", "DATABASE_URL", "TEMPORAL_", "OTEL_", "STRIPE_"),
+		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
+		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
+		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
+		"SECKILL_CLAIM_RATE=0")
+	return append(env, extra...)
+}
+
+// childSystem is a system whose API is at apiURL (a child process or a
+// load balancer), for the harness's helpers.
+func childSystem(t *testing.T, cfg app.Config, apiURL string) *system {
+	t.Helper()
+	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: apiURL}, http: &http.Client{Timeout: 30 * time.Second}}
+	s.store, s.rstore = openStores(t, cfg)
+	var err error
+	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})
+	require.NoError(t, err)
+	t.Cleanup(s.temporal.Close)
+	return s
 }
 
 // awaitingPayment waits (up to a minute) for the order to be payable,

@@ -40,8 +40,9 @@
 --
 -- With an Idempotency-Key, a recorded decision is returned as it was, with
 -- the third element 1 (replayed), and nothing else happens; otherwise the
--- decision is recorded. UNAVAILABLE (not warmed) and RATE_LIMITED are never recorded:
--- they are not answers, only "try again".
+-- decision is recorded. UNAVAILABLE (not warmed), RATE_LIMITED and
+-- SALE_NOT_STARTED are never recorded: they are not answers, only "try
+-- again" (later).
 --
 -- Returns {code, value, replayed (0 or 1), pay_by_ms ('' unless ADMITTED)}:
 -- (the codes are those of join.lua; redisstore maps each to its seckill.Outcome)
@@ -103,7 +104,9 @@ if not window[1] or not window[2] then
   return {5, '', 0, ''}
 end
 if now < tonumber(window[1]) and ARGV[13] ~= '1' then
-  return decide(3, '')
+  -- "Not yet" is not recorded under an Idempotency-Key: a retry after the
+  -- start (or after a sale's draw) is decided afresh.
+  return {3, '', 0, ''}
 end
 if now >= tonumber(window[2]) then
   return decide(4, '')

@@ -619,3 +619,29 @@ func TestClaim_ProviderSubjectsNeverShareAKey(t *testing.T) {
 	require.Equal(t, len(users), idem, "one idempotency record per user")
 	require.Equal(t, len(users), rl, "one rate-limit set per user")
 }
+
+// "Not started yet" is not recorded under an Idempotency-Key: a sale
+// with a lobby answers it until its draw is done, and a client retrying
+// with the same key after that gets a fresh decision, not a stale "not
+// yet" for a day. The draw's own admissions pass the held start.
+func TestClaim_NotStartedIsNotRecordedAndTheDrawPassesTheHeldStart(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	lobby := now.Add(-time.Hour)
+	sale := &seckill.Sale{ID: saleID, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), LobbyOpensAt: &lobby}
+	warm(t, sc, redisstore.WarmSpec{SaleID: saleID, Units: 2, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+
+	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.SaleNotStarted, res.Outcome, "held back until the draw is done")
+	drawn, err := sc.ForDraw().Claim(ctx, saleID, "winner", 2, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, drawn.Outcome, "the draw's admission passes")
+
+	require.NoError(t, sc.OpenClaims(ctx, saleID, sale.StartsAt))
+	res, err = sc.Claim(ctx, saleID, "alice", 3, "key-1", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome, "the same key after the draw: decided afresh")
+}

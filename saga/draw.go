@@ -15,14 +15,17 @@ import (
 )
 
 // StartDraw starts the SaleDraw of a sale with a lobby (docs/API.md "Fair
-// start"). Idempotent by sale: a draw that exists, running or finished,
-// is success, and a finished draw is never run again. An error is
+// start"). Idempotent by sale: a draw that is running or completed is
+// success, and a completed draw is never run again. An error is
 // ambiguous: retry with the same input.
 func (c *Client) StartDraw(ctx context.Context, in seckill.DrawInput) error {
 	_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    seckill.DrawWorkflowID(in.SaleID),
 		TaskQueue:             c.taskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// A completed draw never runs again; one that failed, was cancelled
+		// or terminated (by an operator) is started afresh by the next
+		// reconciliation pass, and goes on from the rank it recorded.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(SaleIDAttr.ValueSet(strconv.FormatInt(in.SaleID, 10))),
 	}, seckill.SaleDrawWorkflow, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
@@ -101,9 +102,19 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 		if sale.DrawState == nil || *sale.DrawState != DrawOpen || !sale.Now.Before(sale.StartsAt) {
 			return ErrLobbyClosed
 		}
+		// Two first entries of one user at once: the second waits for the
+		// first's row (the primary key) and answers its entry.
 		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: draw.NewEntry()}
-		if err := tx.Omit("EnteredAt").Create(&row).Error; err != nil {
-			return err
+		res := tx.Omit("EnteredAt").Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			if err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error; err != nil {
+				return err
+			}
+			entry = prev.Entry
+			return nil
 		}
 		entry, created = row.Entry, true
 		return nil

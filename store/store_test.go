@@ -689,3 +689,33 @@ func TestCloseUnpaid_CountsALatePaymentOnlyThroughTheSagasOwnIntent(t *testing.T
 	require.Equal(t, "evt_8", paid.Event.ID)
 	require.Equal(t, seckill.StatusAwaitingPayment, order(t, st, 8).Status)
 }
+
+// Two first entries of one buyer at once (a double click) answer the same
+// entry, and only one is created.
+func TestEnter_TwoFirstEntriesAtOnceAnswerTheSameEntry(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Minute)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby", PriceCents: 1, Currency: "usd", Stock: 1,
+		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	for round := range 30 {
+		user := fmt.Sprint("double-", round)
+		var (
+			wg      sync.WaitGroup
+			entries [2][]byte
+			created [2]bool
+			errs    [2]error
+		)
+		for i := range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); entries[i], created[i], errs[i] = st.Enter(ctx, sale.ID, user) }()
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		require.Equal(t, entries[0], entries[1])
+		require.True(t, created[0] != created[1], "exactly one created it")
+	}
+}

@@ -62,6 +62,17 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A drawn sale is open to claims in every loaded segment. A segment a
+	// re-warm loaded held back, from a snapshot read just before the draw
+	// finished (whose opening found it missing), is opened here at the
+	// next pass. Idempotent: one HSET per segment of each drawn sale.
+	for _, s := range sales {
+		if s.LobbyOpensAt != nil && s.Drawn != nil {
+			if err := w.rstore.OpenClaims(ctx, s.ID, s.StartsAt); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var rewarmed []int64
 	for _, id := range ids {
 		if _, ok := live[id]; ok {
@@ -88,3 +99,4 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	}
 	return rewarmed, nil
 }
+

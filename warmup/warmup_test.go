@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
@@ -51,4 +52,37 @@ func TestCheck_RewarmsWhatRedisLostAndNothingElse(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(2), n, "a live counter is never overwritten")
+}
+
+// A drawn sale whose segment a re-warm loaded held back (from a snapshot
+// read just before its draw finished, whose opening of claims found the
+// segment missing) is opened at the next pass: claims are not held back
+// until the sale ends.
+func TestCheck_OpensADrawnSaleLoadedHeldBack(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	// The re-warm's snapshot: not drawn yet, so loaded held back.
+	_, err = rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt}, nil)
+	require.NoError(t, err)
+	// The draw (an empty lobby) finishes.
+	require.NoError(t, st.CloseLobby(ctx, sale.ID))
+	require.NoError(t, st.MarkRanked(ctx, sale.ID, 0))
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	res, err := rs.Claim(ctx, sale.ID, "held", 1, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.SaleNotStarted, res.Outcome, "held back, as the race leaves it")
+
+	w := warmup.New(st, rs, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = w.Check(ctx)
+	require.NoError(t, err)
+	res, err = rs.Claim(ctx, sale.ID, "held", 2, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome, "the drawn sale is open after the pass")
 }

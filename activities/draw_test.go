@@ -1,0 +1,131 @@
+package activities_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/payments/devpay"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
+)
+
+// drawRig is a sale with a lobby of n entrants whose draw the test runs
+// activity by activity (no Temporal server: the SDK's test environment).
+type drawRig struct {
+	st   *store.Store
+	rs   *redisstore.Store
+	rdb  redis.UniversalClient
+	pfx  string
+	sale *seckill.Sale
+	env  *testsuite.TestActivityEnvironment
+	acts *activities.Activities
+	in   seckill.DrawInput
+}
+
+func newDrawRig(t *testing.T, stock int64, entrants int, endsIn time.Duration) *drawRig {
+	t.Helper()
+	st, _ := testenv.Store(t)
+	rdb, pfx := testenv.Redis(t)
+	rs := redisstore.New(rdb, pfx)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: now.Add(min(time.Minute, endsIn/2)), EndsAt: now.Add(endsIn), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+	for i := range entrants {
+		_, _, err := st.Enter(ctx, sale.ID, fmt.Sprint("e", i))
+		require.NoError(t, err)
+	}
+	var suite testsuite.WorkflowTestSuite
+	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
+		acts: activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2),
+		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
+	r.env.RegisterActivity(r.acts)
+	return r
+}
+
+func (r *drawRig) rank(t *testing.T) {
+	t.Helper()
+	_, err := r.env.ExecuteActivity(r.acts.RankDraw, r.in)
+	require.NoError(t, err)
+}
+
+func (r *drawRig) settle(t *testing.T) seckill.DrawProgress {
+	t.Helper()
+	v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in})
+	require.NoError(t, err)
+	var p seckill.DrawProgress
+	require.NoError(t, v.Get(&p))
+	return p
+}
+
+// A unit that comes back before the draw queues the next ranks (a winner
+// cancelled meanwhile) goes to the first queued rank through the
+// waitlist: it is not one of the draw's admissions, so the published
+// draw still admits exactly ranks 1..K.
+func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
+	const stock = activities.DrawSettleBatch + 1
+	r := newDrawRig(t, stock, stock+1, time.Hour)
+	ctx := t.Context()
+	r.rank(t)
+	p := r.settle(t) // ranks 1..DrawSettleBatch admitted
+	require.False(t, p.Done)
+	first, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 1)
+	require.NoError(t, err)
+	orderID, err := r.rs.ClaimOf(ctx, r.sale.ID, first[0].UserID)
+	require.NoError(t, err)
+	// Rank 1 cancels: nobody waits yet, so the unit goes back to the stock.
+	_, err = r.rs.Release(ctx, r.sale.ID, first[0].UserID, orderID,
+		&redisstore.NextOrder{ID: 99_999, Terms: redisstore.TermsOf(*r.sale)})
+	require.NoError(t, err)
+	for !p.Done {
+		p = r.settle(t)
+	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, stock, d.Admitted, "the draw admitted ranks 1..K, no more")
+	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, stock)
+	require.Equal(t, stock, orders[len(orders)-1].Rank)
+	queued, err := r.st.EntriesFrom(ctx, r.sale.ID, stock+1, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.EntryWaiting, queued[0].Outcome, "served by the waitlist")
+	require.NotZero(t, queued[0].OrderID, "with the unit that came back")
+}
+
+// A draw that reaches ranks after the sale has ended admits and queues
+// nobody more, without asking Redis (which may have dropped the ended
+// sale): the rest lose, and the draw finishes.
+func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
+	r := newDrawRig(t, 2, 5, 2*time.Second)
+	ctx := t.Context()
+	r.rank(t)
+	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+	// Redis lost the ended sale (nothing re-warms an ended sale).
+	keys, err := r.rdb.Keys(context.Background(), r.pfx+"*").Result()
+	require.NoError(t, err)
+	require.NoError(t, r.rdb.Del(context.Background(), keys...).Err())
+	p := r.settle(t)
+	require.True(t, p.Done)
+	for i := range 5 {
+		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
+		require.NoError(t, err)
+		require.Equal(t, store.EntryLost, e.Outcome)
+	}
+}
