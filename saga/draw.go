@@ -20,8 +20,8 @@ import (
 // ambiguous: retry with the same input.
 func (c *Client) StartDraw(ctx context.Context, in seckill.DrawInput) error {
 	_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    seckill.DrawWorkflowID(in.SaleID),
-		TaskQueue:             c.taskQueue,
+		ID:        seckill.DrawWorkflowID(in.SaleID),
+		TaskQueue: c.taskQueue,
 		// A completed draw never runs again; one that failed, was cancelled
 		// or terminated (by an operator) is started afresh by the next
 		// reconciliation pass, and goes on from the rank it recorded.

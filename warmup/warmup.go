@@ -99,4 +99,3 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	}
 	return rewarmed, nil
 }
-
