@@ -50,10 +50,16 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	store := fs.String("temporal-store", "postgres", "where the launched Temporal dev server keeps its state: postgres or memory")
 	eager := fs.Bool("eager-start", true, "the launched worker's relay asks for eager workflow start")
 	relayRate := fs.Int("relay-rate", 0, "the launched worker's relay starts at most this many sagas a second (SECKILL_RELAY_RATE; 0: unpaced)")
+	lobby := fs.Bool("lobby", false, "the lobby and the draw instead of a burst: one sale with a lobby, every buyer entered once at --rate, then the draw at starts_at (BENCHMARKS.md, issue 23)")
+	lobbyWindow := fs.Duration("lobby-window", 0, "with --lobby: how long the lobby takes entries before starts_at (default buyers/rate + --lobby-margin); entries due after it are not sent")
+	lobbyMargin := fs.Duration("lobby-margin", 0, "with --lobby: added to buyers/rate for the default window (default max(15s, 10% of buyers/rate))")
+	lobbyVerify := fs.Bool("lobby-verify", true, "with --lobby: verify the published draw (draw.Verify) and time it")
+	drawWithin := fs.Duration("draw-within", 30*time.Minute, "with --lobby: give up waiting for the draw and its winners' orders after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.Progress = stderr
+	var processesNow func() map[string]int // the launched children's pids at the time of asking
 	if *apiURL != "" {
 		if err := cfg.RequireSecrets(); err != nil {
 			return err
@@ -77,6 +83,11 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		}
 		defer sys.Stop()
 		o.APIURL, o.Config, o.Processes = sys.APIURL, sys.Config, sys.Processes()
+		processesNow = sys.Processes
+	}
+	if *lobby {
+		return runLobbyBench(ctx, fs, o, bench.LobbyOptions{Window: *lobbyWindow, Margin: *lobbyMargin,
+			Verify: *lobbyVerify, DrawWithin: *drawWithin, ProcessesNow: processesNow}, stdout)
 	}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
@@ -91,3 +102,32 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	}
 	return nil
 }
+
+// runLobbyBench is `seckill bench --lobby`: one sale with a lobby, every
+// buyer entered once, then the draw, measured (bench.RunLobby). Unless
+// --timeout is given, the winners get an hour to pay, so that no order
+// times out (and hands its unit to the waitlist) while the run measures.
+func runLobbyBench(ctx context.Context, fs *flag.FlagSet, o bench.Options, lo bench.LobbyOptions, stdout io.Writer) error {
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if !timeoutSet {
+		o.PaymentTimeout = 0
+	}
+	lo.Options = o
+	rep, err := bench.RunLobby(ctx, lo)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep)
+	if o.OutDir != "" {
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(o.OutDir, "bench.json"))
+	}
+	if !rep.OK() {
+		return errLobbyBenchFailed
+	}
+	return nil
+}
+
+// errLobbyBenchFailed makes `seckill bench --lobby` exit non-zero when a
+// check of the draw failed or an entry got a server error.
+var errLobbyBenchFailed = errors.New("bench --lobby: a check of the draw failed or entries got server errors")

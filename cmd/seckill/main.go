@@ -65,7 +65,8 @@ Usage:
                                     (seckill events --help)
   seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] ...
                                     flash-sale benchmark with its anchors
-                                    (launches its own system; see BENCHMARKS.md)
+                                    (launches its own system; see BENCHMARKS.md);
+                                    --lobby: a sale with a lobby and its draw
   seckill pay --order ID [--fail] [--wait] [--timeout 3m]
                                     dev payment provider: send a signed webhook
                                     for the order (uses SECKILL_WEBHOOK_SECRET,

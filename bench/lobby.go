@@ -1,0 +1,955 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/draw"
+	"github.com/seckill/seckill/draw/drawcli"
+	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/internal/proc"
+	"github.com/seckill/seckill/store"
+)
+
+// LobbyOptions describe one run of `seckill bench --lobby` (docs/API.md
+// "Fair start"): one sale with a lobby, every buyer entered once in an
+// open loop at Rate, then the draw at starts_at, measured.
+type LobbyOptions struct {
+	// Options: APIURL, Config, Processes, Units, Buyers, Rate, Conns,
+	// PaymentTimeout, OutDir and Progress are used; the rest are not.
+	Options
+	// Window is how long the lobby takes entries, from the first entry's
+	// due time to starts_at [Buyers/Rate + Margin]. Entries due after
+	// starts_at are not sent (LobbyEntries.NotSent).
+	Window time.Duration
+	// Margin is added to Buyers/Rate when Window is 0, so that entries
+	// queued behind a slow server still land before starts_at
+	// [max(15 s, 10% of Buyers/Rate)].
+	Margin time.Duration
+	// DrawWithin bounds the wait for the draw and its orders [30m].
+	DrawWithin time.Duration
+	// Verify runs draw.Verify on the published draw (as `seckill draw
+	// verify` does) and reports its result and duration.
+	Verify bool
+	// ProcessesNow, when set, returns the children's pids at the time of
+	// asking (System.Processes): a child restarted since the launch (the
+	// worker exits when Temporal is not up yet) has a new pid, and the
+	// draw's memory is the worker's at starts_at. Processes is used
+	// otherwise.
+	ProcessesNow func() map[string]int
+}
+
+// LobbyReport is what a lobby run measured. Seconds are from starts_at
+// unless said otherwise; latencies are milliseconds.
+type LobbyReport struct {
+	Config   map[string]any `json:"config"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	SaleID   int64          `json:"sale_id"`
+	StartsAt time.Time      `json:"starts_at"`
+	// DrawWorkflowAfterSeconds: when the draw's workflow was found
+	// running, from the sale's creation (polled every 250 ms).
+	DrawWorkflowAfterSeconds float64 `json:"draw_workflow_after_seconds"`
+	// StartsAtAfterSeconds: starts_at, from the sale's creation.
+	StartsAtAfterSeconds float64      `json:"starts_at_after_creation_seconds"`
+	Entries              LobbyEntries `json:"entries"`
+	Draw                 DrawFigures  `json:"draw"`
+	Memory               DrawMemory   `json:"memory"`
+	Table                LobbyTable   `json:"lobby_entries_table"`
+	Verify               *DrawVerify  `json:"verify,omitempty"`
+	// Processes: every child's memory over the whole run (start, end, peak).
+	Processes map[string]*Memory `json:"processes"`
+}
+
+// LobbyEntries sums up the entry phase.
+type LobbyEntries struct {
+	Offered int `json:"offered"` // buyers, one entry each
+	Sent    int `json:"sent"`
+	// NotSent: entries due at or after starts_at, never sent.
+	NotSent int `json:"not_sent"`
+	// Entered: answered 201 (a fresh entry).
+	Entered int `json:"entered"`
+	// OfferedPerSecond is --rate; WindowSeconds from the first entry due
+	// to starts_at.
+	OfferedPerSecond int     `json:"offered_per_second"`
+	WindowSeconds    float64 `json:"window_seconds"`
+	// WallSeconds: first entry due to last answer; PerSecond: entries
+	// answered 201 per wall second (the rate the lobby sustained).
+	WallSeconds float64 `json:"wall_seconds"`
+	PerSecond   float64 `json:"per_second"`
+	// LastAnswerBeforeStartSeconds: how long before starts_at the last
+	// answer arrived (negative: after it).
+	LastAnswerBeforeStartSeconds float64        `json:"last_answer_before_start_seconds"`
+	HTTPStatus                   map[string]int `json:"http_status"`
+	// Errors counts every answer other than 201 by status and code
+	// ("409 LOBBY_CLOSED", "0 NO_ANSWER").
+	Errors map[string]int `json:"errors"`
+	// Latency of the 201s, from each entry's due time (open loop); All:
+	// every answer.
+	Latency Latencies `json:"entered_latency"`
+	All     Latencies `json:"all_latency"`
+}
+
+// DrawFigures are the draw's outcome and timing.
+type DrawFigures struct {
+	Entries  int `json:"entries"`  // GET /draw "entries"
+	Admitted int `json:"admitted"` // GET /draw "admitted"
+	// AdmittedOK: admitted == min(units, entries); EntriesOK: every entry
+	// answered 201 is in the draw (entries >= entered, <= sent).
+	AdmittedOK bool `json:"admitted_is_min_units_entries"`
+	EntriesOK  bool `json:"entries_cover_201s"`
+	Orders     int  `json:"orders"` // GET /draw/orders
+	// Outcomes of the entries (lobby_entries.outcome) after the draw.
+	Outcomes map[string]int `json:"outcomes"`
+	// Seconds from starts_at: the draw observed CLOSED and RANKED (polled
+	// every 100 ms), the first and the last winner's admission
+	// (idgen.Time of the order ids), the draw DONE (sales.drawn_at), and
+	// the last winner's order AWAITING_PAYMENT (orders.awaiting_at),
+	// i.e. admitted and payable ("202-equivalent").
+	ClosedSeconds         float64 `json:"closed_seconds"`
+	RankedSeconds         float64 `json:"ranked_seconds"`
+	FirstAdmissionSeconds float64 `json:"first_admission_seconds"`
+	LastAdmissionSeconds  float64 `json:"last_admission_seconds"`
+	DoneSeconds           float64 `json:"done_seconds"`
+	LastAwaitingSeconds   float64 `json:"last_awaiting_payment_seconds"`
+	// AdmittedToAwaiting: each winner's admission to its AWAITING_PAYMENT.
+	AdmittedToAwaiting Latencies `json:"admitted_to_awaiting_payment"`
+}
+
+// DrawMemory is the worker's memory around the draw, bytes.
+type DrawMemory struct {
+	// Before: just before starts_at (VmRSS, and VmHWM: the peak since the
+	// worker started).
+	BeforeRSS int64 `json:"worker_before_rss"`
+	BeforeHWM int64 `json:"worker_before_hwm"`
+	// PeakSampledRSS: the largest VmRSS of the samples taken every 100 ms
+	// from starts_at until the last winner was payable and the draw done.
+	PeakSampledRSS int64 `json:"worker_peak_sampled_rss"`
+	// HWMDuring: VmHWM at the end when it could be reset at starts_at
+	// (/proc/PID/clear_refs 5): the exact peak during the draw; 0 when
+	// it could not.
+	HWMDuring int64 `json:"worker_hwm_during_draw,omitempty"`
+	EndRSS    int64 `json:"worker_end_rss"`
+	EndHWM    int64 `json:"worker_end_hwm"`
+	Samples   int   `json:"samples"`
+	// Series is [seconds from starts_at, worker VmRSS MB] every 100 ms.
+	Series [][2]float64 `json:"worker_rss_series_mb"`
+}
+
+// LobbyTable is pg_total_relation_size('lobby_entries') (the run's
+// database holds this sale only), before the draw and after it (the draw
+// rewrites each row twice: rank, then outcome).
+type LobbyTable struct {
+	BeforeDrawBytes int64 `json:"before_draw_bytes"`
+	BeforeHeapBytes int64 `json:"before_draw_heap_bytes"`
+	BeforeIdxBytes  int64 `json:"before_draw_index_bytes"`
+	AfterDrawBytes  int64 `json:"after_draw_bytes"`
+	Rows            int64 `json:"rows"`
+}
+
+// DrawVerify is draw.Verify run on the published draw.
+type DrawVerify struct {
+	OK            bool     `json:"ok"`
+	Failed        []string `json:"failed,omitempty"`
+	Checks        int      `json:"checks"`
+	FetchSeconds  float64  `json:"fetch_seconds"`  // the draw, the entries and the orders, over HTTP
+	VerifySeconds float64  `json:"verify_seconds"` // draw.Verify itself
+	Error         string   `json:"error,omitempty"`
+}
+
+func (o *LobbyOptions) defaults() error {
+	if o.Units == 0 {
+		o.Units = 10000
+	}
+	if o.PaymentTimeout == 0 {
+		// Long enough that no winner's order times out (and hands its
+		// unit to the waitlist) while the run measures.
+		o.PaymentTimeout = time.Hour
+	}
+	if err := o.Options.defaults(); err != nil {
+		return err
+	}
+	if o.DrawWithin == 0 {
+		o.DrawWithin = 30 * time.Minute
+	}
+	if o.Window == 0 {
+		phase := time.Duration(float64(o.Buyers) / float64(o.Rate) * float64(time.Second))
+		margin := o.Margin
+		if margin == 0 {
+			margin = max(15*time.Second, phase/10)
+		}
+		o.Window = phase + margin
+	}
+	if o.Window < time.Second {
+		return fmt.Errorf("bench: the lobby window must be at least 1s, got %s", o.Window)
+	}
+	return nil
+}
+
+// RunLobby runs the lobby benchmark and returns its report. An error means
+// the run could not be carried out; failed checks are in the report
+// (LobbyReport.OK).
+func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(o.APIURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("bench: bad API URL %q", o.APIURL)
+	}
+	say := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", args...)
+		}
+	}
+	deps, err := app.Connect(ctx, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer deps.Close()
+	db := deps.Store.Gorm()
+	rep := &LobbyReport{Config: lobbyConfig(o), Started: time.Now().UTC(), Processes: map[string]*Memory{}}
+	mem := &Report{Processes: rep.Processes}
+	mem.sampleMemory(o.Processes, false)
+
+	runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	say("minting %d buyer tokens ...", o.Buyers)
+	tokens, err := mintTokens(o.Config.JWTSecret, o.Buyers, runID)
+	if err != nil {
+		return nil, err
+	}
+
+	// The sale starts its draw's workflow when it is created: wait until
+	// the launched Temporal knows its namespace (it can lag the API's
+	// readiness; the worker's reconciliation would start the draw later).
+	if err := waitNamespace(ctx, deps.Temporal, time.Minute); err != nil {
+		return nil, err
+	}
+	// The first entry is due 2 s after the sale is created (its answer
+	// and the API's sale cache), and starts_at is Window after that.
+	first := time.Now().Add(2 * time.Second)
+	startsAt := first.Add(o.Window).UTC().Truncate(time.Millisecond)
+	sale, err := createLobbySale(ctx, o, "bench lobby "+runID, startsAt)
+	if err != nil {
+		return nil, err
+	}
+	rep.SaleID, rep.StartsAt = sale, startsAt
+	created := time.Now()
+	rep.StartsAtAfterSeconds = startsAt.Sub(created).Seconds()
+	var workflowAfterMs atomic.Int64
+	// The draw's workflow is started with the sale, or (when Temporal
+	// refused then) by the worker's reconciliation: the draw is late if
+	// it starts after starts_at.
+	go func() {
+		for time.Now().Before(startsAt.Add(time.Minute)) {
+			if _, err := deps.Temporal.DescribeWorkflowExecution(ctx, "draw-"+strconv.FormatInt(sale, 10), ""); err == nil {
+				workflowAfterMs.Store(max(time.Since(created).Milliseconds(), 1))
+				if time.Now().After(startsAt) {
+					say("WARNING: the draw's workflow started %.1fs after starts_at", time.Since(startsAt).Seconds())
+				}
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
+		sale, o.Units, startsAt.Format(time.RFC3339Nano), time.Until(startsAt).Round(time.Second), o.Buyers, o.Rate)
+
+	lr := enterAll(lobbyPlan{host: u.Host, sale: sale, tokens: tokens, rate: o.Rate, conns: o.Conns,
+		start: first, deadline: startsAt, progress: o.Progress})
+	tokens = nil
+	rep.addEntries(o, lr, startsAt)
+	say("entries: %d sent (%d not sent: due after starts_at), %d answered 201 in %.1fs = %.0f/s; errors %v",
+		rep.Entries.Sent, rep.Entries.NotSent, rep.Entries.Entered, rep.Entries.WallSeconds, rep.Entries.PerSecond, rep.Entries.Errors)
+
+	// The table as the draw finds it (the lobby takes nothing more after
+	// the last answer, and nobody else writes it).
+	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries'), pg_table_size('lobby_entries'),
+		pg_indexes_size('lobby_entries'), (SELECT count(*) FROM lobby_entries WHERE sale_id = ?)`, sale).
+		Row().Scan(&rep.Table.BeforeDrawBytes, &rep.Table.BeforeHeapBytes, &rep.Table.BeforeIdxBytes, &rep.Table.Rows); err != nil {
+		return nil, err
+	}
+
+	// The worker's memory just before starts_at, then every 100 ms.
+	if d := time.Until(startsAt.Add(-200 * time.Millisecond)); d > 0 {
+		say("waiting %s for starts_at ...", d.Round(100*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	pids := o.Processes
+	if o.ProcessesNow != nil {
+		pids = o.ProcessesNow()
+	}
+	workerPID := pids["worker"]
+	reset := false
+	if workerPID != 0 {
+		rep.Memory.BeforeRSS, rep.Memory.BeforeHWM, _ = proc.Memory(workerPID)
+		// Reset the worker's VmHWM, so that its value at the end is the
+		// draw's own peak.
+		reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", workerPID), []byte("5"), 0) == nil
+	}
+	sampling, stopSampling := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		rep.sampleWorker(sampling, workerPID, startsAt)
+	}()
+	stopSampler := func() { stopSampling(); <-samplerDone }
+	defer stopSampler()
+
+	say("the draw runs at starts_at ...")
+	if err := rep.followDraw(ctx, o, deps.Store, db, sale, startsAt, say); err != nil {
+		return nil, err
+	}
+	stopSampler()
+	rep.DrawWorkflowAfterSeconds = float64(workflowAfterMs.Load()) / 1000
+	if workerPID != 0 {
+		rep.Memory.EndRSS, rep.Memory.EndHWM, _ = proc.Memory(workerPID)
+		if reset {
+			rep.Memory.HWMDuring = rep.Memory.EndHWM
+		}
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries')`).Row().Scan(&rep.Table.AfterDrawBytes); err != nil {
+		return nil, err
+	}
+	mem.sampleMemory(pids, true)
+
+	if o.Verify {
+		say("verifying the published draw (draw.Verify) ...")
+		rep.Verify = verifyDraw(ctx, o, sale)
+	}
+	rep.Finished = time.Now().UTC()
+	if o.OutDir != "" {
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(o.OutDir, "bench.json"), append(b, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func lobbyConfig(o LobbyOptions) map[string]any {
+	return map[string]any{
+		"mode": "lobby", "units": o.Units, "buyers": o.Buyers, "rate": o.Rate, "conns": o.Conns,
+		"window_seconds": o.Window.Seconds(), "payment_timeout_seconds": o.PaymentTimeout.Seconds(),
+		"verify": o.Verify,
+	}
+}
+
+// createLobbySale creates a sale whose lobby is open now and which starts
+// (and draws) at startsAt.
+func createLobbySale(ctx context.Context, o LobbyOptions, name string, startsAt time.Time) (int64, error) {
+	admin, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"name": name, "price_cents": 990, "stock": o.Units,
+		"lobby_opens_at":          now.Add(-time.Second).Format(time.RFC3339Nano),
+		"starts_at":               startsAt.Format(time.RFC3339Nano),
+		"ends_at":                 startsAt.Add(6 * time.Hour).Format(time.RFC3339Nano),
+		"payment_timeout_seconds": int(o.PaymentTimeout / time.Second),
+		"stock_segments":          o.Segments,
+	})
+	req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/sales", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("create sale: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var sale struct {
+		ID string `json:"id"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &sale) != nil {
+		return 0, fmt.Errorf("create sale: %s %s", resp.Status, b)
+	}
+	return strconv.ParseInt(sale.ID, 10, 64)
+}
+
+// waitNamespace waits until Temporal answers for the namespace: asking
+// for a workflow that does not exist answers NotFound then, and
+// NamespaceNotFound (or Unavailable) before.
+func waitNamespace(ctx context.Context, c client.Client, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		_, err := c.DescribeWorkflowExecution(ctx, "bench-namespace-probe", "")
+		var nf *serviceerror.NotFound
+		if err == nil || errors.As(err, &nf) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: Temporal does not answer for its namespace: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// lobbyPlan is the entry phase: buyer i's entry is due at start + i/rate,
+// none is sent at or after deadline (starts_at).
+type lobbyPlan struct {
+	host            string
+	sale            int64
+	tokens          [][]byte
+	rate, conns     int
+	start, deadline time.Time
+	progress        io.Writer
+}
+
+type lobbyResult struct {
+	sent, notSent, entered int
+	wall                   time.Duration // first due to last answer
+	lastAnswer             time.Time
+	statuses               map[int]int
+	errors                 map[string]int
+	entered201, all        *hdrhistogram.Histogram
+}
+
+// enterAll enters every buyer once, in an open loop (as burst does: each
+// entry's latency is measured from its due time, so queueing shows).
+func enterAll(p lobbyPlan) *lobbyResult {
+	client := &fasthttp.HostClient{
+		Addr:                p.host,
+		MaxConns:            p.conns,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		MaxConnWaitTimeout:  30 * time.Second,
+		MaxIdleConnDuration: time.Minute,
+	}
+	path := []byte("/api/v1/sales/" + strconv.FormatInt(p.sale, 10) + "/lobby")
+	interval := float64(time.Second) / float64(p.rate)
+	n := len(p.tokens)
+	var (
+		next             atomic.Int64
+		answered, errs   atomic.Int64
+		notSent          atomic.Int64
+		mu               sync.Mutex
+		wg               sync.WaitGroup
+		res              = &lobbyResult{statuses: map[int]int{}, errors: map[string]int{}, entered201: newHist(), all: newHist()}
+		progressDone     = make(chan struct{})
+		lastAnswerUnixNs atomic.Int64
+	)
+	if p.progress != nil {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			prev := int64(0)
+			for {
+				select {
+				case <-progressDone:
+					return
+				case now := <-t.C:
+					a := answered.Load()
+					fmt.Fprintf(p.progress, "  %6.1fs  due %d/%d  answered %d (%d/s)  errors %d  starts_at in %s\n",
+						now.Sub(p.start).Seconds(), min(int64(now.Sub(p.start).Seconds()*float64(p.rate)), int64(n)), n,
+						a, a-prev, errs.Load(), time.Until(p.deadline).Round(time.Second))
+					prev = a
+				}
+			}
+		}()
+	}
+	for range p.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			entered, all := newHist(), newHist()
+			statuses, errCounts := map[int]int{}, map[string]int{}
+			sent, ok := 0, 0
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					break
+				}
+				due := p.start.Add(time.Duration(float64(i) * interval))
+				if !due.Before(p.deadline) || !time.Now().Before(p.deadline) {
+					notSent.Add(1)
+					continue
+				}
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				}
+				req.Reset()
+				req.Header.SetMethod(fasthttp.MethodPost)
+				req.Header.SetHost(p.host)
+				req.SetRequestURIBytes(path)
+				req.Header.SetBytesV("Authorization", p.tokens[i])
+				resp.Reset()
+				err := client.Do(req, resp)
+				now := time.Now()
+				lat := max(now.Sub(due).Microseconds(), 1)
+				sent++
+				answered.Add(1)
+				status := 0
+				if err == nil {
+					status = resp.StatusCode()
+					lastAnswerUnixNs.Store(max(lastAnswerUnixNs.Load(), now.UnixNano()))
+					_ = all.RecordValue(lat)
+				}
+				statuses[status]++
+				if status == fasthttp.StatusCreated {
+					ok++
+					_ = entered.RecordValue(lat)
+				} else {
+					errs.Add(1)
+					errCounts[answerKey(err, resp)]++
+				}
+			}
+			mu.Lock()
+			res.sent += sent
+			res.entered += ok
+			res.entered201.Merge(entered)
+			res.all.Merge(all)
+			for k, v := range statuses {
+				res.statuses[k] += v
+			}
+			for k, v := range errCounts {
+				res.errors[k] += v
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(progressDone)
+	res.notSent = int(notSent.Load())
+	if ns := lastAnswerUnixNs.Load(); ns != 0 {
+		res.lastAnswer = time.Unix(0, ns)
+		res.wall = res.lastAnswer.Sub(p.start)
+	}
+	return res
+}
+
+// answerKey names an answer other than 201: "<status> <code>".
+func answerKey(err error, resp *fasthttp.Response) string {
+	if err != nil {
+		return "0 NO_ANSWER"
+	}
+	var body struct{ Code string }
+	_ = json.Unmarshal(resp.Body(), &body)
+	if body.Code == "" {
+		return strconv.Itoa(resp.StatusCode())
+	}
+	return strconv.Itoa(resp.StatusCode()) + " " + body.Code
+}
+
+func (r *LobbyReport) addEntries(o LobbyOptions, lr *lobbyResult, startsAt time.Time) {
+	e := &r.Entries
+	e.Offered, e.Sent, e.NotSent, e.Entered = o.Buyers, lr.sent, lr.notSent, lr.entered
+	e.OfferedPerSecond, e.WindowSeconds = o.Rate, o.Window.Seconds()
+	e.WallSeconds = lr.wall.Seconds()
+	if lr.wall > 0 {
+		e.PerSecond = float64(lr.entered) / lr.wall.Seconds()
+	}
+	if !lr.lastAnswer.IsZero() {
+		e.LastAnswerBeforeStartSeconds = startsAt.Sub(lr.lastAnswer).Seconds()
+	}
+	e.HTTPStatus = map[string]int{}
+	for k, v := range lr.statuses {
+		e.HTTPStatus[strconv.Itoa(k)] = v
+	}
+	e.Errors = lr.errors
+	e.Latency = latencies(lr.entered201, lr.wall)
+	e.All = latencies(lr.all, lr.wall)
+}
+
+// sampleWorker reads the worker's VmRSS every 100 ms until ctx is done.
+func (r *LobbyReport) sampleWorker(ctx context.Context, pid int, startsAt time.Time) {
+	if pid == 0 {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if rss, _, err := proc.Memory(pid); err == nil {
+			r.Memory.PeakSampledRSS = max(r.Memory.PeakSampledRSS, rss)
+			r.Memory.Samples++
+			r.Memory.Series = append(r.Memory.Series, [2]float64{
+				float64(time.Since(startsAt).Milliseconds()) / 1000, float64(rss) / (1 << 20)})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// followDraw polls the draw every 100 ms until it is DONE and every
+// winner's order is AWAITING_PAYMENT, then reads the draw's figures.
+func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.Store, db *gorm.DB, sale int64,
+	startsAt time.Time, say func(string, ...any)) error {
+	deadline := time.Now().Add(o.DrawWithin)
+	since := func(t time.Time) float64 { return t.Sub(startsAt).Seconds() }
+	var done bool
+	lastSay := time.Now()
+	for !done {
+		d, err := st.DrawOf(ctx, sale)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		switch d.State {
+		case store.DrawClosed:
+			if r.Draw.ClosedSeconds == 0 {
+				r.Draw.ClosedSeconds = since(now)
+			}
+		case store.DrawRanked, store.DrawDone:
+			if r.Draw.ClosedSeconds == 0 {
+				r.Draw.ClosedSeconds = since(now)
+			}
+			if r.Draw.RankedSeconds == 0 {
+				r.Draw.RankedSeconds = since(now)
+			}
+		}
+		if d.State == store.DrawDone {
+			// Done: then wait for every winner's saga.
+			waiting, err := winnersNotPayable(ctx, db, sale)
+			if err != nil {
+				return err
+			}
+			done = waiting == 0
+			if !done && time.Since(lastSay) >= 5*time.Second {
+				say("  %.0fs: draw DONE; %d winners' orders not AWAITING_PAYMENT yet", since(now), waiting)
+				lastSay = time.Now()
+			}
+		} else if time.Since(lastSay) >= 5*time.Second {
+			var orders int64
+			_ = db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id = ? AND status <> 'QUEUED'`, sale).Row().Scan(&orders)
+			say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", since(now), d.State, d.NextRank, d.Entries, orders)
+			lastSay = time.Now()
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the draw and its orders were not done within %s (state %s, next rank %d)", o.DrawWithin, d.State, d.NextRank)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	d, err := st.DrawOf(ctx, sale)
+	if err != nil {
+		return err
+	}
+	if d.DrawnAt != nil {
+		r.Draw.DoneSeconds = since(*d.DrawnAt)
+	}
+
+	// What the API publishes.
+	pub, err := getDrawJSON(ctx, o, sale)
+	if err != nil {
+		return err
+	}
+	r.Draw.Entries, r.Draw.Admitted = pub.Entries, pub.Admitted
+	r.Draw.AdmittedOK = pub.Admitted == min(o.Units, pub.Entries)
+	r.Draw.EntriesOK = pub.Entries >= r.Entries.Entered && pub.Entries <= r.Entries.Sent
+	orders, err := getDrawOrders(ctx, o, sale)
+	if err != nil {
+		return err
+	}
+	r.Draw.Orders = len(orders)
+	var firstAdmit, lastAdmit time.Time
+	ids := make(map[int64]bool, len(orders))
+	for _, id := range orders {
+		ids[id] = true
+		t := idgen.Time(id)
+		if firstAdmit.IsZero() || t.Before(firstAdmit) {
+			firstAdmit = t
+		}
+		if t.After(lastAdmit) {
+			lastAdmit = t
+		}
+	}
+	if len(orders) > 0 {
+		r.Draw.FirstAdmissionSeconds, r.Draw.LastAdmissionSeconds = since(firstAdmit), since(lastAdmit)
+	}
+	var rows []struct {
+		ID         int64
+		AwaitingAt *time.Time
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at FROM orders WHERE sale_id = ?`, sale).Scan(&rows).Error; err != nil {
+		return err
+	}
+	h := newHist()
+	var lastAwait time.Time
+	for _, row := range rows {
+		if !ids[row.ID] || row.AwaitingAt == nil {
+			continue
+		}
+		_ = h.RecordValue(max(row.AwaitingAt.Sub(idgen.Time(row.ID)).Microseconds(), 1))
+		if row.AwaitingAt.After(lastAwait) {
+			lastAwait = *row.AwaitingAt
+		}
+	}
+	r.Draw.AdmittedToAwaiting = latencies(h, 0)
+	if !lastAwait.IsZero() {
+		r.Draw.LastAwaitingSeconds = since(lastAwait)
+	}
+	var outcomes []struct {
+		Outcome *string
+		N       int
+	}
+	if err := db.WithContext(ctx).Raw(`SELECT outcome, count(*) AS n FROM lobby_entries WHERE sale_id = ? GROUP BY outcome`, sale).
+		Scan(&outcomes).Error; err != nil {
+		return err
+	}
+	r.Draw.Outcomes = map[string]int{}
+	for _, oc := range outcomes {
+		k := "NONE"
+		if oc.Outcome != nil {
+			k = *oc.Outcome
+		}
+		r.Draw.Outcomes[k] = oc.N
+	}
+	return nil
+}
+
+// winnersNotPayable counts the draw's winners (lobby_entries WON) whose
+// order has not left QUEUED (its saga has not written it yet).
+func winnersNotPayable(ctx context.Context, db *gorm.DB, sale int64) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM lobby_entries e WHERE e.sale_id = ? AND e.outcome = 'WON'
+		AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id AND o.status <> 'QUEUED')`, sale).Row().Scan(&n)
+	return n, err
+}
+
+type drawJSON struct {
+	Commitment string `json:"commitment"`
+	Seed       string `json:"seed"`
+	Entries    int    `json:"entries"`
+	Admitted   int    `json:"admitted"`
+}
+
+func getDrawJSON(ctx context.Context, o LobbyOptions, sale int64) (*drawJSON, error) {
+	b, err := apiGet(ctx, o, "/api/v1/sales/"+strconv.FormatInt(sale, 10)+"/draw", false)
+	if err != nil {
+		return nil, err
+	}
+	var d drawJSON
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("GET /draw: %w", err)
+	}
+	return &d, nil
+}
+
+// getDrawOrders returns the draw's order ids, as the admin list gives them.
+func getDrawOrders(ctx context.Context, o LobbyOptions, sale int64) ([]int64, error) {
+	b, err := apiGet(ctx, o, "/api/v1/sales/"+strconv.FormatInt(sale, 10)+"/draw/orders", true)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Orders []struct {
+			OrderID string `json:"order_id"`
+		} `json:"orders"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("GET /draw/orders: %w", err)
+	}
+	ids := make([]int64, 0, len(list.Orders))
+	for _, x := range list.Orders {
+		id, err := strconv.ParseInt(x.OrderID, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("GET /draw/orders: order id %q", x.OrderID)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func apiGet(ctx context.Context, o LobbyOptions, path string, admin bool) ([]byte, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", o.APIURL+path, nil)
+	if admin {
+		tok, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s %s", path, resp.Status, b)
+	}
+	return b, nil
+}
+
+// verifyDraw reads the published draw as `seckill draw verify` does and
+// checks it, timing both.
+func verifyDraw(ctx context.Context, o LobbyOptions, sale int64) *DrawVerify {
+	c := &drawcli.Client{Base: o.APIURL, HTTP: &http.Client{Timeout: 10 * time.Minute}, AdminToken: func() (string, error) {
+		return auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+	}}
+	v := &DrawVerify{}
+	t := time.Now()
+	p, err := c.Fetch(ctx, strconv.FormatInt(sale, 10))
+	v.FetchSeconds = time.Since(t).Seconds()
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	t = time.Now()
+	vr := draw.Verify(p)
+	v.VerifySeconds = time.Since(t).Seconds()
+	v.OK, v.Failed, v.Checks = vr.OK(), vr.Failed(), len(vr.Checks)
+	return v
+}
+
+// OK reports whether the run's checks passed: no entry got a server error
+// or no answer, admitted == min(units, entries), every 201 is in the draw,
+// every winner has its order listed, and the verifier (when run) agreed.
+func (r *LobbyReport) OK() bool {
+	return len(r.Problems()) == 0
+}
+
+// Problems lists the checks that failed.
+func (r *LobbyReport) Problems() []string {
+	var out []string
+	for code, n := range r.Entries.HTTPStatus {
+		if code == "0" || strings.HasPrefix(code, "5") {
+			out = append(out, fmt.Sprintf("%d entries answered %s", n, code))
+		}
+	}
+	if r.DrawWorkflowAfterSeconds == 0 || r.DrawWorkflowAfterSeconds > r.StartsAtAfterSeconds {
+		out = append(out, fmt.Sprintf("the draw's workflow was not running by starts_at (found %.1fs after the sale's creation): the draw's times include that delay", r.DrawWorkflowAfterSeconds))
+	}
+	if !r.Draw.AdmittedOK {
+		out = append(out, fmt.Sprintf("admitted %d, not min(units, entries %d)", r.Draw.Admitted, r.Draw.Entries))
+	}
+	if !r.Draw.EntriesOK {
+		out = append(out, fmt.Sprintf("the draw has %d entries; %d were answered 201, %d sent", r.Draw.Entries, r.Entries.Entered, r.Entries.Sent))
+	}
+	if r.Draw.Orders != r.Draw.Admitted {
+		out = append(out, fmt.Sprintf("%d orders listed for %d admitted", r.Draw.Orders, r.Draw.Admitted))
+	}
+	if v := r.Verify; v != nil && !v.OK {
+		if v.Error != "" {
+			out = append(out, "verify: "+v.Error)
+		} else {
+			out = append(out, "verify failed: "+strings.Join(v.Failed, "; "))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String renders the report.
+func (r *LobbyReport) String() string {
+	var b strings.Builder
+	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+	e := r.Entries
+	fmt.Fprintf(&b, "lobby of sale %d: %d buyers offered at %d/s over a %.1fs window; %d sent, %d not sent (due after starts_at)\n",
+		r.SaleID, e.Offered, e.OfferedPerSecond, e.WindowSeconds, e.Sent, e.NotSent)
+	fmt.Fprintf(&b, "entries: %d answered 201 in %.1fs = %.0f entries/s sustained; last answer %.1fs before starts_at; HTTP %v\n",
+		e.Entered, e.WallSeconds, e.PerSecond, e.LastAnswerBeforeStartSeconds, e.HTTPStatus)
+	if len(e.Errors) > 0 {
+		fmt.Fprintf(&b, "entry errors: %v\n", e.Errors)
+	}
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "answer\tcount\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t")
+	row := func(name string, l Latencies) {
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t\n", name, l.Count, l.P50, l.P99, l.P999, l.Max)
+	}
+	row("entry 201", e.Latency)
+	row("all answers", e.All)
+	row("winner: admitted->AWAITING_PAYMENT", r.Draw.AdmittedToAwaiting)
+	_ = w.Flush()
+	d := r.Draw
+	fmt.Fprintf(&b, "draw: %d entries, %d admitted (min(units, entries) %v), %d orders listed; outcomes %v\n",
+		d.Entries, d.Admitted, d.AdmittedOK, d.Orders, d.Outcomes)
+	fmt.Fprintf(&b, "draw workflow running %.1fs after the sale's creation (starts_at was %.1fs after it)\n",
+		r.DrawWorkflowAfterSeconds, r.StartsAtAfterSeconds)
+	fmt.Fprintf(&b, "draw from starts_at: CLOSED seen %.1fs, RANKED seen %.1fs, first admission %.2fs, last admission %.2fs, DONE %.2fs, last winner AWAITING_PAYMENT %.2fs\n",
+		d.ClosedSeconds, d.RankedSeconds, d.FirstAdmissionSeconds, d.LastAdmissionSeconds, d.DoneSeconds, d.LastAwaitingSeconds)
+	m := r.Memory
+	during := "-"
+	if m.HWMDuring > 0 {
+		during = fmt.Sprintf("%.0f MB", mb(m.HWMDuring))
+	}
+	if m.Samples == 0 {
+		fmt.Fprintf(&b, "worker memory: not measured (no worker process of its own)\n")
+	} else {
+		fmt.Fprintf(&b, "worker memory: before the draw RSS %.0f MB (HWM %.0f MB); during it peak RSS %.0f MB (%d samples, 100 ms), VmHWM reset at starts_at %s; end RSS %.0f MB\n",
+			mb(m.BeforeRSS), mb(m.BeforeHWM), mb(m.PeakSampledRSS), m.Samples, during, mb(m.EndRSS))
+	}
+	t := r.Table
+	per := 0.0
+	if t.Rows > 0 {
+		per = float64(t.BeforeDrawBytes) / float64(t.Rows)
+	}
+	fmt.Fprintf(&b, "lobby_entries: %d rows, %.1f MB before the draw (heap %.1f MB, indexes %.1f MB; %.0f B per entry), %.1f MB after it\n",
+		t.Rows, mb(t.BeforeDrawBytes), mb(t.BeforeHeapBytes), mb(t.BeforeIdxBytes), per, mb(t.AfterDrawBytes))
+	if v := r.Verify; v != nil {
+		verdict := "the draw checks out"
+		switch {
+		case v.Error != "":
+			verdict = "could not verify: " + v.Error
+		case !v.OK:
+			verdict = "FAILED: " + strings.Join(v.Failed, "; ")
+		}
+		fmt.Fprintf(&b, "verify: %s (%d checks; fetch %.1fs, verify %.2fs)\n", verdict, v.Checks, v.FetchSeconds, v.VerifySeconds)
+	}
+	for _, k := range sortedKeys(r.Processes) {
+		p := r.Processes[k]
+		fmt.Fprintf(&b, "memory %-8s RSS start %.0f MB, end %.0f MB, peak %.0f MB\n", k, mb(p.StartRSS), mb(p.EndRSS), mb(p.PeakRSS))
+	}
+	if p := r.Problems(); len(p) > 0 {
+		fmt.Fprintf(&b, "PROBLEMS: %s\n", strings.Join(p, "; "))
+	}
+	return b.String()
+}
