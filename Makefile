@@ -12,14 +12,20 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
+.PHONY: help dev test tools browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 dev: services ## run everything in one process: Temporal + UI, worker, relay, API
 	$(GO) run ./cmd/seckill dev
 
-test: services browser stripe-mock jaeger helm promtool vet test-fast test-e2e test-chart test-alerts ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
+test: services tools vet test-fast test-e2e test-chart test-alerts ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
+
+# On a fresh machine the Go tools take minutes to build (6 to 15 here, one
+# after the other, mostly fetching modules and linking): side by side, the
+# fetching overlaps.
+tools: ## make sure every tool the tests run is here, installing the missing ones side by side
+	@$(MAKE) --no-print-directory -j5 browser stripe-mock jaeger helm promtool
 
 test-fast: ## unit and integration tests, with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
