@@ -85,6 +85,9 @@ type Config struct {
 	// ShutdownTimeout bounds how long Serve then waits for the requests
 	// in flight to finish [10s].
 	ShutdownTimeout time.Duration
+	// ReadTimeout is how long a request may take to arrive, counted from
+	// the connection's opening or the previous answer [10s].
+	ReadTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -127,6 +130,9 @@ func New(cfg Config) *Server {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 10 * time.Second
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = NewRegistry()
@@ -154,7 +160,7 @@ func New(cfg Config) *Server {
 		BodyLimit:             MaxBody,
 		DisableStartupMessage: true,
 		ErrorHandler:          errorHandler(cfg.Log),
-		ReadTimeout:           10 * time.Second,
+		ReadTimeout:           cfg.ReadTimeout,
 		// SSE streams and slow clients aside, nothing takes this long.
 		IdleTimeout: 60 * time.Second,
 	})

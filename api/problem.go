@@ -72,6 +72,16 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			dErr *seckill.Error
 			fErr *fiber.Error
 		)
+		if errors.As(err, &fErr) && fErr.Code == http.StatusRequestTimeout {
+			// No whole request arrived within ReadTimeout, most often a
+			// connection a client opened and never used. A bare 408 is what
+			// HTTP clients read as "the server closed an idle connection"
+			// (Go's transport drops it silently, others retry), where a
+			// problem answer could be taken for the answer to a request
+			// sent at that moment.
+			c.Context().SetConnectionClose()
+			return c.SendStatus(http.StatusRequestTimeout)
+		}
 		switch {
 		case errors.As(err, &dErr):
 		case errors.As(err, &fErr):

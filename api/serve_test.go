@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,42 @@ func TestServe_TurnsNotReadyAndDrainsBeforeItStops(t *testing.T) {
 	}
 	_, err = client.Get(base + "/healthz")
 	require.Error(t, err, "stopped: no longer listening")
+}
+
+// A connection on which no whole request arrives within ReadTimeout is
+// answered a bare 408 and closed: the answer HTTP clients take for "the
+// server closed an idle connection", never one that reads like the answer
+// to a request (a 400 problem here once made Go's client log an
+// unsolicited response, and could have been taken for a claim's answer).
+func TestServe_AConnectionWithoutARequestTimesOutWith408(t *testing.T) {
+	testenv.NoLeaks(t)
+	r := newClaimRigWith(t, api.Config{ReadTimeout: 300 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+
+	for name, sent := range map[string]string{
+		"nothing sent":  "",
+		"half a header": "POST /api/v1/sales/1/claims HTTP/1.1\r\nHost: x\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = io.WriteString(conn, sent)
+			require.NoError(t, err)
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+			answer, err := io.ReadAll(conn) // to the server's close
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(string(answer), "HTTP/1.1 408 "), "answer: %q", answer)
+			require.Contains(t, string(answer), "Connection: close")
+			require.NotContains(t, string(answer), "problem+json")
+		})
+	}
 }
