@@ -239,6 +239,11 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	idsDone := make(chan error, 1)
 	go func() { idsDone <- ids.Run(idsCtx) }()
 	err = srv.Serve(ctx, ln)
+	if err != nil {
+		// Serve gave up (the shutdown timeout) on requests still running,
+		// which may yet mint ids until the process exits.
+		ids.KeepLease()
+	}
 	stopIDs()
 	return errors.Join(err, <-idsDone)
 }
@@ -308,7 +313,13 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	defer func() {
 		began := time.Now()
 		w.Stop()
-		cfg.Log.Info("worker stopped", "after", time.Since(began).Round(time.Millisecond).String())
+		took := time.Since(began)
+		cfg.Log.Info("worker stopped", "after", took.Round(time.Millisecond).String())
+		if took >= cfg.ShutdownTimeout {
+			// The worker gave up waiting for its activities (Temporal's stop
+			// timeout), which may yet make orders until the process exits.
+			ids.KeepLease()
+		}
 	}()
 	host, _ := os.Hostname()
 	// The relay shares this process's client with the worker: with eager

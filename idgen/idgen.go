@@ -44,6 +44,8 @@ type Generator struct {
 	leases Leases
 	token  string
 	log    *slog.Logger
+	// keep: Run leaves the node to expire instead of freeing it.
+	keep atomic.Bool
 }
 
 // New leases a node number and returns a generator.
@@ -100,7 +102,14 @@ func (g *Generator) lease(ctx context.Context) error {
 	return errors.New("lease id node: all 1024 node numbers are taken")
 }
 
-// Run renews the lease until ctx is done, and releases it then. If the
+// KeepLease makes Run, once its ctx is done, leave the node to expire
+// (leaseTTL) instead of freeing it: for a process that may still mint ids
+// after Run returns (requests it gave up waiting for), so no other process
+// leases the node while this one still uses it.
+func (g *Generator) KeepLease() { g.keep.Store(true) }
+
+// Run renews the lease until ctx is done, and releases it then (unless
+// KeepLease was called). If the
 // lease was lost (Redis restarted empty, or the process stalled past the
 // expiry), it takes a node number again before the old one can be reused.
 func (g *Generator) Run(ctx context.Context) error {
@@ -109,6 +118,10 @@ func (g *Generator) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if g.keep.Load() {
+				g.log.Warn("id node left to expire: requests may still mint ids", "node", g.NodeID(), "expiresIn", leaseTTL.String())
+				return nil
+			}
 			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_ = g.leases.Free(rctx, g.NodeID(), g.token)

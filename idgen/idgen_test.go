@@ -78,3 +78,27 @@ func TestGenerator_RunReleasesTheLease(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Equal(t, int64(0), rdb.Exists(context.Background(), key).Val())
 }
+
+// A process whose requests may outlive Run (the API after its shutdown
+// timeout) keeps its node until the lease expires: no other process can
+// lease it and mint the same ids meanwhile.
+func TestGenerator_KeepLeaseLeavesTheNodeToExpire(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	nodes := redisstore.New(rdb, prefix).IDNodes()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := idgen.New(context.Background(), nodes, log)
+	require.NoError(t, err)
+	key := prefix + ":idnode:" + strconv.FormatInt(g.NodeID(), 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	g.KeepLease()
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, int64(1), rdb.Exists(context.Background(), key).Val(), "the node is still leased")
+	ttl := rdb.PTTL(context.Background(), key).Val()
+	require.Greater(t, ttl, time.Duration(0), "and expires")
+	taken, err := nodes.Take(context.Background(), g.NodeID(), "another process", time.Minute)
+	require.NoError(t, err)
+	require.False(t, taken, "no other process leases it meanwhile")
+}
