@@ -32,12 +32,9 @@ const lobbyEntered = "ENTERED"
 func (s *Server) enterLobby(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	sale, err := s.saleOf(ctx, c)
+	sale, err := s.lobbySaleOf(ctx, c)
 	if err != nil {
 		return err
-	}
-	if sale.LobbyOpensAt == nil {
-		return errNoLobby
 	}
 	now := time.Now()
 	if now.Before(*sale.LobbyOpensAt) {
@@ -65,6 +62,16 @@ func (s *Server) enterLobby(c *fiber.Ctx) error {
 	return c.Status(status).JSON(lobbyAnswer{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered, Entry: hex.EncodeToString(entry)})
 }
 
+// lobbySaleOf is the sale of the request's :id, NO_LOBBY when it has no
+// lobby.
+func (s *Server) lobbySaleOf(ctx context.Context, c *fiber.Ctx) (seckill.Sale, error) {
+	sale, err := s.saleOf(ctx, c)
+	if err == nil && sale.LobbyOpensAt == nil {
+		err = errNoLobby
+	}
+	return sale, err
+}
+
 var (
 	errNoLobby     = seckill.Errorf(seckill.CodeNoLobby, "this sale has no lobby")
 	errLobbyClosed = seckill.Errorf(seckill.CodeLobbyClosed, "the lobby is closed: the sale has started")
@@ -75,12 +82,9 @@ var (
 func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	sale, err := s.saleOf(ctx, c)
+	sale, err := s.lobbySaleOf(ctx, c)
 	if err != nil {
 		return err
-	}
-	if sale.LobbyOpensAt == nil {
-		return errNoLobby
 	}
 	user := principal(c).UserID
 	e, err := s.cfg.Store.LobbyEntryOf(ctx, sale.ID, user)

@@ -129,22 +129,32 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// begin is how every benchmark run begins: the API's URL checked, a say
+// that prints a progress line to progress (nil: none), and a connection to
+// the stores and the Temporal of the system under test.
+func begin(ctx context.Context, apiURL string, progress io.Writer, cfg app.Config) (host string, say func(format string, args ...any), deps *app.Deps, err error) {
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return "", nil, nil, fmt.Errorf("bench: bad API URL %q", apiURL)
+	}
+	say = func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format+"\n", args...)
+		}
+	}
+	if deps, err = app.Connect(ctx, cfg); err != nil {
+		return "", nil, nil, err
+	}
+	return u.Host, say, deps, nil
+}
+
 // Run runs the benchmark and returns its report. An error means the run
 // could not be carried out; a failed audit is in the report (Report.OK).
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(o.APIURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("bench: bad API URL %q", o.APIURL)
-	}
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", args...)
-		}
-	}
-	deps, err := app.Connect(ctx, o.Config)
+	host, say, deps, err := begin(ctx, o.APIURL, o.Progress, o.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	won := make(chan admission, o.Units*o.Sales+1024)
 	payments := make(chan payResult, 1)
 	go func() { payments <- pay(ctx, o, won) }()
-	lr, err := burst(loadPlan{host: u.Host, sales: sales, tokens: tokens, requests: o.Requests,
+	lr, err := burst(loadPlan{host: host, sales: sales, tokens: tokens, requests: o.Requests,
 		rate: o.Rate, conns: o.Conns, progress: o.Progress, won: won, waitShare: o.WaitlistShare})
 	close(won)
 	if err != nil {
@@ -299,19 +309,31 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func createSale(ctx context.Context, o Options, name string) (int64, error) {
-	admin, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
-	if err != nil {
-		return 0, err
-	}
 	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{
+	return postSale(ctx, o.APIURL, o.Config.JWTSecret, map[string]any{
 		"name": name, "price_cents": 990, "stock": o.Units,
 		"starts_at":               now.Add(-time.Minute).Format(time.RFC3339),
 		"ends_at":                 now.Add(6 * time.Hour).Format(time.RFC3339),
 		"payment_timeout_seconds": int(o.PaymentTimeout / time.Second),
 		"stock_segments":          o.Segments,
 	})
-	req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/sales", bytes.NewReader(body))
+}
+
+// postSale creates the sale spec describes (POST /api/v1/sales, as an
+// admin of jwtSecret) and returns its id.
+func postSale(ctx context.Context, apiURL string, jwtSecret []byte, spec map[string]any) (int64, error) {
+	admin, err := auth.SignToken(jwtSecret, "bench-admin", true, time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", apiURL+"/api/v1/sales", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
 	req.Header.Set("Authorization", "Bearer "+admin)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

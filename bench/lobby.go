@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,7 +23,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
-	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/draw/drawcli"
@@ -216,16 +213,7 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(o.APIURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("bench: bad API URL %q", o.APIURL)
-	}
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", args...)
-		}
-	}
-	deps, err := app.Connect(ctx, o.Config)
+	host, say, deps, err := begin(ctx, o.APIURL, o.Progress, o.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +270,7 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 	say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
 		sale, o.Units, startsAt.Format(time.RFC3339Nano), time.Until(startsAt).Round(time.Second), o.Buyers, o.Rate)
 
-	lr := enterAll(lobbyPlan{host: u.Host, sale: sale, tokens: tokens, rate: o.Rate, conns: o.Conns,
+	lr := enterAll(lobbyPlan{host: host, sale: sale, tokens: tokens, rate: o.Rate, conns: o.Conns,
 		start: first, deadline: startsAt, progress: o.Progress})
 	tokens = nil
 	rep.addEntries(o, lr, startsAt)
@@ -375,35 +363,14 @@ func lobbyConfig(o LobbyOptions) map[string]any {
 // createLobbySale creates a sale whose lobby is open now and which starts
 // (and draws) at startsAt.
 func createLobbySale(ctx context.Context, o LobbyOptions, name string, startsAt time.Time) (int64, error) {
-	admin, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
-	if err != nil {
-		return 0, err
-	}
-	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{
+	return postSale(ctx, o.APIURL, o.Config.JWTSecret, map[string]any{
 		"name": name, "price_cents": 990, "stock": o.Units,
-		"lobby_opens_at":          now.Add(-time.Second).Format(time.RFC3339Nano),
+		"lobby_opens_at":          time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano),
 		"starts_at":               startsAt.Format(time.RFC3339Nano),
 		"ends_at":                 startsAt.Add(6 * time.Hour).Format(time.RFC3339Nano),
 		"payment_timeout_seconds": int(o.PaymentTimeout / time.Second),
 		"stock_segments":          o.Segments,
 	})
-	req, _ := http.NewRequestWithContext(ctx, "POST", o.APIURL+"/api/v1/sales", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+admin)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("create sale: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var sale struct {
-		ID string `json:"id"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &sale) != nil {
-		return 0, fmt.Errorf("create sale: %s %s", resp.Status, b)
-	}
-	return strconv.ParseInt(sale.ID, 10, 64)
 }
 
 // waitNamespace waits until Temporal answers for the namespace: asking

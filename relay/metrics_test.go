@@ -4,16 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/relay"
 )
 
@@ -38,15 +35,7 @@ func TestRelay_CountsStartErrors(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	const saleID, units = 9, 30
-	now := time.Now()
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
-	require.NoError(t, err)
-	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
-	for i := int64(1); i <= units; i++ {
-		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
-		require.NoError(t, err)
-		require.Equal(t, seckill.Admitted, res.Outcome)
-	}
+	admitAll(t, rs, saleID, units)
 	reg := prometheus.NewPedanticRegistry()
 	st := &starter{started: map[int64]int{}, failed: map[int64]bool{}, failEvery: 5} // orders 5, 10, ... 30 fail once
 	r := relay.New(rs, st, relay.Config{Consumer: "relay-metrics", BatchSize: 16, Parallel: 4,

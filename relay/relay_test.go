@@ -47,14 +47,11 @@ func (s *starter) count() (orders, starts int) {
 	return len(s.started), starts
 }
 
-// Two relays share one sale's outbox: every admitted claim gets its saga
-// (each start retried until it succeeds), every entry is acknowledged and
-// deleted, and when they stop no goroutine is left behind.
-func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
-	testenv.NoLeaks(t)
-	rs := testenv.RedisStore(t)
+// admitAll warms sale saleID with units units and claims every one of
+// them (users u1.., order ids 1..), filling its outbox.
+func admitAll(t *testing.T, rs *redisstore.Store, saleID, units int64) {
+	t.Helper()
 	ctx := t.Context()
-	const saleID, units = 7, 300
 	now := time.Now()
 	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 	require.NoError(t, err)
@@ -64,6 +61,17 @@ func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 	}
+}
+
+// Two relays share one sale's outbox: every admitted claim gets its saga
+// (each start retried until it succeeds), every entry is acknowledged and
+// deleted, and when they stop no goroutine is left behind.
+func TestRelay_TwoRelaysStartEveryClaimAndAcknowledgeIt(t *testing.T) {
+	testenv.NoLeaks(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	const saleID, units = 7, 300
+	admitAll(t, rs, saleID, units)
 
 	st := &starter{started: map[int64]int{}, failed: map[int64]bool{}, failEvery: 7}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -130,12 +138,7 @@ func TestRelay_StopLetsTheStartsInFlightFinish(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	const saleID = 8
-	now := time.Now()
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: 1, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
-	require.NoError(t, err)
-	res, err := rs.Claim(ctx, saleID, "u1", 1, "", redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"})
-	require.NoError(t, err)
-	require.Equal(t, seckill.Admitted, res.Outcome)
+	admitAll(t, rs, saleID, 1)
 
 	st := &blockingStarter{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	r := relay.New(rs, st, relay.Config{Consumer: "relay-stopping", Block: 50 * time.Millisecond, Refresh: 50 * time.Millisecond},
