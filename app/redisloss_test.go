@@ -47,6 +47,12 @@ func TestRedisLoss_FailsClosedThenRewarmsFromPostgres(t *testing.T) {
 		return false
 	}, 30*time.Second, 200*time.Millisecond, "claims admitted again")
 	t.Logf("claims admitted again %s after the wipe", time.Since(wiped).Round(time.Millisecond))
+	// By then the API and the worker had each leased its id node again:
+	// no process started since the wipe could share one while claims are
+	// admitted.
+	nodes, err := s.redis.Keys(ctx, s.cfg.RedisPrefix+":idnode:*").Result()
+	require.NoError(t, err)
+	require.Len(t, nodes, 2, "the API's and the worker's id nodes are leased again before claims are admitted")
 	r = s.claim(sale, "anna")
 	require.Equal(t, http.StatusConflict, r.status)
 	require.Equal(t, "ALREADY_CLAIMED", r.json(t)["code"])

@@ -223,7 +223,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
 	switch {
 	case !warmed:
-		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
+		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY + 5 s; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
 	case rep.AtRest && remaining != sale.Available:
 		c2.Violations = append(c2.Violations, fmt.Sprintf("remaining %d != available %d", remaining, sale.Available))
 	case !rep.AtRest:

@@ -3,9 +3,11 @@
 //
 // The ids are snowflakes (github.com/bwmarrin/snowflake: 41 bits of
 // milliseconds, 10 bits of node, 12 bits of sequence). Each process leases a
-// node number (in Redis, through Leases) once at start (SET NX with an expiry it keeps
-// renewing), so two live processes never share a node and an id is never
-// minted twice.
+// node number (in Redis, through Leases) once at start (SET NX with an
+// expiry it keeps renewing), so two live processes never share a node and
+// an id is never minted twice. When Redis comes back empty, each process
+// takes its own node number back within RenewEvery; claims are admitted
+// again only after that (package warmup waits for it).
 package idgen
 
 import (
@@ -22,9 +24,15 @@ import (
 )
 
 const (
-	nodes     = 1 << 10 // snowflake.NodeBits
-	leaseTTL  = 60 * time.Second
-	renewEach = 15 * time.Second
+	nodes    = 1 << 10 // snowflake.NodeBits
+	leaseTTL = 60 * time.Second
+	// RenewEvery is how often a process renews its lease. Within one
+	// period of Redis coming back empty, every running process has taken
+	// its own node number again (or, if a newcomer took it, another one):
+	// so what admits claims after a loss (the warmer) waits at least this
+	// long, and no node number serves two processes while claims are
+	// admitted.
+	RenewEvery = 3 * time.Second
 )
 
 // Leases hold node numbers for processes (redisstore.IDNodes).
@@ -76,6 +84,27 @@ func At(t time.Time) int64 {
 // Time is when id was minted.
 func Time(id int64) time.Time { return time.UnixMilli(snowflake.ID(id).Time()).UTC() }
 
+// leaseAgain leases a node number again after the lease was lost: the same
+// one when it is free (Redis restarted empty: every process takes its own
+// back, none takes another's), else another.
+func (g *Generator) leaseAgain(ctx context.Context) {
+	n := g.NodeID()
+	ok, err := g.leases.Take(ctx, n, g.token, leaseTTL)
+	if err != nil {
+		g.log.Error("lease id node again", "node", n, "error", err)
+		return // tried again at the next renewal
+	}
+	if ok {
+		g.log.Warn("id node lease lost; leased the same node again", "node", n)
+		return
+	}
+	if err := g.lease(ctx); err != nil {
+		g.log.Error("lease id node", "error", err)
+		return
+	}
+	g.log.Warn("id node lease lost and the node taken; leased another", "lost", n, "node", g.NodeID())
+}
+
 // lease takes the first free node number from a random start.
 func (g *Generator) lease(ctx context.Context) error {
 	start, err := rand.Int(rand.Reader, big.NewInt(nodes))
@@ -108,12 +137,12 @@ func (g *Generator) lease(ctx context.Context) error {
 // leases the node while this one still uses it.
 func (g *Generator) KeepLease() { g.keep.Store(true) }
 
-// Run renews the lease until ctx is done, and releases it then (unless
-// KeepLease was called). If the
-// lease was lost (Redis restarted empty, or the process stalled past the
-// expiry), it takes a node number again before the old one can be reused.
+// Run renews the lease every RenewEvery until ctx is done, and releases it
+// then (unless KeepLease was called). If the lease was lost (Redis
+// restarted empty, or the process stalled past the expiry), it takes its
+// node number again, or another if that one is taken.
 func (g *Generator) Run(ctx context.Context) error {
-	t := time.NewTicker(renewEach)
+	t := time.NewTicker(RenewEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -134,10 +163,7 @@ func (g *Generator) Run(ctx context.Context) error {
 			continue
 		}
 		if !held {
-			g.log.Warn("id node lease lost; leasing again", "node", g.NodeID())
-			if err := g.lease(ctx); err != nil {
-				g.log.Error("lease id node", "error", err)
-			}
+			g.leaseAgain(ctx)
 		}
 	}
 }

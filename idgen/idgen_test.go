@@ -102,3 +102,93 @@ func TestGenerator_KeepLeaseLeavesTheNodeToExpire(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, taken, "no other process leases it meanwhile")
 }
+
+// memLeases is a Redis of leases that can restart empty.
+type memLeases struct {
+	mu    sync.Mutex
+	owner map[int64]string
+}
+
+func (m *memLeases) Take(_ context.Context, n int64, token string, _ time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, held := m.owner[n]; held {
+		return false, nil
+	}
+	m.owner[n] = token
+	return true, nil
+}
+
+func (m *memLeases) Renew(_ context.Context, n int64, token string, _ time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owner[n] == token, nil
+}
+
+func (m *memLeases) Free(_ context.Context, n int64, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.owner[n] == token {
+		delete(m.owner, n)
+	}
+	return nil
+}
+
+func (m *memLeases) restartEmpty() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owner = map[int64]string{}
+}
+
+func (m *memLeases) holders(n int64) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owner[n]
+}
+
+// When Redis comes back empty, a running process takes its own node back
+// at its next renewal (so no process that renews takes another's); when a
+// newcomer took it first, it moves to another node. Either way, one
+// RenewEvery after the loss no node number serves two processes.
+func TestGenerator_TakesItsNodeBackAfterRedisLostTheLeases(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Run("its own node back", func(t *testing.T) {
+		t.Parallel()
+		leases := &memLeases{owner: map[int64]string{}}
+		g, err := idgen.New(t.Context(), leases, log)
+		require.NoError(t, err)
+		n := g.NodeID()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- g.Run(ctx) }()
+		leases.restartEmpty()
+		require.Eventually(t, func() bool { return leases.holders(n) != "" }, idgen.RenewEvery+2*time.Second, 20*time.Millisecond,
+			"the node is leased again")
+		require.Equal(t, n, g.NodeID(), "the same node")
+		other, err := idgen.New(t.Context(), leases, log)
+		require.NoError(t, err)
+		require.NotEqual(t, n, other.NodeID(), "and held: a newcomer gets another")
+		cancel()
+		require.NoError(t, <-done)
+	})
+	t.Run("another when a newcomer took it", func(t *testing.T) {
+		t.Parallel()
+		leases := &memLeases{owner: map[int64]string{}}
+		g, err := idgen.New(t.Context(), leases, log)
+		require.NoError(t, err)
+		n := g.NodeID()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- g.Run(ctx) }()
+		leases.restartEmpty()
+		took, err := leases.Take(t.Context(), n, "newcomer", time.Minute)
+		require.NoError(t, err)
+		require.True(t, took)
+		require.Eventually(t, func() bool { return g.NodeID() != n }, idgen.RenewEvery+2*time.Second, 20*time.Millisecond,
+			"moved off the node the newcomer holds")
+		require.Equal(t, "newcomer", leases.holders(n))
+		require.NotEmpty(t, leases.holders(g.NodeID()), "and holds its new one")
+		cancel()
+		require.NoError(t, <-done)
+	})
+}

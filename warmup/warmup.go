@@ -5,17 +5,29 @@
 // the source of truth: the units available minus the orders written but not
 // yet holding a unit, and the claims of the orders still active. It never
 // overwrites a live counter.
+//
+// A lost sale is loaded only once it has been seen lost for Settle: by
+// then every running process has taken its order-id node back (package
+// idgen renews every idgen.RenewEvery), so no node number serves both a
+// process that leased it before the loss and one started since, while
+// claims are admitted.
 package warmup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
+
+// Settle is how long a sale must have been seen lost before it is loaded
+// again: one id-node renewal and a margin.
+const Settle = idgen.RenewEvery + 2*time.Second
 
 // Warmer re-warms open sales whose Redis keys are gone.
 type Warmer struct {
@@ -23,30 +35,41 @@ type Warmer struct {
 	rstore *redisstore.Store
 	every  time.Duration
 	log    *slog.Logger
+	// lostSince is when each sale was first seen lost (used by Check's
+	// goroutine only).
+	lostSince map[int64]time.Time
 }
 
 // New returns a warmer that checks every interval.
 func New(st *store.Store, rstore *redisstore.Store, every time.Duration, log *slog.Logger) *Warmer {
-	return &Warmer{store: st, rstore: rstore, every: every, log: log}
+	return &Warmer{store: st, rstore: rstore, every: every, log: log, lostSince: map[int64]time.Time{}}
 }
 
-// Run checks until ctx is done.
+// Run checks every interval until ctx is done, and every second while a
+// lost sale waits out Settle.
 func (w *Warmer) Run(ctx context.Context) error {
-	t := time.NewTicker(w.every)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if _, err := w.Check(ctx); err != nil && ctx.Err() == nil {
-			w.log.Warn("re-warm check", "error", err)
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+		if _, err := w.Check(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("re-warm check", "error", err)
+		}
+		next := w.every
+		if len(w.lostSince) > 0 {
+			next = min(next, time.Second)
+		}
+		t.Reset(next)
 	}
 }
 
-// Check re-warms every open sale that is not warmed and returns their ids.
+// Check re-warms every open sale that has been seen not warmed for Settle
+// and returns their ids; a sale seen lost for the first time is noted.
+// Not safe for concurrent use.
 func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	sales, err := w.store.OpenSales(ctx, time.Now())
 	if err != nil || len(sales) == 0 {
@@ -65,17 +88,42 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	// A drawn sale is open to claims in every loaded segment. A segment a
 	// re-warm loaded held back, from a snapshot read just before the draw
 	// finished (whose opening found it missing), is opened here at the
-	// next pass. Idempotent: one HSET per segment of each drawn sale.
+	// next pass. Idempotent: one HSET per segment of each drawn sale. A
+	// sale whose opening fails (its shard without a replica, say) does not
+	// keep the others from being re-warmed: its error is returned after
+	// the pass.
+	var errs []error
 	for _, s := range sales {
 		if s.LobbyOpensAt != nil && s.Drawn != nil {
 			if err := w.rstore.OpenClaims(ctx, s.ID, s.StartsAt); err != nil {
-				return nil, err
+				errs = append(errs, fmt.Errorf("open the claims of drawn sale %d: %w", s.ID, err))
 			}
+		}
+	}
+	rewarmed, err := w.rewarm(ctx, ids, live)
+	return rewarmed, errors.Join(append(errs, err)...)
+}
+
+// rewarm loads the sales of ids that are not live and have been seen lost
+// for Settle.
+func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) ([]int64, error) {
+	now := time.Now()
+	for id := range w.lostSince {
+		if _, ok := live[id]; ok {
+			delete(w.lostSince, id)
 		}
 	}
 	var rewarmed []int64
 	for _, id := range ids {
 		if _, ok := live[id]; ok {
+			continue
+		}
+		since, seen := w.lostSince[id]
+		if !seen {
+			w.lostSince[id] = now
+			w.log.Warn("a sale's Redis keys are gone: its claims fail closed until it is re-warmed", "saleID", id, "in", Settle.String())
+		}
+		if !seen || now.Sub(since) < Settle {
 			continue
 		}
 		snap, err := w.store.WarmSnapshot(ctx, id)
@@ -92,6 +140,7 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}
+		delete(w.lostSince, id)
 		if loaded {
 			w.log.Warn("re-warmed a sale Redis had lost", "saleID", id, "units", snap.Units, "activeClaims", len(claims))
 			rewarmed = append(rewarmed, id)

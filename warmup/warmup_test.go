@@ -41,7 +41,7 @@ func TestCheck_RewarmsWhatRedisLostAndNothingElse(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n, ok, err := rs.Remaining(ctx, lost)
 		return err == nil && ok && n == 4
-	}, 10*time.Second, 20*time.Millisecond, "the lost sale is back: 5 units, 1 held by ann")
+	}, warmup.Settle+10*time.Second, 20*time.Millisecond, "the lost sale is back: 5 units, 1 held by ann")
 	stop()
 	require.NoError(t, <-done)
 
@@ -85,4 +85,43 @@ func TestCheck_OpensADrawnSaleLoadedHeldBack(t *testing.T) {
 	res, err = rs.Claim(ctx, sale.ID, "held", 2, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "the drawn sale is open after the pass")
+}
+
+// A lost sale is loaded again only once it has been seen lost for Settle,
+// when every running process has taken its order-id node back: until then
+// its claims fail closed. A drawn sale whose claims cannot be opened does
+// not keep another sale from being re-warmed.
+func TestCheck_RewarmsOnlyOnceTheIDNodesAreTakenBack(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lost := testenv.OpenSale(t, st, 5).ID
+	lobby := now.Add(-time.Hour)
+	drawn, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	require.NoError(t, st.CloseLobby(ctx, drawn.ID))
+	require.NoError(t, st.MarkRanked(ctx, drawn.ID, 0))
+	require.NoError(t, st.FinishDraw(ctx, drawn.ID))
+	// The drawn sale's state in Redis is broken: opening its claims fails.
+	require.NoError(t, rdb.Set(ctx, rs.SegmentKeys(drawn.ID, 0).Meta, "not a hash", 0).Err())
+
+	w := warmup.New(st, rs, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rewarmed, err := w.Check(ctx)
+	require.ErrorContains(t, err, "drawn sale")
+	require.Empty(t, rewarmed, "not at first sight")
+	_, ok, err := rs.Remaining(ctx, lost)
+	require.NoError(t, err)
+	require.False(t, ok, "its claims fail closed meanwhile")
+
+	time.Sleep(warmup.Settle)
+	rewarmed, err = w.Check(ctx)
+	require.ErrorContains(t, err, "drawn sale", "the broken sale is still reported")
+	require.Equal(t, []int64{lost}, rewarmed, "and the lost one re-warmed all the same")
+	n, ok, err := rs.Remaining(ctx, lost)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(5), n)
 }
