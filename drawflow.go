@@ -30,6 +30,10 @@ type DrawStep struct {
 	// WaitlistFull: a join was refused as the waitlist was full, so every
 	// entrant ranked after it loses without asking Redis.
 	WaitlistFull bool
+	// Ended: the sale had ended at an earlier call, which settled the
+	// batch a cut-off attempt may have begun (its entrants keep their
+	// orders), so every entrant after it loses without asking Redis.
+	Ended bool
 }
 
 // DrawProgress is where a draw stands after an activity.
@@ -37,6 +41,6 @@ type DrawProgress struct {
 	Entries  int  // entries in the lobby (once ranked)
 	NextRank int  // the first rank not yet settled
 	Done     bool // every rank is settled
-	// WaitlistFull, as DrawStep's.
-	WaitlistFull bool
+	// WaitlistFull and Ended, as DrawStep's.
+	WaitlistFull, Ended bool
 }

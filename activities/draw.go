@@ -85,7 +85,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
 	}
-	progress := seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank, WaitlistFull: in.WaitlistFull}
+	progress := seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank, WaitlistFull: in.WaitlistFull, Ended: in.Ended}
 	switch {
 	case d.State == store.DrawDone:
 		progress.Done = true
@@ -103,8 +103,20 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	units := int(min(sale.Stock.Total, int64(d.Entries)))
 	if !time.Now().Before(sale.EndsAt) {
 		// The sale ended before the draw got here (a draw held up for
-		// long): nobody left is admitted or queued, and Redis (which may
-		// have dropped an ended sale) is not asked.
+		// long): nobody left is admitted or queued. Only the batch an
+		// attempt cut off was settling can hold orders (admitted before
+		// the end): at the first call that finds the sale ended, its
+		// entrants keep them; after it, the rest lose without asking
+		// Redis (which may have dropped the ended sale).
+		if !in.Ended {
+			a.rstore.KnowSegments(sale.ID, sale.StockSegments)
+			next, err := a.keepAdmitted(ctx, sale.ID, d.NextRank, units)
+			if err != nil {
+				return progress, err
+			}
+			progress.NextRank, progress.Done, progress.Ended = next, next > d.Entries, true
+			return progress, nil
+		}
 		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
 		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
 			return progress, err
@@ -143,6 +155,43 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	}
 	progress.NextRank, progress.Done = next, next > d.Entries || len(batch) == 0
 	return progress, nil
+}
+
+// keepAdmitted settles, from rank from on, the batch an attempt cut off
+// may have begun: each entrant holding an order of the sale (a claim in
+// Redis, which may have dropped the ended sale, or an order row) keeps it,
+// WON, or WAITING if ranked past the units; the others lose. Then the
+// draw goes on past that batch: next is the rank after it.
+func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units int) (next int, err error) {
+	batch, err := a.store.EntriesFrom(ctx, saleID, from, DrawSettleBatch)
+	if err != nil {
+		return from, err
+	}
+	for _, e := range batch {
+		e.Outcome, e.OrderID = store.EntryLost, 0
+		orderID, err := a.rstore.ClaimOf(ctx, saleID, e.UserID)
+		if err != nil {
+			return from, err
+		}
+		if orderID == 0 {
+			orders, err := a.store.OrdersOf(ctx, saleID, e.UserID)
+			if err != nil {
+				return from, err
+			}
+			if len(orders) > 0 {
+				orderID = orders[0].ID
+			}
+		}
+		if orderID == 0 {
+			continue
+		}
+		e.Outcome, e.OrderID = store.EntryWon, orderID
+		if e.Rank > units {
+			e.Outcome = store.EntryWaiting // served by the waitlist
+		}
+	}
+	next = from + len(batch)
+	return next, a.store.SettleEntries(ctx, saleID, batch, next)
 }
 
 // admitDrawn admits a winner as a claim, as order e.OrderID (fresh, so ids

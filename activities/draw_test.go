@@ -129,3 +129,61 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
 		require.Equal(t, store.EntryLost, e.Outcome)
 	}
 }
+
+// An attempt that admitted winners and was cut off before recording them,
+// retried after the sale ended, keeps those winners' orders: they are WON
+// (the buyers can pay until their pay_by, and the published draw lists
+// them), and only the entrants holding nothing lose.
+func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *testing.T) {
+	r := newDrawRig(t, 2, 5, 2*time.Second)
+	ctx := t.Context()
+	r.rank(t)
+	// The cut-off attempt: ranks 1 and 2 admitted, nothing recorded.
+	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 2)
+	require.NoError(t, err)
+	terms := redisstore.TermsOf(*r.sale)
+	held := map[string]int64{}
+	for i, e := range batch {
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome)
+		held[e.UserID] = res.OrderID
+	}
+	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+
+	p := r.settle(t)
+	require.True(t, p.Done)
+	for i := range 5 {
+		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
+		require.NoError(t, err)
+		if orderID, ok := held[e.UserID]; ok {
+			require.Equal(t, store.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
+			require.Equal(t, orderID, e.OrderID)
+		} else {
+			require.Equal(t, store.EntryLost, e.Outcome, "rank %d", e.Rank)
+		}
+	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, d.Admitted, "the published draw lists both")
+}
+
+// Past the batch a cut-off attempt may have begun, the rest of an ended
+// draw loses in large steps without asking Redis.
+func TestSettleDraw_AfterTheSaleEndedTheRestLoseInLargeSteps(t *testing.T) {
+	const entrants = activities.DrawSettleBatch + 5
+	r := newDrawRig(t, 2, entrants, 6*time.Second) // the lobby closes in 3 s
+	r.rank(t)
+	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+	p := r.settle(t)
+	require.True(t, p.Ended)
+	require.Equal(t, activities.DrawSettleBatch+1, p.NextRank, "the first call settles one batch")
+	// Redis is not asked from here on.
+	require.NoError(t, r.rdb.Close())
+	v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, Ended: true})
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&p))
+	require.True(t, p.Done)
+}

@@ -302,6 +302,24 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 			}
 		}
 	}
+	// A drawn sale's winners (and the queued entrants the waitlist
+	// served) were told their order: each must exist, or still be
+	// admitted in Redis on its way to its saga (checked above).
+	var lost []struct {
+		Rank    int
+		UserID  string
+		OrderID int64
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.rank, e.user_id, e.order_id FROM lobby_entries e
+		LEFT JOIN orders o ON o.id = e.order_id
+		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, saleID).Scan(&lost).Error; err != nil {
+		return nil, fmt.Errorf("read the draw's entries: %w", err)
+	}
+	for _, e := range lost {
+		if claims[e.UserID] != e.OrderID && now.Sub(idgen.Time(e.OrderID)) > opts.Grace {
+			c4.Violations = append(c4.Violations, fmt.Sprintf("draw rank %d (%s) was given order %d, which has neither a row nor an admission", e.Rank, e.UserID, e.OrderID))
+		}
+	}
 	rep.Checks = append(rep.Checks, finish(c4))
 
 	// 5. Every successful payment ends as a PAID order or a refund,

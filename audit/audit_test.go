@@ -176,3 +176,39 @@ func TestRun_SeesEveryPaymentFromItsEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, rep.String(), "evt_bob", "%s", rep)
 }
+
+// A draw winner told an order that has neither a row nor an admission in
+// Redis (Redis lost it before the relay started its saga) breaks
+// invariant 4; one whose admission is still on its way does not.
+func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 2,
+		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	for _, u := range []string{"ann", "bob"} {
+		_, _, err := st.Enter(ctx, sale.ID, u)
+		require.NoError(t, err)
+	}
+	testenv.Warm(t, rs, sale, 2)
+	old := idgen.At(now.Add(-time.Hour))
+	for rank, u := range []string{"ann", "bob"} {
+		require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+			rank+1, store.EntryWon, old+int64(rank), sale.ID, u).Error)
+	}
+	// bob's admission is in Redis, on its way to its saga.
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", redisstore.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
+
+	require.NoError(t, err)
+	require.Contains(t, failed(rep), 4, "%s", rep) // and 2: bob's admission is not at rest yet
+	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 1 (ann) was given order %d, which has neither a row nor an admission", old))
+	require.NotContains(t, rep.String(), "(bob)")
+}

@@ -35,7 +35,7 @@ func SaleDraw(ctx workflow.Context, in seckill.DrawInput) error {
 		return err
 	}
 	for !p.Done {
-		step := seckill.DrawStep{DrawInput: in, WaitlistFull: p.WaitlistFull}
+		step := seckill.DrawStep{DrawInput: in, WaitlistFull: p.WaitlistFull, Ended: p.Ended}
 		if err := workflow.ExecuteActivity(ctx, a.SettleDraw, step).Get(ctx, &p); err != nil {
 			return err
 		}
