@@ -27,17 +27,17 @@ type WarmSpec struct {
 
 func (spec WarmSpec) segments() int { return max(spec.Segments, 1) }
 
-// heldStart is the start a sale with a lobby has in Redis until its draw
+// HeldStart is the start a sale with a lobby has in Redis until its draw
 // is done (the last millisecond of year 9999): open claims and joins are
-// held back; the draw's pass (ForDraw).
-var heldStart = time.UnixMilli(253402300799999).UTC()
+// held back; the draw's pass (ForDraw). OpenClaims ends it.
+var HeldStart = time.UnixMilli(253402300799999).UTC()
 
 // ClaimsOpenAt is the start sale has in Redis: its starts_at, or, for a
 // sale with a lobby whose draw is not done, a start that never comes
 // (OpenClaims ends it).
 func ClaimsOpenAt(sale *seckill.Sale) time.Time {
 	if sale.LobbyOpensAt != nil && sale.Drawn == nil {
-		return heldStart
+		return HeldStart
 	}
 	return sale.StartsAt
 }

@@ -316,6 +316,22 @@ func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, erro
 	return out, nil
 }
 
+// UnwrittenDrawOrders returns the sale's entrants told an order (won, or
+// served from the waitlist) that has no row, by rank: admissions Redis
+// lost before their saga wrote them.
+func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*LobbyEntry, error) {
+	var rows []lobbyEntryRow
+	if err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM lobby_entries e LEFT JOIN orders o ON o.id = e.order_id
+		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, saleID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the unwritten orders of sale %d's draw: %w", saleID, err)
+	}
+	out := make([]*LobbyEntry, len(rows))
+	for i := range rows {
+		out[i] = rows[i].entry()
+	}
+	return out, nil
+}
+
 // LobbySales returns the ids of the sales whose draw is not DONE, for the
 // worker to make sure each has its draw workflow.
 func (s *Store) LobbySales(ctx context.Context) ([]int64, error) {

@@ -125,3 +125,59 @@ func TestCheck_RewarmsOnlyOnceTheIDNodesAreTakenBack(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, int64(5), n)
 }
+
+// Redis lost a drawn sale with the admission of a winner whose order was
+// not written yet: the re-warm admits that winner again, with the order
+// the draw told them, before anyone else can claim the unit; the winner
+// whose order is written keeps it; then claims open.
+func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
+		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	require.NoError(t, err)
+	for _, u := range []string{"ann", "bob"} {
+		_, _, err := st.Enter(ctx, sale.ID, u)
+		require.NoError(t, err)
+	}
+	// The sale has started since.
+	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET starts_at = ? WHERE id = ?`, now.Add(-time.Minute), sale.ID).Error)
+	sale, err = st.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	require.NoError(t, st.CloseLobby(ctx, sale.ID))
+	entries, err := st.EntriesFrom(ctx, sale.ID, 0, 10)
+	require.NoError(t, err)
+	require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = CASE user_id WHEN 'ann' THEN 1 ELSE 2 END WHERE sale_id = ?`, sale.ID).Error)
+	require.NoError(t, st.MarkRanked(ctx, sale.ID, len(entries)))
+	won := []*store.LobbyEntry{{UserID: "ann", Rank: 1, Outcome: store.EntryWon, OrderID: 5001}, {UserID: "bob", Rank: 2, Outcome: store.EntryWon, OrderID: 5002}}
+	require.NoError(t, st.SettleEntries(ctx, sale.ID, won, 3))
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+	// bob's saga wrote his order; ann's admission was lost with Redis.
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 5002, SaleID: sale.ID, UserID: "bob", CreatedAt: now})
+	require.NoError(t, err)
+
+	w := warmup.New(st, rs, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = w.Check(ctx)
+	require.NoError(t, err)
+	time.Sleep(warmup.Settle)
+	rewarmed, err := w.Check(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{sale.ID}, rewarmed)
+
+	claims, err := rs.Claims(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"ann": 5001, "bob": 5002}, claims, "ann holds the order she was told, bob keeps his")
+	n, ok, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(1), n, "3 units: bob's written, ann's admitted again")
+	backlog, err := rs.OutboxBacklog(ctx, []int64{sale.ID})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), backlog, "ann's admission is on its way to her saga")
+	res, err := rs.Claim(ctx, sale.ID, "carl", 6001, "", redisstore.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome, "then claims are open")
+}
