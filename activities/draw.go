@@ -183,12 +183,14 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 			}
 		}
 		if orderID == 0 {
+			activity.RecordHeartbeat(ctx, e.Rank)
 			continue
 		}
 		e.Outcome, e.OrderID = store.EntryWon, orderID
 		if e.Rank > units {
 			e.Outcome = store.EntryWaiting // served by the waitlist
 		}
+		activity.RecordHeartbeat(ctx, e.Rank)
 	}
 	next = from + len(batch)
 	return next, a.store.SettleEntries(ctx, saleID, batch, next)

@@ -49,7 +49,7 @@ var (
 	//go:embed warm.lua
 	Warm string
 	//go:embed rewarm.lua
-	Rewarm string
+	rewarm string
 	//go:embed open.lua
 	Open string
 
@@ -68,6 +68,10 @@ var (
 	Take = clock + move + take
 	// Give lands a move's units in a part.
 	Give = clock + admit + give
+	// Rewarm loads a segment Redis lost from the database's snapshot, and
+	// admits again the admissions it lost before their orders were
+	// written.
+	Rewarm = clock + admit + rewarm
 	// Aim fixes a parked move's destination, once.
 	Aim = clock + move + aim
 )

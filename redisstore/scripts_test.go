@@ -645,3 +645,39 @@ func TestClaim_NotStartedIsNotRecordedAndTheDrawPassesTheHeldStart(t *testing.T)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "the same key after the draw: decided afresh")
 }
+
+// Re-warming a lost sale of two segments admits again, in the same step
+// as the load, the admissions it lost before their orders were written:
+// each takes a unit of the units loaded (even when they are all there
+// is), gets its outbox entry, and a buyer holding an active order keeps
+// it instead.
+func TestRewarmAdmitting_GivesTheLostAdmissionsTheirUnitsFirst(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now()
+	spec := redisstore.WarmSpec{SaleID: 41, Units: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 2}
+	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	active := []redisstore.ActiveClaim{{UserID: "held", OrderID: 7001}}
+	again := []redisstore.ActiveClaim{{UserID: "ann", OrderID: 7101}, {UserID: "bob", OrderID: 7102}, {UserID: "cat", OrderID: 7103}, {UserID: "held", OrderID: 7104}}
+
+	loaded, admitted, err := rs.RewarmAdmitting(ctx, spec, active, again, terms)
+	require.NoError(t, err)
+	require.True(t, loaded)
+	require.Equal(t, 3, admitted, "held keeps its order")
+	claims, err := rs.Claims(ctx, 41)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"held": 7001, "ann": 7101, "bob": 7102, "cat": 7103}, claims)
+	n, ok, err := rs.Remaining(ctx, 41)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, n, "the three units went to the three admissions made again")
+	backlog, err := rs.OutboxBacklog(ctx, []int64{41})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), backlog, "each on its way to its saga")
+
+	loaded, admitted, err = rs.RewarmAdmitting(ctx, spec, active, again, terms)
+	require.NoError(t, err)
+	require.False(t, loaded, "a live sale is not loaded again")
+	require.Zero(t, admitted)
+}

@@ -27,17 +27,17 @@ type WarmSpec struct {
 
 func (spec WarmSpec) segments() int { return max(spec.Segments, 1) }
 
-// HeldStart is the start a sale with a lobby has in Redis until its draw
+// heldStart is the start a sale with a lobby has in Redis until its draw
 // is done (the last millisecond of year 9999): open claims and joins are
 // held back; the draw's pass (ForDraw). OpenClaims ends it.
-var HeldStart = time.UnixMilli(253402300799999).UTC()
+var heldStart = time.UnixMilli(253402300799999).UTC()
 
 // ClaimsOpenAt is the start sale has in Redis: its starts_at, or, for a
 // sale with a lobby whose draw is not done, a start that never comes
 // (OpenClaims ends it).
 func ClaimsOpenAt(sale *seckill.Sale) time.Time {
 	if sale.LobbyOpensAt != nil && sale.Drawn == nil {
-		return HeldStart
+		return heldStart
 	}
 	return sale.StartsAt
 }
@@ -128,11 +128,22 @@ type ActiveClaim struct {
 // and get back the claims of their buyers' active orders. It does nothing
 // when every segment is live, and reports whether it loaded any now.
 func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
+	loaded, _, err := s.RewarmAdmitting(ctx, spec, claims, nil, Terms{})
+	return loaded, err
+}
+
+// RewarmAdmitting is Rewarm that also admits again, on terms, each with
+// its order and a unit of spec.Units, the admissions of again that Redis
+// lost before their orders were written (a drawn sale's winners), in the
+// same script as the load of their segment, so no claim takes their units
+// first. A buyer who holds a claim already keeps it. It reports how many
+// it admitted again.
+func (s *Store) RewarmAdmitting(ctx context.Context, spec WarmSpec, claims, again []ActiveClaim, terms Terms) (loaded bool, admitted int, err error) {
 	n := spec.segments()
 	s.rememberSegments(spec.SaleID, n)
 	live, err := s.stableHolding(ctx, spec.SaleID, n)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	var lost []int
 	units := max(spec.Units, 0)
@@ -144,7 +155,7 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 		}
 	}
 	if len(lost) == 0 {
-		return false, s.listForRelay(ctx, spec)
+		return false, 0, s.listForRelay(ctx, spec)
 	}
 	// A move aimed at a lost segment may have reached it or not: its moved
 	// set went with it. Either way its units are the database's now, and
@@ -153,7 +164,7 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	for i := range live.moves {
 		if m := &live.moves[i]; m.Dest >= 0 && m.Dest < n && live.stock[m.Dest] < 0 {
 			if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Moves, m.id).Err(); err != nil {
-				return false, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
+				return false, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
 			}
 			m.given = true // not in flight
 		}
@@ -163,28 +174,53 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 	var lastJoin int64
 	if n > 1 && slices.Contains(lost, 0) {
 		if lastJoin, err = s.lastJoin(ctx, spec.SaleID, n); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
-	var loadedAny bool
-	for i, p := range lost {
-		k := s.SegmentKeys(spec.SaleID, p)
-		args := []any{share(units, len(lost), i), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin}
-		for _, c := range claims {
+	// Each admission made again takes its unit in its own segment: the
+	// lost segments share what is left after them.
+	inSegment := func(cs []ActiveClaim, p int) []ActiveClaim {
+		var out []ActiveClaim
+		for _, c := range cs {
 			if segmentOf(c.UserID, n) == p {
-				args = append(args, c.UserID, c.OrderID)
+				out = append(out, c)
 			}
 		}
-		loaded, err := rewarmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox, k.Claims}, args...).Int()
-		if err != nil {
-			return false, fmt.Errorf("rewarm script: %w", err)
+		return out
+	}
+	// A buyer holding an active order keeps it: no unit is kept for them.
+	holds := make(map[string]bool, len(claims))
+	for _, c := range claims {
+		holds[c.UserID] = true
+	}
+	again = slices.DeleteFunc(slices.Clone(again), func(c ActiveClaim) bool { return holds[c.UserID] })
+	reserved := make([]int64, len(lost))
+	shared := units
+	for i, p := range lost {
+		reserved[i] = min(int64(len(inSegment(again, p))), shared)
+		shared -= reserved[i]
+	}
+	for i, p := range lost {
+		k := s.SegmentKeys(spec.SaleID, p)
+		mine, agains := inSegment(claims, p), inSegment(again, p)
+		load := share(shared, len(lost), i) + reserved[i]
+		args := []any{load, spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin, spec.SaleID}
+		args = append(args, terms.args()...)
+		args = append(args, len(mine))
+		for _, c := range append(mine, agains...) {
+			args = append(args, c.UserID, c.OrderID)
 		}
-		loadedAny = loadedAny || loaded == 1
+		res, err := rewarmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox, k.Claims, k.Admitted, k.Wait, k.Waited}, args...).Int64Slice()
+		if err != nil {
+			return false, admitted, fmt.Errorf("rewarm script: %w", err)
+		}
+		loaded = loaded || res[0] == 1
+		admitted += int(res[1])
 	}
 	if err := s.listForRelay(ctx, spec); err != nil {
-		return false, err
+		return false, admitted, err
 	}
-	return loadedAny, nil
+	return loaded, admitted, nil
 }
 
 // lastJoin is the highest join sequence in the waitlists of saleID's n

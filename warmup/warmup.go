@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
@@ -73,8 +72,20 @@ func (w *Warmer) Run(ctx context.Context) error {
 // Not safe for concurrent use.
 func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	sales, err := w.store.OpenSales(ctx, time.Now())
-	if err != nil || len(sales) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	open := make(map[int64]bool, len(sales))
+	for _, s := range sales {
+		open[s.ID] = true
+	}
+	for id := range w.lostSince {
+		if !open[id] { // ended while lost: nothing to re-warm
+			delete(w.lostSince, id)
+		}
+	}
+	if len(sales) == 0 {
+		return nil, nil
 	}
 	ids := make([]int64, len(sales))
 	for i, s := range sales {
@@ -135,29 +146,29 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 		for i, c := range snap.Claims {
 			claims[i] = redisstore.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
 		}
-		// A drawn sale's entrants told an order Redis lost before its
-		// saga wrote it are admitted again, with that order, before claims
-		// open: their units are theirs, not the first claimer's.
-		var unwritten []*store.LobbyEntry
-		start := redisstore.ClaimsOpenAt(snap.Sale)
+		// A drawn sale's entrants told an order that Redis lost before its
+		// saga wrote it are admitted again, with that order, in the same
+		// script as the load: their units are theirs, not the first
+		// claimer's.
+		var again []redisstore.ActiveClaim
 		if snap.Sale.LobbyOpensAt != nil {
-			if unwritten, err = w.store.UnwrittenDrawOrders(ctx, id); err != nil {
+			unwritten, err := w.store.UnwrittenDrawOrders(ctx, id)
+			if err != nil {
 				return rewarmed, err
 			}
-			if len(unwritten) > 0 {
-				start = redisstore.HeldStart
+			for _, e := range unwritten {
+				again = append(again, redisstore.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID})
 			}
 		}
-		loaded, err := w.rstore.Rewarm(ctx, redisstore.WarmSpec{
-			SaleID: id, Units: snap.Units, StartsAt: start, EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
-		}, claims)
+		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, redisstore.WarmSpec{
+			SaleID: id, Units: snap.Units, StartsAt: redisstore.ClaimsOpenAt(snap.Sale), EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
+		}, claims, again, redisstore.TermsOf(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}
-		if len(unwritten) > 0 {
-			if err := w.readmit(ctx, snap.Sale, unwritten); err != nil {
-				return rewarmed, err
-			}
+		if len(again) > 0 {
+			w.log.Warn("admitted again the draw's entrants whose admissions Redis lost before their orders were written",
+				"saleID", id, "admitted", admitted, "of", len(again))
 		}
 		delete(w.lostSince, id)
 		if loaded {
@@ -166,30 +177,4 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 		}
 	}
 	return rewarmed, nil
-}
-
-// readmit admits again, each with the order it was told, the entrants of
-// sale's draw whose admission Redis lost, then opens the sale's claims if
-// its draw is done (a draw still running opens them when it finishes). An
-// entrant that holds a claim already keeps it.
-func (w *Warmer) readmit(ctx context.Context, sale *seckill.Sale, entries []*store.LobbyEntry) error {
-	terms := redisstore.TermsOf(*sale)
-	rs := w.rstore.ForDraw()
-	for _, e := range entries {
-		res, err := rs.Claim(ctx, sale.ID, e.UserID, e.OrderID, "", terms)
-		if err != nil {
-			return fmt.Errorf("admit rank %d of sale %d again: %w", e.Rank, sale.ID, err)
-		}
-		switch res.Outcome {
-		case seckill.Admitted, seckill.AlreadyClaimed:
-			w.log.Warn("admitted a draw's entrant again: Redis lost the admission before its order was written",
-				"saleID", sale.ID, "rank", e.Rank, "orderID", res.OrderID)
-		default:
-			w.log.Error("could not admit a draw's entrant again", "saleID", sale.ID, "rank", e.Rank, "orderID", e.OrderID, "outcome", string(res.Outcome))
-		}
-	}
-	if sale.Drawn != nil {
-		return w.rstore.OpenClaims(ctx, sale.ID, sale.StartsAt)
-	}
-	return nil
 }
