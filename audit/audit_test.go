@@ -186,14 +186,7 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	lobby := now.Add(-time.Hour)
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 2,
-		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
-	require.NoError(t, err)
-	for _, u := range []string{"ann", "bob"} {
-		_, _, err := st.Enter(ctx, sale.ID, u)
-		require.NoError(t, err)
-	}
+	sale := testenv.LobbySale(t, st, 2, "ann", "bob")
 	testenv.Warm(t, rs, sale, 2)
 	old := idgen.At(now.Add(-time.Hour))
 	for rank, u := range []string{"ann", "bob"} {

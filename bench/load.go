@@ -95,14 +95,7 @@ func burst(p loadPlan) (*loadResult, error) {
 	if p.requests <= 0 || p.rate <= 0 || p.conns <= 0 || len(p.sales) == 0 || len(p.tokens) == 0 {
 		return nil, fmt.Errorf("bench: empty load plan")
 	}
-	client := &fasthttp.HostClient{
-		Addr:                p.host,
-		MaxConns:            p.conns,
-		ReadTimeout:         30 * time.Second,
-		WriteTimeout:        30 * time.Second,
-		MaxConnWaitTimeout:  30 * time.Second,
-		MaxIdleConnDuration: time.Minute,
-	}
+	client := loadClient(p.host, p.conns)
 	paths := make([][]byte, len(p.sales))
 	joinPaths := make([][]byte, len(p.sales))
 	for i, s := range p.sales {
@@ -320,4 +313,17 @@ func mintTokens(secret []byte, buyers int, runID string) ([][]byte, error) {
 	wg.Wait()
 	close(errs)
 	return tokens, <-errs
+}
+
+// loadClient is the HTTP client of an open-loop load: conns connections to
+// host, and timeouts long enough that a slow answer is measured, not cut.
+func loadClient(host string, conns int) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                host,
+		MaxConns:            conns,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		MaxConnWaitTimeout:  30 * time.Second,
+		MaxIdleConnDuration: time.Minute,
+	}
 }

@@ -418,14 +418,7 @@ type lobbyResult struct {
 // enterAll enters every buyer once, in an open loop (as burst does: each
 // entry's latency is measured from its due time, so queueing shows).
 func enterAll(p lobbyPlan) *lobbyResult {
-	client := &fasthttp.HostClient{
-		Addr:                p.host,
-		MaxConns:            p.conns,
-		ReadTimeout:         30 * time.Second,
-		WriteTimeout:        30 * time.Second,
-		MaxConnWaitTimeout:  30 * time.Second,
-		MaxIdleConnDuration: time.Minute,
-	}
+	client := loadClient(p.host, p.conns)
 	path := []byte("/api/v1/sales/" + strconv.FormatInt(p.sale, 10) + "/lobby")
 	interval := float64(time.Second) / float64(p.rate)
 	n := len(p.tokens)

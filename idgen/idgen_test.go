@@ -146,6 +146,20 @@ func (m *memLeases) holders(n int64) string {
 	return m.owner[n]
 }
 
+// runGenerator leases a node from leases and renews it until stop.
+func runGenerator(t *testing.T, leases idgen.Leases) (g *idgen.Generator, stop func()) {
+	t.Helper()
+	g, err := idgen.New(t.Context(), leases, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	return g, func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
 // When Redis comes back empty, a running process takes its own node back
 // at its next renewal (so no process that renews takes another's); when a
 // newcomer took it first, it moves to another node. Either way, one
@@ -155,12 +169,8 @@ func TestGenerator_TakesItsNodeBackAfterRedisLostTheLeases(t *testing.T) {
 	t.Run("its own node back", func(t *testing.T) {
 		t.Parallel()
 		leases := &memLeases{owner: map[int64]string{}}
-		g, err := idgen.New(t.Context(), leases, log)
-		require.NoError(t, err)
+		g, stop := runGenerator(t, leases)
 		n := g.NodeID()
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- g.Run(ctx) }()
 		leases.restartEmpty()
 		require.Eventually(t, func() bool { return leases.holders(n) != "" }, idgen.RenewEvery+2*time.Second, 20*time.Millisecond,
 			"the node is leased again")
@@ -168,18 +178,13 @@ func TestGenerator_TakesItsNodeBackAfterRedisLostTheLeases(t *testing.T) {
 		other, err := idgen.New(t.Context(), leases, log)
 		require.NoError(t, err)
 		require.NotEqual(t, n, other.NodeID(), "and held: a newcomer gets another")
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 	})
 	t.Run("another when a newcomer took it", func(t *testing.T) {
 		t.Parallel()
 		leases := &memLeases{owner: map[int64]string{}}
-		g, err := idgen.New(t.Context(), leases, log)
-		require.NoError(t, err)
+		g, stop := runGenerator(t, leases)
 		n := g.NodeID()
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- g.Run(ctx) }()
 		leases.restartEmpty()
 		took, err := leases.Take(t.Context(), n, "newcomer", time.Minute)
 		require.NoError(t, err)
@@ -188,7 +193,6 @@ func TestGenerator_TakesItsNodeBackAfterRedisLostTheLeases(t *testing.T) {
 			"moved off the node the newcomer holds")
 		require.Equal(t, "newcomer", leases.holders(n))
 		require.NotEmpty(t, leases.holders(g.NodeID()), "and holds its new one")
-		cancel()
-		require.NoError(t, <-done)
+		stop()
 	})
 }

@@ -62,13 +62,9 @@ func TestCheck_OpensADrawnSaleLoadedHeldBack(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
-	now := time.Now().UTC()
-	lobby := now.Add(-time.Hour)
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
-	require.NoError(t, err)
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3))
 	// The re-warm's snapshot: not drawn yet, so loaded held back.
-	_, err = rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	// The draw (an empty lobby) finishes.
 	require.NoError(t, st.CloseLobby(ctx, sale.ID))
@@ -96,12 +92,8 @@ func TestCheck_RewarmsOnlyOnceTheIDNodesAreTakenBack(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
-	now := time.Now().UTC()
 	lost := testenv.OpenSale(t, st, 5).ID
-	lobby := now.Add(-time.Hour)
-	drawn, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
-	require.NoError(t, err)
+	drawn := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3))
 	require.NoError(t, st.CloseLobby(ctx, drawn.ID))
 	require.NoError(t, st.MarkRanked(ctx, drawn.ID, 0))
 	require.NoError(t, st.FinishDraw(ctx, drawn.ID))
@@ -135,18 +127,8 @@ func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC()
-	lobby := now.Add(-time.Hour)
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "drawn", PriceCents: 990, Currency: "usd", Stock: 3,
-		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
-	require.NoError(t, err)
-	for _, u := range []string{"ann", "bob"} {
-		_, _, err := st.Enter(ctx, sale.ID, u)
-		require.NoError(t, err)
-	}
-	// The sale has started since.
-	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET starts_at = ? WHERE id = ?`, now.Add(-time.Minute), sale.ID).Error)
-	sale, err = st.Sale(ctx, sale.ID)
-	require.NoError(t, err)
+	// The sale has started since ann and bob entered.
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob"))
 	require.NoError(t, st.CloseLobby(ctx, sale.ID))
 	entries, err := st.EntriesFrom(ctx, sale.ID, 0, 10)
 	require.NoError(t, err)

@@ -216,6 +216,41 @@ func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
 	return sale
 }
 
+// LobbySale creates a sale of stock units whose lobby opened an hour ago,
+// with users entered in it; it starts in a minute and ends in an hour.
+func LobbySale(t testing.TB, st *store.Store, stock int64, users ...string) *seckill.Sale {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if _, _, err := st.Enter(ctx, sale.ID, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sale
+}
+
+// StartedNow moves sale's start to a minute ago (its lobby closed since)
+// and returns it as it is now.
+func StartedNow(t testing.TB, st *store.Store, sale *seckill.Sale) *seckill.Sale {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.Gorm().Exec(`UPDATE sales SET starts_at = ? WHERE id = ?`, time.Now().UTC().Add(-time.Minute), sale.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	started, err := st.Sale(ctx, sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return started
+}
+
 // Warm loads units of sale into rs for its window (units may differ from
 // the database's stock: a test's drift).
 func Warm(t testing.TB, rs *redisstore.Store, sale *seckill.Sale, units int64) {
