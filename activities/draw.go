@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -101,7 +100,11 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		return progress, drawRefusal(in.SaleID, err)
 	}
 	units := int(min(sale.Stock.Total, int64(d.Entries)))
-	if !time.Now().Before(sale.EndsAt) {
+	ended, err := a.ended(ctx, sale, in.Ended)
+	if err != nil {
+		return progress, err
+	}
+	if ended {
 		// The sale ended before the draw got here (a draw held up for
 		// long): nobody left is admitted or queued. Only the batch an
 		// attempt cut off was settling can hold orders (admitted before
@@ -157,6 +160,24 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	return progress, nil
 }
 
+// ended reports whether sale has ended on Redis' clock, the one its
+// scripts decide by: a worker whose clock is behind Redis' would admit
+// entrants Redis refuses, one ahead would lose entrants Redis still
+// admits. Once a step found it ended (known), Redis is not asked again.
+// Within a batch each admission's answer is Redis' own: a SALE_ENDED
+// there comes after the buyer's held order (claim.lua), so an entrant an
+// earlier attempt admitted keeps their order whenever the end falls.
+func (a *Activities) ended(ctx context.Context, sale *seckill.Sale, known bool) (bool, error) {
+	if known {
+		return true, nil
+	}
+	now, err := a.rstore.Now(ctx, sale.ID)
+	if err != nil {
+		return false, err
+	}
+	return !now.Before(sale.EndsAt), nil
+}
+
 // keepAdmitted settles, from rank from on, the batch an attempt cut off
 // may have begun: each entrant holding an order of the sale (a claim in
 // Redis, which may have dropped the ended sale, or an order row) keeps it,
@@ -207,7 +228,7 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 	case seckill.Admitted, seckill.AlreadyClaimed:
 		e.Outcome, e.OrderID = store.EntryWon, res.OrderID
 		return nil
-	case seckill.SaleEnded:
+	case seckill.SaleEnded: // holding no order: claim.lua tells a held one first
 		e.Outcome = store.EntryLost
 		return nil
 	case seckill.SoldOut:

@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ type drawRig struct {
 	in   seckill.DrawInput
 }
 
-func newDrawRig(t *testing.T, stock int64, entrants int, endsIn time.Duration) *drawRig {
+func newDrawRig(t *testing.T, stock int64, entrants int) *drawRig {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, pfx := testenv.Redis(t)
@@ -39,21 +40,32 @@ func newDrawRig(t *testing.T, stock int64, entrants int, endsIn time.Duration) *
 	ctx := t.Context()
 	now := time.Now().UTC()
 	lobby := now.Add(-time.Hour)
+	// The lobby stays open however slow the machine: a test that needs the
+	// sale ended ends it (end), after everyone entered.
 	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", PriceCents: 990, Currency: "usd", Stock: stock,
-		StartsAt: now.Add(min(time.Minute, endsIn/2)), EndsAt: now.Add(endsIn), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
 	require.NoError(t, err)
 	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
 	require.NoError(t, err)
-	for i := range entrants {
-		_, _, err := st.Enter(ctx, sale.ID, fmt.Sprint("e", i))
-		require.NoError(t, err)
-	}
+	var failed atomic.Int64
+	testenv.ForEachBuyer(entrants, 8, func(i int64) {
+		if _, _, err := st.Enter(ctx, sale.ID, fmt.Sprint("e", i-1)); err != nil {
+			failed.Add(1)
+		}
+	})
+	require.Zero(t, failed.Load(), "entries refused")
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
 		acts: activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2),
 		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
 	r.env.RegisterActivity(r.acts)
 	return r
+}
+
+// end ends the sale now, in the database and in Redis.
+func (r *drawRig) end(t *testing.T) {
+	t.Helper()
+	r.sale = testenv.EndedNow(t, r.st, r.rdb, r.rs, r.sale)
 }
 
 func (r *drawRig) rank(t *testing.T) {
@@ -77,7 +89,7 @@ func (r *drawRig) settle(t *testing.T) seckill.DrawProgress {
 // draw still admits exactly ranks 1..K.
 func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 	const stock = activities.DrawSettleBatch + 1
-	r := newDrawRig(t, stock, stock+1, time.Hour)
+	r := newDrawRig(t, stock, stock+1)
 	ctx := t.Context()
 	r.rank(t)
 	p := r.settle(t) // ranks 1..DrawSettleBatch admitted
@@ -113,10 +125,10 @@ func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 // nobody more, without asking Redis (which may have dropped the ended
 // sale): the rest lose, and the draw finishes.
 func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
-	r := newDrawRig(t, 2, 5, 2*time.Second)
+	r := newDrawRig(t, 2, 5)
 	ctx := t.Context()
 	r.rank(t)
-	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+	r.end(t)
 	// Redis lost the ended sale (nothing re-warms an ended sale).
 	keys, err := r.rdb.Keys(context.Background(), r.pfx+"*").Result()
 	require.NoError(t, err)
@@ -135,7 +147,7 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
 // (the buyers can pay until their pay_by, and the published draw lists
 // them), and only the entrants holding nothing lose.
 func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *testing.T) {
-	r := newDrawRig(t, 2, 5, 2*time.Second)
+	r := newDrawRig(t, 2, 5)
 	ctx := t.Context()
 	r.rank(t)
 	// The cut-off attempt: ranks 1 and 2 admitted, nothing recorded.
@@ -149,7 +161,7 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		held[e.UserID] = res.OrderID
 	}
-	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+	r.end(t)
 
 	p := r.settle(t)
 	require.True(t, p.Done)
@@ -174,9 +186,9 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 // draw loses in large steps without asking Redis.
 func TestSettleDraw_AfterTheSaleEndedTheRestLoseInLargeSteps(t *testing.T) {
 	const entrants = activities.DrawSettleBatch + 5
-	r := newDrawRig(t, 2, entrants, 6*time.Second) // the lobby closes in 3 s
+	r := newDrawRig(t, 2, entrants)
 	r.rank(t)
-	time.Sleep(time.Until(r.sale.EndsAt) + 10*time.Millisecond)
+	r.end(t)
 	p := r.settle(t)
 	require.True(t, p.Ended)
 	require.Equal(t, activities.DrawSettleBatch+1, p.NextRank, "the first call settles one batch")
@@ -186,4 +198,45 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLoseInLargeSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&p))
 	require.True(t, p.Done)
+}
+
+// A retry of a step whose attempt admitted part of its batch and was cut
+// off, run while the sale ends (here: Redis' clock past the end while the
+// worker's, and the database's end, are not), keeps every order that
+// attempt admitted: those entrants are WON, listed by the published draw,
+// and only the entrants holding nothing lose.
+func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T) {
+	r := newDrawRig(t, 3, 5)
+	ctx := t.Context()
+	r.rank(t)
+	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 2)
+	require.NoError(t, err)
+	held := map[string]int64{}
+	for i, e := range batch {
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", redisstore.TermsOf(*r.sale))
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome)
+		held[e.UserID] = res.OrderID
+	}
+	// The sale ends on Redis' clock only.
+	require.NoError(t, r.rdb.HSet(ctx, r.rs.SaleKeys(r.sale.ID).Meta, "ends_ms", time.Now().Add(-time.Second).UnixMilli()).Err())
+
+	for p := r.settle(t); !p.Done; {
+		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&p))
+	}
+	for i := range 5 {
+		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
+		require.NoError(t, err)
+		if orderID, ok := held[e.UserID]; ok {
+			require.Equal(t, store.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
+			require.Equal(t, orderID, e.OrderID)
+		} else {
+			require.Equal(t, store.EntryLost, e.Outcome, "rank %d", e.Rank)
+		}
+	}
+	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, 2, "the published draw lists both")
 }

@@ -108,13 +108,16 @@ if now < tonumber(window[1]) and ARGV[13] ~= '1' then
   -- start (or after a sale's draw) is decided afresh.
   return {3, '', 0, ''}
 end
-if now >= tonumber(window[2]) then
-  return decide(4, '')
-end
-
+-- A buyer who holds an order is told so before "ended": the draw's retry
+-- of an admission an earlier attempt made must find that order whenever
+-- the sale ends, on this clock, against the draw's own (docs/DESIGN.md,
+-- invariant 9).
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
   return decide(2, existing)
+end
+if now >= tonumber(window[2]) then
+  return decide(4, '')
 end
 if tonumber(stock) <= 0 then
   if ARGV[11] == '0' then

@@ -43,12 +43,13 @@ local now = now_ms()
 if now < tonumber(window[1]) and ARGV[9] ~= '1' then
   return {3, '', ''}
 end
-if now >= tonumber(window[2]) then
-  return {4, '', ''}
-end
+-- An active order is told before "ended" (as claim.lua does).
 local active = redis.call('HGET', KEYS[2], ARGV[1])
 if active then
   return {2, active, ''}
+end
+if now >= tonumber(window[2]) then
+  return {4, '', ''}
 end
 local rank = redis.call('ZRANK', KEYS[6], ARGV[1])
 if rank then

@@ -52,6 +52,8 @@ var (
 	rewarm string
 	//go:embed open.lua
 	Open string
+	//go:embed now.lua
+	now string
 
 	// Claim admits or refuses one claim.
 	Claim = clock + admit + claim
@@ -74,4 +76,6 @@ var (
 	Rewarm = clock + admit + rewarm
 	// Aim fixes a parked move's destination, once.
 	Aim = clock + move + aim
+	// Now reads Redis' clock on the sale's server.
+	Now = clock + now
 )

@@ -19,6 +19,7 @@ var (
 	warmScript     = redis.NewScript(lua.Warm)
 	rewarmScript   = redis.NewScript(lua.Rewarm)
 	openScript     = redis.NewScript(lua.Open)
+	nowScript      = redis.NewScript(lua.Now)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.

@@ -578,3 +578,14 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCoun
 	}
 	return out, nil
 }
+
+// Now is Redis' clock on the server that holds sale saleID: the clock its
+// scripts decide "started" and "ended" by. A worker deciding what a script
+// will answer reads this, not its own clock, which may disagree.
+func (s *Store) Now(ctx context.Context, saleID int64) (time.Time, error) {
+	ms, err := nowScript.Run(ctx, s.rdb, []string{s.SaleKeys(saleID).Meta}).Int64()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read Redis' clock: %w", err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}

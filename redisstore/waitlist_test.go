@@ -186,3 +186,25 @@ func TestHandOver_GivesStockToWaitingBuyers(t *testing.T) {
 	require.Equal(t, int64(8002), claimOf(t, sc, "w1"))
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w2"))
 }
+
+// After the end, a buyer who holds an order is told so (the draw's retry
+// of an admission an earlier attempt made keeps it), and only a buyer
+// holding nothing is told SALE_ENDED: by claim and by join alike.
+func TestClaimAndJoin_AfterTheEndAHeldOrderIsToldBeforeEnded(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	spec := openSale(2)
+	spec.EndsAt = time.Now().Add(300 * time.Millisecond)
+	warm(t, sc, spec)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	time.Sleep(time.Until(spec.EndsAt))
+
+	again := claim(t, sc, "ann", 1002)
+	require.Equal(t, seckill.AlreadyClaimed, again.Outcome)
+	require.Equal(t, int64(1001), again.OrderID)
+	joined := join(t, sc, "ann")
+	require.Equal(t, seckill.AlreadyClaimed, joined.Outcome)
+	require.Equal(t, int64(1001), joined.OrderID)
+	require.Equal(t, seckill.SaleEnded, claim(t, sc, "bob", 1003).Outcome)
+	require.Equal(t, seckill.SaleEnded, join(t, sc, "bob").Outcome)
+}

@@ -356,3 +356,34 @@ func GivenNotForgotten(t testing.TB, rdb *redis.Client, rs *redisstore.Store, sa
 		}
 	}
 }
+
+// EndedNow moves sale's start to two minutes ago and its end to a second
+// ago, in the database and in every segment Redis holds (rdb, rs): a test
+// of what happens after the end decides it, instead of waiting for a
+// window to pass (which a slow machine may overshoot or not reach).
+func EndedNow(t testing.TB, st *store.Store, rdb redis.Cmdable, rs *redisstore.Store, sale *seckill.Sale) *seckill.Sale {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := st.Gorm().Exec(`UPDATE sales SET starts_at = ?, ends_at = ? WHERE id = ?`,
+		now.Add(-2*time.Minute), now.Add(-time.Second), sale.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	n, err := rs.Segments(ctx, sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := range n {
+		meta := rs.SegmentKeys(sale.ID, q).Meta
+		if rdb.Exists(ctx, meta).Val() == 1 {
+			if err := rdb.HSet(ctx, meta, "ends_ms", now.Add(-time.Second).UnixMilli()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ended, err := st.Sale(ctx, sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ended
+}
