@@ -219,8 +219,22 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 
 // admitDrawn admits a winner as a claim, as order e.OrderID (fresh, so ids
 // follow ranks); an entrant admitted by an earlier try keeps that order.
+//
+// A winner is ranked within the units, so a unit is theirs: a tentative
+// SOLD_OUT (units in flight between the sale's segments, left there by a
+// mover that stopped between take and give, perhaps an earlier attempt of
+// this very step) is no reason to queue them. The draw lands those units
+// at once (each step of a move is idempotent, so landing a live mover's
+// move is safe) and asks again; units that still have not landed fail the
+// step, which is retried until they have.
 func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, terms redisstore.Terms) error {
 	res, err := rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative {
+		if _, err := a.rstore.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
+			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
+		}
+		res, err = rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+	}
 	if err != nil {
 		return err
 	}
@@ -232,6 +246,9 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 		e.Outcome = store.EntryLost
 		return nil
 	case seckill.SoldOut:
+		if res.Tentative {
+			return fmt.Errorf("admit rank %d of sale %d: its units are still moving between segments", e.Rank, saleID)
+		}
 		// Not expected (nobody claims before the draw is done): the entrant
 		// waits, first in line, rather than lose a unit that comes back.
 		var full bool

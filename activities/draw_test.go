@@ -34,6 +34,12 @@ type drawRig struct {
 
 func newDrawRig(t *testing.T, stock int64, entrants int) *drawRig {
 	t.Helper()
+	return newSegmentedDrawRig(t, stock, entrants, 1)
+}
+
+// newSegmentedDrawRig is newDrawRig with the stock split into segments.
+func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *drawRig {
+	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, pfx := testenv.Redis(t)
 	rs := redisstore.New(rdb, pfx)
@@ -43,9 +49,9 @@ func newDrawRig(t *testing.T, stock int64, entrants int) *drawRig {
 	// The lobby stays open however slow the machine: a test that needs the
 	// sale ended ends it (end), after everyone entered.
 	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", PriceCents: 990, Currency: "usd", Stock: stock,
-		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
+		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby, StockSegments: segments}, nil)
 	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
 	require.NoError(t, err)
 	var failed atomic.Int64
 	testenv.ForEachBuyer(entrants, 8, func(i int64) {
@@ -239,4 +245,39 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, 2, "the published draw lists both")
+}
+
+// A winner within the units is admitted even when the units are in flight
+// between segments (a mover stopped between take and give, as the draw's
+// own borrow does when its worker dies): the draw lands them and admits,
+// rather than queue a winner behind their own unit, so the published draw
+// admits ranks 1..K.
+func TestSettleDraw_AWinnerIsNotQueuedBehindAUnitInFlight(t *testing.T) {
+	const units = 4
+	r := newSegmentedDrawRig(t, units, units+2, 2)
+	ctx := t.Context()
+	r.rank(t)
+	// Every unit of segment 1 left for segment 0 and never arrived.
+	left, err := r.rdb.Get(ctx, r.rs.SegmentKeys(r.sale.ID, 1).Stock).Int64()
+	require.NoError(t, err)
+	require.Positive(t, left)
+	testenv.TakenNotGiven(t, r.rdb, r.rs, r.sale.ID, 1, 0, "b-cut-off", left, time.Now())
+
+	for p := r.settle(t); !p.Done; {
+		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&p))
+	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, units, d.Admitted, "admitted is min(stock, entries)")
+	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, units)
+	for i, o := range orders {
+		require.Equal(t, i+1, o.Rank, "each rank 1..K has one order")
+	}
 }

@@ -357,6 +357,24 @@ func GivenNotForgotten(t testing.TB, rdb *redis.Client, rs *redisstore.Store, sa
 	}
 }
 
+// TakenNotGiven leaves move id of units from segment from to segment dest
+// of saleID as a mover stopped between take.lua and give.lua leaves it:
+// the units gone from from's stock, the record (taken at at) in from's
+// moves, nothing in dest. rdb is rs's client.
+func TakenNotGiven(t testing.TB, rdb redis.Cmdable, rs *redisstore.Store, saleID int64, from, dest int, id string, units int64, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	src := rs.SegmentKeys(saleID, from)
+	for _, err := range []error{
+		rdb.DecrBy(ctx, src.Stock, units).Err(),
+		rdb.HSet(ctx, src.Moves, id, fmt.Sprintf(`{"units":%d,"dest":%d,"at":%d}`, units, dest, at.UnixMilli())).Err(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // EndedNow moves sale's start to two minutes ago and its end to a second
 // ago, in the database and in every segment Redis holds (rdb, rs): a test
 // of what happens after the end decides it, instead of waiting for a
