@@ -53,11 +53,11 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	user := principal(c).UserID
-	if sale.ProofDifficulty > 0 {
-		if err := s.checkProof(c, &sale, user); err != nil {
-			return err
-		}
+	proof, err := s.takeProof(c, &sale, user, "")
+	if err != nil {
+		return err
 	}
+	defer func() { s.giveProofBack(c, proof, err) }()
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
