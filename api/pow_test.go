@@ -299,6 +299,29 @@ func TestProof_UnavailableSpendsNoProof(t *testing.T) {
 	requireProofRefused(t, r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good}), "already used")
 }
 
+// A waitlist join before the start is refused SALE_NOT_STARTED before its
+// proof is looked at, so the same solution joins once the sale has started;
+// the join that decides spends it.
+func TestProof_AWaitlistJoinBeforeTheStartSpendsNoProof(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	sale := r.storePoWSale(t, 1, time.Now().UTC().Add(1500*time.Millisecond), false, true)
+	join := "/api/v1/sales/" + strconv.FormatInt(sale.ID, 10) + "/waitlist"
+	// Refused before the proof is looked at, as a claim is.
+	a := r.post(t, join, "ann", nil)
+	require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+	require.Equal(t, "SALE_NOT_STARTED", a.code())
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+	a = r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+	require.Equal(t, "SALE_NOT_STARTED", a.code())
+
+	time.Sleep(time.Until(sale.StartsAt) + 50*time.Millisecond)
+	a = r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	require.Equal(t, "ADMITTED", a.body["status"], "the unit in stock is hers at once")
+	requireProofRefused(t, r.post(t, join, "ann", map[string]string{api.HeaderProof: good}), "already used")
+}
+
 // A waitlist join during the draw is asked to come back, and keeps its
 // proof for then.
 func TestProof_AWaitlistJoinDuringTheDrawSpendsNoProof(t *testing.T) {

@@ -52,6 +52,15 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
+	// The script checks the window against Redis' clock; these checks
+	// spare it, and the buyer's proof of work, the obvious cases.
+	now := time.Now()
+	if now.Before(sale.StartsAt) {
+		return notStarted(c, sale)
+	}
+	if !now.Before(sale.EndsAt) {
+		return errSaleEnded
+	}
 	user := principal(c).UserID
 	proof, err := s.takeProof(c, &sale, user, "")
 	if err != nil {
