@@ -66,7 +66,9 @@ type claimResponse struct {
 //
 // A Redis error is ambiguous (the script may have run): the buyer gets 503
 // and, on retry, ALREADY_CLAIMED with the order if it did. Nothing is rolled
-// back on a guess.
+// back on a guess; only the buyer's proof of work is given back, so that
+// retry can show it (it finds the claim if the script ran, or is decided
+// for the first time).
 func (s *Server) claim(c *fiber.Ctx) (err error) {
 	start := time.Now()
 	outcome := seckill.Internal
@@ -123,12 +125,14 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	}
 
 	user := principal(c).UserID
-	if sale.ProofDifficulty > 0 { // after the refusals that cost nothing, so they burn no proof
-		if err := s.checkProofRetry(c, &sale, user, idemKey); err != nil {
-			outcome = seckill.Outcome(seckill.ErrorCode(err))
-			return err
-		}
+	// After the refusals that cost nothing, so they burn no proof; an
+	// answer that asks to try again gives it back.
+	proof, err := s.takeProof(c, &sale, user, idemKey)
+	if err != nil {
+		outcome = seckill.Outcome(seckill.ErrorCode(err))
+		return err
 	}
+	defer func() { s.giveProofBack(c, proof, err) }()
 	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)

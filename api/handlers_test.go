@@ -122,7 +122,10 @@ func newHandlerRig(t *testing.T, cfg api.Config) *handlerRig {
 	require.NoError(t, err)
 	r := &handlerRig{st: st, rs: rs, sagas: &fakeSagas{}, delivery: &fakeDelivery{outcome: seckill.OutcomeDelivered},
 		jwt: []byte("handler-jwt-secret"), webhookSecret: []byte("handler-webhook-secret")}
-	cfg.Store, cfg.Redis, cfg.IDs, cfg.Log = st, rs, ids, log
+	if cfg.Store == nil { // else the test's, which may wrap r.st
+		cfg.Store = st
+	}
+	cfg.Redis, cfg.IDs, cfg.Log = rs, ids, log
 	cfg.Sagas, cfg.Delivery, cfg.JWTSecret, cfg.WebhookSecret = r.sagas, r.delivery, r.jwt, r.webhookSecret
 	r.srv = api.New(cfg)
 	return r

@@ -29,7 +29,7 @@ const lobbyEntered = "ENTERED"
 
 // enterLobby puts the caller in the sale's lobby: 201 with a fresh entry,
 // 200 with the one they have.
-func (s *Server) enterLobby(c *fiber.Ctx) error {
+func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	sale, err := s.lobbySaleOf(ctx, c)
@@ -44,9 +44,13 @@ func (s *Server) enterLobby(c *fiber.Ctx) error {
 		return errLobbyClosed
 	}
 	user := principal(c).UserID
-	if err := s.checkProof(c, &sale, user); err != nil {
+	proof, err := s.takeProof(c, &sale, user, "")
+	if err != nil {
 		return err
 	}
+	// A database error gives the proof back: the retry finds the entry,
+	// if it was made, and answers it again (200).
+	defer func() { s.giveProofBack(c, proof, err) }()
 	entry, created, err := s.cfg.Store.Enter(ctx, sale.ID, user)
 	if errors.Is(err, store.ErrLobbyClosed) {
 		return errLobbyClosed

@@ -1,21 +1,28 @@
 package api_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/pow"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
 )
 
 // Proof of work (docs/API.md "Proof of work") on the real database and
@@ -216,7 +223,181 @@ func TestProof_AConfiguredKeyAndAFutureStart(t *testing.T) {
 	a = r.post(t, claimsPath(saleID), "ann", map[string]string{api.HeaderProof: h})
 	require.Equal(t, http.StatusConflict, a.status)
 	require.Equal(t, "SALE_NOT_STARTED", a.code())
-	unused, err := r.rs.UseProof(t.Context(), saleID, "ann", c.Challenge, starts.Add(pow.Validity), "")
+	use, err := r.rs.UseProof(t.Context(), saleID, "ann", c.Challenge, starts.Add(pow.Validity), "")
 	require.NoError(t, err)
-	require.True(t, unused, "a refusal that costs nothing spends no proof")
+	require.Equal(t, redisstore.ProofTaken, use, "a refusal that costs nothing spends no proof")
+}
+
+// storePoWSale stores a sale of stock units whose claims need a proof of
+// work (difficulty 1000), from starts for an hour, with a lobby opened an
+// hour before when lobby is set. Unlike createPoWSale it may start in the
+// past with a lobby whose draw is not done, and it is not warmed: warm
+// loads it into Redis (a lobby sale held until its draw, as createSale
+// does).
+func (r *handlerRig) storePoWSale(t *testing.T, stock int64, starts time.Time, lobby, warm bool) *seckill.Sale {
+	t.Helper()
+	n := seckill.NewSale{Name: "pow", PriceCents: 990, Currency: "usd", Stock: stock,
+		StartsAt: starts, EndsAt: starts.Add(time.Hour), PaymentTimeout: 10 * time.Minute, ProofDifficulty: 1000}
+	if lobby {
+		opens := starts.Add(-time.Hour)
+		n.LobbyOpensAt = &opens
+	}
+	sale, err := r.st.CreateSale(t.Context(), n, nil)
+	require.NoError(t, err)
+	if warm {
+		r.warm(t, sale)
+	}
+	return sale
+}
+
+func (r *handlerRig) warm(t *testing.T, sale *seckill.Sale) {
+	t.Helper()
+	_, err := r.rs.Warm(t.Context(), redisstore.WarmSpec{SaleID: sale.ID, Units: sale.Stock.Total,
+		StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	require.NoError(t, err)
+}
+
+// DRAW_IN_PROGRESS asks the buyer to come back (Retry-After): it decided
+// nothing, so it spends no proof, with or without an Idempotency-Key, and
+// the retry it asks for is decided with the same solution.
+func TestProof_DrawInProgressSpendsNoProof(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	sale := r.storePoWSale(t, 3, time.Now().UTC().Add(-time.Second), true, true)
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+	for _, key := range []string{"", "k1", ""} {
+		headers := map[string]string{api.HeaderProof: good}
+		if key != "" {
+			headers[api.HeaderIdempotencyKey] = key
+		}
+		a := r.post(t, claimsPath(sale.ID), "ann", headers)
+		require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+		require.Equal(t, "DRAW_IN_PROGRESS", a.code())
+		require.Equal(t, "2", a.header.Get("Retry-After"))
+	}
+
+	require.NoError(t, r.rs.OpenClaims(t.Context(), sale.ID, sale.StartsAt)) // the draw is done
+	a := r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusAccepted, a.status, "%v", a.body)
+	// The 202 decided: the solution is spent.
+	requireProofRefused(t, r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good}), "already used")
+	requireProofRefused(t, r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good, api.HeaderIdempotencyKey: "k1"}), "already used")
+}
+
+// A 503 (the sale's stock is not loaded in Redis yet) decided nothing: the
+// retry it asks for may show the same solution.
+func TestProof_UnavailableSpendsNoProof(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	sale := r.storePoWSale(t, 3, time.Now().UTC().Add(-time.Minute), false, false)
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+	a := r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "%v", a.body)
+	require.Equal(t, "UNAVAILABLE", a.code())
+
+	r.warm(t, sale)
+	a = r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusAccepted, a.status, "%v", a.body)
+	requireProofRefused(t, r.post(t, claimsPath(sale.ID), "ann", map[string]string{api.HeaderProof: good}), "already used")
+}
+
+// A waitlist join before the start is refused SALE_NOT_STARTED before its
+// proof is looked at, so the same solution joins once the sale has started;
+// the join that decides spends it.
+func TestProof_AWaitlistJoinBeforeTheStartSpendsNoProof(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	sale := r.storePoWSale(t, 1, time.Now().UTC().Add(1500*time.Millisecond), false, true)
+	join := "/api/v1/sales/" + strconv.FormatInt(sale.ID, 10) + "/waitlist"
+	// Refused before the proof is looked at, as a claim is.
+	a := r.post(t, join, "ann", nil)
+	require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+	require.Equal(t, "SALE_NOT_STARTED", a.code())
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+	a = r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+	require.Equal(t, "SALE_NOT_STARTED", a.code())
+
+	time.Sleep(time.Until(sale.StartsAt) + 50*time.Millisecond)
+	a = r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	require.Equal(t, "ADMITTED", a.body["status"], "the unit in stock is hers at once")
+	requireProofRefused(t, r.post(t, join, "ann", map[string]string{api.HeaderProof: good}), "already used")
+}
+
+// A waitlist join during the draw is asked to come back, and keeps its
+// proof for then.
+func TestProof_AWaitlistJoinDuringTheDrawSpendsNoProof(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	sale := r.storePoWSale(t, 1, time.Now().UTC().Add(-time.Second), true, true)
+	join := "/api/v1/sales/" + strconv.FormatInt(sale.ID, 10) + "/waitlist"
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+	a := r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusConflict, a.status, "%v", a.body)
+	require.Equal(t, "DRAW_IN_PROGRESS", a.code())
+
+	require.NoError(t, r.rs.OpenClaims(t.Context(), sale.ID, sale.StartsAt))
+	a = r.post(t, join, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+}
+
+// Copies of one solution sent at once: one is decided, every other is
+// refused, as at any other time (a proof is held by one request at once).
+func TestProof_CopiesSentAtOnceAreDecidedOnce(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	saleID := r.createPoWSale(t, 10)
+	good, _ := solveChallenge(t, r.challengeFor(t, saleID, "ann"))
+	const copies = 12
+	statuses := make([]int, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := httptest.NewRequest("POST", claimsPath(saleID), nil)
+			req.Header.Set("Authorization", "Bearer "+r.token(t, "ann", false))
+			req.Header.Set(api.HeaderProof, good)
+			resp, err := r.srv.App().Test(req, -1)
+			if err == nil {
+				statuses[i] = resp.StatusCode
+				_ = resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	require.Equal(t, map[int]int{http.StatusAccepted: 1, http.StatusForbidden: copies - 1}, counts)
+}
+
+// flakyLobby is the database with a lobby that fails its next fails
+// entries (the entry not made).
+type flakyLobby struct {
+	*store.Store
+	fails atomic.Int32
+}
+
+func (f *flakyLobby) Enter(ctx context.Context, saleID int64, userID string) ([]byte, bool, error) {
+	if f.fails.Add(-1) >= 0 {
+		return nil, false, errors.New("connection reset by peer")
+	}
+	return f.Store.Enter(ctx, saleID, userID)
+}
+
+// A lobby entry the database failed (500) decided nothing: the retry
+// enters with the same solution, which that entry then spends.
+func TestProof_AFailedLobbyEntrySpendsNoProof(t *testing.T) {
+	flaky := &flakyLobby{}
+	r := newHandlerRig(t, api.Config{Store: flaky})
+	flaky.Store = r.st
+	sale := r.storePoWSale(t, 1, time.Now().UTC().Add(30*time.Minute), true, true)
+	lobby := "/api/v1/sales/" + strconv.FormatInt(sale.ID, 10) + "/lobby"
+	good, _ := solveChallenge(t, r.challengeFor(t, sale.ID, "ann"))
+
+	flaky.fails.Store(1)
+	a := r.post(t, lobby, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusInternalServerError, a.status, "%v", a.body)
+	a = r.post(t, lobby, "ann", map[string]string{api.HeaderProof: good})
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	require.Equal(t, "ENTERED", a.body["status"])
+	requireProofRefused(t, r.post(t, lobby, "ann", map[string]string{api.HeaderProof: good}), "already used")
 }

@@ -52,12 +52,21 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	user := principal(c).UserID
-	if sale.ProofDifficulty > 0 {
-		if err := s.checkProof(c, &sale, user); err != nil {
-			return err
-		}
+	// The script checks the window against Redis' clock; these checks
+	// spare it, and the buyer's proof of work, the obvious cases.
+	now := time.Now()
+	if now.Before(sale.StartsAt) {
+		return notStarted(c, sale)
 	}
+	if !now.Before(sale.EndsAt) {
+		return errSaleEnded
+	}
+	user := principal(c).UserID
+	proof, err := s.takeProof(c, &sale, user, "")
+	if err != nil {
+		return err
+	}
+	defer func() { s.giveProofBack(c, proof, err) }()
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)

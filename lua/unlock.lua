@@ -1,5 +1,6 @@
 -- unlock.lua: give up a lock (a key SET NX with a token) only while it is
 -- still the caller's: one that expired and was taken by another is left.
+-- (Also gives back a proof of work's record, redisstore.GiveProofBack.)
 --
 -- KEYS[1] the lock
 -- ARGV[1] the caller's token

@@ -33,30 +33,69 @@ func (s *Store) ProofKey(ctx context.Context, saleID int64, userID, challenge st
 	return s.prefix + ":{" + s.segments.tag(saleID, segmentOf(userID, n)) + "}:pow:" + challenge, nil
 }
 
+// ProofUse is what UseProof found of a proof of work.
+type ProofUse int
+
+const (
+	// ProofUsed: another request used it; it does not count.
+	ProofUsed ProofUse = iota
+	// ProofTaken: nobody had used it; it is recorded now, as this
+	// request's (GiveProofBack undoes that).
+	ProofTaken
+	// ProofRetried: the same request (its Idempotency-Key) took it before
+	// and still holds it; it counts again, and is not this request's to
+	// give back.
+	ProofRetried
+)
+
 // UseProof records that userID used the proof of work of challenge on
 // sale saleID, until expires (plus ProofGrace), with one SET NX. It
-// reports whether the use counts: the proof's first, or, when retry is
-// not "", a use again with the same retry (the same request sent again
-// under its Idempotency-Key, which the claim answers from its record).
+// reports whether the use counts: the proof's first (ProofTaken), or,
+// when retry is not "", a use again with the same retry (ProofRetried:
+// the same request sent again under its Idempotency-Key, which the claim
+// answers from its record).
 //
 // The record is not waited for on replicas: a failover that loses it
 // lets one proof be used once more, which costs its user nothing they
 // did not already have.
-func (s *Store) UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (bool, error) {
+func (s *Store) UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (ProofUse, error) {
 	key, err := s.ProofKey(ctx, saleID, userID, challenge)
 	if err != nil {
-		return false, err
+		return ProofUsed, err
 	}
-	value := "1"
-	if retry != "" {
-		value = "r:" + retry
-	}
-	prev, err := s.rdb.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", Get: true, ExpireAt: expires.Add(ProofGrace)}).Result()
+	mark := proofMark(retry)
+	prev, err := s.rdb.SetArgs(ctx, key, mark, redis.SetArgs{Mode: "NX", Get: true, ExpireAt: expires.Add(ProofGrace)}).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return true, nil // not used before: recorded now
+		return ProofTaken, nil // not used before: recorded now
 	case err != nil:
-		return false, fmt.Errorf("record the use of a proof of work: %w", err)
+		return ProofUsed, fmt.Errorf("record the use of a proof of work: %w", err)
+	case retry != "" && prev == mark:
+		return ProofRetried, nil
 	}
-	return retry != "" && prev == value, nil
+	return ProofUsed, nil
+}
+
+// GiveProofBack deletes the record of a use UseProof answered ProofTaken
+// (the same saleID, userID, challenge and retry), while it is still that
+// use's (one compare-and-delete, unlock.lua): the proof counts again. It
+// is for a request answered "try again", which decided nothing.
+func (s *Store) GiveProofBack(ctx context.Context, saleID int64, userID, challenge, retry string) error {
+	key, err := s.ProofKey(ctx, saleID, userID, challenge)
+	if err != nil {
+		return err
+	}
+	if err := unlockScript.Run(ctx, s.rdb, []string{key}, proofMark(retry)).Err(); err != nil {
+		return fmt.Errorf("give a proof of work back: %w", err)
+	}
+	return nil
+}
+
+// proofMark is the value of a proof's record: "1", or the retry tag of
+// the request that took it.
+func proofMark(retry string) string {
+	if retry == "" {
+		return "1"
+	}
+	return "r:" + retry
 }

@@ -36,10 +36,12 @@ func TestUseProof_CountsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := rs.UseProof(ctx, 42, "alice", challengeHex, expires, "")
+			use, err := rs.UseProof(ctx, 42, "alice", challengeHex, expires, "")
 			require.NoError(t, err)
-			if ok {
+			if use == redisstore.ProofTaken {
 				firsts.Add(1)
+			} else {
+				require.Equal(t, redisstore.ProofUsed, use)
 			}
 		}()
 	}
@@ -55,12 +57,12 @@ func TestUseProof_CountsOnce(t *testing.T) {
 	require.Equal(t, expires.Add(redisstore.ProofGrace).Unix(), int64(at/time.Second), "kept until the expiry plus the grace")
 
 	// Another challenge, another sale: their own records.
-	ok, err := rs.UseProof(ctx, 42, "alice", strings.Repeat("ab", 32), expires, "")
+	use, err := rs.UseProof(ctx, 42, "alice", strings.Repeat("ab", 32), expires, "")
 	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = rs.UseProof(ctx, 43, "alice", challengeHex, expires, "")
+	require.Equal(t, redisstore.ProofTaken, use)
+	use, err = rs.UseProof(ctx, 43, "alice", challengeHex, expires, "")
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.Equal(t, redisstore.ProofTaken, use)
 }
 
 // A request retried under the same Idempotency-Key may show its proof
@@ -69,24 +71,54 @@ func TestUseProof_ARetryOfTheSameRequest(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := context.Background()
 	expires := time.Now().Add(time.Minute)
-	ok, err := rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
+	use, err := rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
 	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
+	require.Equal(t, redisstore.ProofTaken, use)
+	use, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
 	require.NoError(t, err)
-	require.True(t, ok, "the same request again")
+	require.Equal(t, redisstore.ProofRetried, use, "the same request again")
 	for _, retry := range []string{"key-2", ""} {
-		ok, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, retry)
+		use, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, retry)
 		require.NoError(t, err)
-		require.False(t, ok, "retry %q", retry)
+		require.Equal(t, redisstore.ProofUsed, use, "retry %q", retry)
 	}
 	// Used without a key first: no retry takes it.
-	ok, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "")
+	use, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "")
 	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "1")
+	require.Equal(t, redisstore.ProofTaken, use)
+	use, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "1")
 	require.NoError(t, err)
-	require.False(t, ok, "a retry tag never matches a use without one")
+	require.Equal(t, redisstore.ProofUsed, use, "a retry tag never matches a use without one")
+}
+
+// A proof given back counts again; only the record of the use that took
+// it is given back (the same retry tag), never another's.
+func TestGiveProofBack_OnlyTheUseThatTookIt(t *testing.T) {
+	rs := testenv.RedisStore(t)
+	ctx := context.Background()
+	expires := time.Now().Add(time.Minute)
+	for _, retry := range []string{"", "key-1"} {
+		challenge := strconv.Itoa(len(retry)) + strings.Repeat("e", 63) // 128 bits name a proof: they differ first
+		use, err := rs.UseProof(ctx, 8, "carl", challenge, expires, retry)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.ProofTaken, use)
+
+		other := "key-2"
+		if retry != "" {
+			other = ""
+		}
+		require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", challenge, other))
+		use, err = rs.UseProof(ctx, 8, "carl", challenge, expires, other)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.ProofUsed, use, "another use's give-back leaves it (retry %q)", retry)
+
+		require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", challenge, retry))
+		use, err = rs.UseProof(ctx, 8, "carl", challenge, expires, other)
+		require.NoError(t, err)
+		require.Equal(t, redisstore.ProofTaken, use, "given back, it counts again (retry %q)", retry)
+	}
+	// Giving back a proof nobody holds does nothing.
+	require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", strings.Repeat("f", 64), ""))
 }
 
 // On a sale of several stock segments the record sits in the buyer's
@@ -117,9 +149,9 @@ func BenchmarkUseProof(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		ok, err := rs.UseProof(ctx, 1, "bench", strconv.Itoa(i)+challengeHex, expires, "")
-		if err != nil || !ok {
-			b.Fatal(ok, err)
+		use, err := rs.UseProof(ctx, 1, "bench", strconv.Itoa(i)+challengeHex, expires, "")
+		if err != nil || use != redisstore.ProofTaken {
+			b.Fatal(use, err)
 		}
 	}
 }
@@ -156,9 +188,9 @@ func BenchmarkVerifyAndUseProof(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ok, err := rs.UseProof(ctx, p.SaleID, sub, p.Challenge, p.Expires, "")
-		if err != nil || !ok {
-			b.Fatal(ok, err)
+		use, err := rs.UseProof(ctx, p.SaleID, sub, p.Challenge, p.Expires, "")
+		if err != nil || use != redisstore.ProofTaken {
+			b.Fatal(use, err)
 		}
 	}
 }
