@@ -52,6 +52,8 @@ type StartOrderInput struct {
 	AdmittedAt time.Time
 	// PayBy fixed at admission; zero: AdmittedAt plus the sale's timeout.
 	PayBy time.Time
+	// Drawn: the sale's draw admitted this order (SagaInput.Drawn).
+	Drawn bool
 }
 
 // StartOrderResult is the order as it stands after the first step (new,

@@ -75,6 +75,11 @@ type SagaInput struct {
 	// at admission), shown in the saga's memo.
 	AmountCents int64
 	Currency    string
+	// Drawn marks an admission of the sale's draw (docs/API.md "Fair
+	// start"): the order row records it, so the audit can hold the draw's
+	// record of each entrant to the orders (invariant 9). False in inputs
+	// written before it.
+	Drawn bool
 }
 
 // SagaResult is how an OrderSaga ended.

@@ -101,7 +101,7 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	err := a.withStockSlot(ctx, func() (err error) {
 		o, _, err = a.store.StartOrder(ctx, store.NewOrder{
 			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
-			TraceParent: tracing.TraceParent(ctx),
+			TraceParent: tracing.TraceParent(ctx), Drawn: in.Drawn,
 		})
 		return err
 	})

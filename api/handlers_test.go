@@ -210,7 +210,12 @@ func (r *handlerRig) claim(t *testing.T, saleID int64, user string) int64 {
 // write is the saga's first step: the admitted order gets its row.
 func (r *handlerRig) write(t *testing.T, orderID, saleID int64, user string) *seckill.Order {
 	t.Helper()
-	o, _, err := r.st.StartOrder(context.Background(), store.NewOrder{ID: orderID, SaleID: saleID, UserID: user, CreatedAt: idgen.Time(orderID)})
+	// With the pay_by fixed at admission (Redis' clock), as the relay passes
+	// it: one derived from the id's time may differ by milliseconds.
+	adm, ok, err := r.rs.Admission(context.Background(), orderID, []int64{saleID})
+	require.NoError(t, err)
+	require.True(t, ok, "order %d was admitted", orderID)
+	o, _, err := r.st.StartOrder(context.Background(), store.NewOrder{ID: orderID, SaleID: saleID, UserID: user, CreatedAt: idgen.Time(orderID), PayBy: adm.PayBy})
 	require.NoError(t, err)
 	return o
 }

@@ -360,7 +360,7 @@ func rawPost(t *testing.T, baseURL, path, token string, size int) (int, string) 
 }
 
 // requireAudit waits (up to a minute) for the sale to be at rest and
-// checks the eight invariants of docs/DESIGN.md.
+// checks the invariants of docs/DESIGN.md.
 func (s *system) requireAudit(saleID string) {
 	s.t.Helper()
 	a := &audit.Auditor{DB: s.store.Gorm(), Redis: s.rstore, Sagas: saga.New(s.temporal, saga.Options{TaskQueue: s.cfg.TaskQueue})}

@@ -205,3 +205,44 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 1 (ann) was given order %d, which has neither a row nor an admission", old))
 	require.NotContains(t, rep.String(), "(bob)")
 }
+
+// Once the draw is done, the audit holds its record of each entrant to
+// the orders (invariant 9): an entrant told LOST who holds an order the
+// draw admitted, and one told WON with no order, each fail it; a LOST
+// entrant who claimed a left-over unit after the draw does not.
+func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob", "cy", "dan"))
+	testenv.Warm(t, rs, sale, 3)
+	now := time.Now().UTC()
+	order := func(id int64, user string, drawn bool) {
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, Drawn: drawn})
+		require.NoError(t, err)
+	}
+	base := idgen.At(now)
+	entry := func(rank int, user, outcome string, orderID *int64) {
+		require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+			rank, outcome, orderID, sale.ID, user).Error)
+	}
+	annOrder := base + 1
+	order(annOrder, "ann", true)
+	entry(1, "ann", store.EntryWon, &annOrder)
+	order(base+2, "bob", true) // admitted by the draw, recorded LOST
+	entry(2, "bob", store.EntryLost, nil)
+	entry(3, "cy", store.EntryWon, nil) // told WON, holding nothing
+	order(base+4, "dan", false)         // claimed after the draw
+	entry(4, "dan", store.EntryLost, nil)
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
+
+	require.NoError(t, err)
+	require.Contains(t, failed(rep), 9, "%s", rep)
+	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 2 (bob) holds order %d the draw admitted, but is told LOST with no order", base+2))
+	require.Contains(t, rep.String(), "draw rank 3 (cy) is told WON with no order")
+	require.NotContains(t, rep.String(), "(ann)")
+	require.NotContains(t, rep.String(), "(dan)")
+}

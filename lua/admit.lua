@@ -17,7 +17,9 @@
 -- the order can be shown and paid before its saga writes it) and the
 -- outbox entry the relay starts the saga from (o order, u user, s sale, t
 -- admission ms, p pay_by ms, a amount, c currency, and tp the claim's
--- traceparent when t.trace is one). A buyer admitted
+-- traceparent when t.trace is one, and d "1" when t.drawn: the sale's draw
+-- admitted this buyer, so the order row says so and the audit can hold
+-- the draw's record to it). A buyer admitted
 -- while waiting leaves the waitlist as ADMITTED with this order. It does
 -- not touch the stock: the caller has taken the unit. pay_by is fixed here: now plus the payment timeout.
 -- Returns pay_by (ms, a string).
@@ -33,13 +35,15 @@ local function admit(k, user, order, now, t, from_waitlist)
   if from_waitlist then
     redis.call('HINCRBY', k.meta, 'waitlist_admissions', 1)
   end
+  local entry = {'o', order, 'u', user, 's', t.sale, 't', tostring(now),
+    'p', pay_by, 'a', t.amount, 'c', t.currency}
   if t.trace and t.trace ~= '' then
-    redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
-      'p', pay_by, 'a', t.amount, 'c', t.currency, 'tp', t.trace)
-  else
-    redis.call('XADD', k.outbox, '*', 'o', order, 'u', user, 's', t.sale, 't', tostring(now),
-      'p', pay_by, 'a', t.amount, 'c', t.currency)
+    entry[#entry + 1], entry[#entry + 2] = 'tp', t.trace
   end
+  if t.drawn then
+    entry[#entry + 1], entry[#entry + 2] = 'd', '1'
+  end
+  redis.call('XADD', k.outbox, '*', unpack(entry))
   if redis.call('ZREM', k.wait, user) == 1 or from_waitlist then
     redis.call('HSET', k.waited, user, order)
     if expire then

@@ -130,5 +130,6 @@ redis.call('DECR', KEYS[1])
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[7], wait = KEYS[8], waited = KEYS[9]}
 local pay_by = admit(k, ARGV[1], ARGV[2], now,
-  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10], trace = ARGV[12]}, false)
+  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10], trace = ARGV[12],
+   drawn = ARGV[13] == '1'}, false)
 return decide(0, ARGV[2], pay_by)

@@ -232,7 +232,8 @@ func entries(msgs []redis.XMessage) []OutboxEntry {
 
 // parseEntry reads the fields claim.lua writes: o order, u user, s sale,
 // t admission time (ms), and since payable-at-admission p pay_by (ms),
-// a amount (cents), c currency.
+// a amount (cents), c currency, and d "1" for an admission of the sale's
+// draw.
 func parseEntry(values map[string]any) (seckill.SagaInput, error) {
 	str := func(k string) string { s, _ := values[k].(string); return s }
 	orderID, err := strconv.ParseInt(str("o"), 10, 64)
@@ -251,7 +252,7 @@ func parseEntry(values map[string]any) (seckill.SagaInput, error) {
 	if err != nil {
 		return seckill.SagaInput{}, fmt.Errorf("admission time: %w", err)
 	}
-	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC()}
+	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC(), Drawn: str("d") == "1"}
 	// Entries written before payable-at-admission have no terms: the saga
 	// derives pay_by from the admission time and the sale.
 	if p := str("p"); p != "" {

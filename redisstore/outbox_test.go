@@ -66,3 +66,10 @@ func TestScriptOutcome_EveryCodeHasItsOwnName(t *testing.T) {
 		require.False(t, ok, "code %v", code)
 	}
 }
+
+func TestParseEntry_ADrawsAdmissionIsDrawn(t *testing.T) {
+	in, err := parseEntry(map[string]any{"o": "42", "u": "alice", "s": "7", "t": "1763805600000", "d": "1"})
+
+	require.NoError(t, err)
+	require.True(t, in.Drawn)
+}

@@ -208,3 +208,20 @@ func TestClaimAndJoin_AfterTheEndAHeldOrderIsToldBeforeEnded(t *testing.T) {
 	require.Equal(t, seckill.SaleEnded, claim(t, sc, "bob", 1003).Outcome)
 	require.Equal(t, seckill.SaleEnded, join(t, sc, "bob").Outcome)
 }
+
+// The draw's admissions say so in the outbox (d "1"), so the saga writes
+// the order as the draw's; a claim's do not.
+func TestClaim_TheDrawsAdmissionsAreMarkedInTheOutbox(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	warm(t, sc, openSale(2))
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	res, err := sc.ForDraw().Claim(t.Context(), saleID, "bob", 1002, "", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+
+	entries := outbox(t, sc)
+	require.Len(t, entries, 2)
+	require.NotContains(t, entries[0].Values, "d", "a claim")
+	require.Equal(t, "1", entries[1].Values["d"], "the draw's admission")
+}

@@ -43,6 +43,7 @@ type orderRow struct {
 	ClosedAt        *time.Time
 	UpdatedAt       time.Time
 	TraceParent     *string
+	Drawn           bool
 }
 
 func (orderRow) TableName() string { return "orders" }
@@ -83,6 +84,8 @@ type NewOrder struct {
 	PayBy time.Time
 	// TraceParent is the saga's span when traced ("" otherwise).
 	TraceParent string
+	// Drawn: the sale's draw admitted this order.
+	Drawn bool
 }
 
 // StartOrder is a saga's first step, in one transaction: it writes the
@@ -109,7 +112,7 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 	ins := &orderRow{
 		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
 		AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
-		CreatedAt: n.CreatedAt.UTC(), UpdatedAt: time.Now().UTC(),
+		CreatedAt: n.CreatedAt.UTC(), UpdatedAt: time.Now().UTC(), Drawn: n.Drawn,
 	}
 	if n.TraceParent != "" {
 		ins.TraceParent = &n.TraceParent

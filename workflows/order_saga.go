@@ -180,6 +180,7 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 
 	if err := workflow.ExecuteLocalActivity(ctx, a.StartOrder, seckill.StartOrderInput{
 		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, AdmittedAt: s.in.AdmittedAt, PayBy: s.in.PayBy,
+		Drawn: s.in.Drawn,
 	}).Get(ctx, &s.order); err != nil {
 		return seckill.SagaResult{}, err
 	}
