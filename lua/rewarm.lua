@@ -54,8 +54,10 @@ pcall(redis.call, 'XGROUP', 'CREATE', KEYS[3], ARGV[5], '0', 'MKSTREAM')
 redis.call('PEXPIREAT', KEYS[3], ARGV[4])
 local k = {stock = KEYS[1], meta = KEYS[2], outbox = KEYS[3], claims = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
--- Every admission made again is one the draw told (drawn).
-local t = {sale = ARGV[8], timeout_ms = ARGV[9], amount = ARGV[10], currency = ARGV[11], drawn = true}
+-- Not marked drawn: some were served by the waitlist, not admitted by the
+-- draw; the draw's record names every one of them (GET /draw/orders reads
+-- the winners from it).
+local t = {sale = ARGV[8], timeout_ms = ARGV[9], amount = ARGV[10], currency = ARGV[11]}
 local now = now_ms()
 local again = 0
 for i = active_end + 1, #ARGV, 2 do

@@ -300,18 +300,32 @@ type DrawOrder struct {
 	Rank    int
 }
 
-// DrawOrders returns the orders the sale's draw gave, by order id (the
-// order the draw admitted them in).
+// DrawOrders returns the orders the sale's draw gave, by rank.
 func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, error) {
-	var rows []lobbyEntryRow
-	if err := s.db.WithContext(ctx).Where("sale_id = ? AND outcome = ?", saleID, EntryWon).
-		Order("order_id").Find(&rows).Error; err != nil {
+	var rows []struct {
+		OrderID int64
+		Entry   []byte
+		Rank    *int
+	}
+	// The orders the draw admitted (orders.drawn) whoever holds them, and
+	// the orders its record gives the winners (written or not yet): an
+	// admission the record missed is listed too, with its buyer's entry
+	// and rank, so the verifier sees it; one without an entry is listed
+	// without one.
+	if err := s.db.WithContext(ctx).Raw(`SELECT o.id AS order_id, e.entry, e.rank FROM orders o
+		LEFT JOIN lobby_entries e ON e.sale_id = o.sale_id AND e.user_id = o.user_id
+		WHERE o.sale_id = ? AND o.drawn
+		UNION
+		SELECT order_id, entry, rank FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND order_id IS NOT NULL
+		ORDER BY rank NULLS LAST, order_id`, saleID, saleID, EntryWon).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the draw's orders of sale %d: %w", saleID, err)
 	}
 	out := make([]DrawOrder, len(rows))
 	for i, r := range rows {
-		e := r.entry()
-		out[i] = DrawOrder{OrderID: e.OrderID, Entry: e.Entry, Rank: e.Rank}
+		out[i] = DrawOrder{OrderID: r.OrderID, Entry: r.Entry}
+		if r.Rank != nil {
+			out[i].Rank = *r.Rank
+		}
 	}
 	return out, nil
 }

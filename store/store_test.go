@@ -719,3 +719,36 @@ func TestEnter_TwoFirstEntriesAtOnceAnswerTheSameEntry(t *testing.T) {
 		require.True(t, created[0] != created[1], "exactly one created it")
 	}
 }
+
+// The draw's published orders are the orders it admitted, read from the
+// orders as well as from its record: an admission its record missed (an
+// entrant recorded LOST who holds the draw's order) is listed, with its
+// rank, so the verifier sees it; an order claimed after the draw is not.
+func TestDrawOrders_ListsEveryOrderTheDrawAdmitted(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := t.Context()
+	sale := testenv.LobbySale(t, st, 3, "ann", "bob", "cy")
+	now := time.Now().UTC()
+	for i, e := range []struct {
+		user, outcome string
+		order         int64
+		drawn         bool
+	}{{"ann", store.EntryWon, 101, true}, {"bob", store.EntryLost, 102, true}, {"cy", store.EntryLost, 103, false}} {
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: e.order, SaleID: sale.ID, UserID: e.user, CreatedAt: now, Drawn: e.drawn})
+		require.NoError(t, err)
+		var told *int64
+		if e.outcome == store.EntryWon {
+			told = &e.order
+		}
+		require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+			i+1, e.outcome, told, sale.ID, e.user).Error)
+	}
+
+	orders, err := st.DrawOrders(ctx, sale.ID)
+
+	require.NoError(t, err)
+	require.Len(t, orders, 2, "%v", orders)
+	require.Equal(t, []int64{101, 102}, []int64{orders[0].OrderID, orders[1].OrderID})
+	require.Equal(t, []int{1, 2}, []int{orders[0].Rank, orders[1].Rank})
+	require.NotEmpty(t, orders[1].Entry)
+}

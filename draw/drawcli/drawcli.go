@@ -30,7 +30,7 @@ Recomputes a sale's draw from what the API publishes, as anyone can
   - the entries are well-formed, distinct, sorted ascending, as many as declared;
   - K, the number admitted, is min(stock, entries);
   - the orders the draw admitted (read as an admin) are ranks 1..K, one
-    order each, admitted in rank order (ascending order_id, rank 1 first).
+    order each, every order listed once.
 Ranks are recomputed from the seed and the entries: an entry's rank is its
 place when the entries are sorted by SHA-256(seed bytes || entry bytes).
 
