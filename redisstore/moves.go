@@ -274,13 +274,16 @@ const landingLockTTL = 3 * time.Second
 // landingLock lets one mover of saleID at a time choose and give: without
 // it two concurrent releases would both choose the same first buyer, and
 // the second unit would go to the next buyer of that segment rather than the
-// next in line. Best effort: after a second of waiting (or a Redis error)
-// the mover goes on without it; correctness does not depend on it, only
-// the order in line. It returns the unlock.
+// next in line. A mover waits while the lock changes hands (movers ahead of
+// it are landing), however many there are and however slow the machine:
+// it goes on without the lock only when one holder has kept it past
+// landingLockTTL (it stopped; the key expires meanwhile), on a Redis error,
+// or when ctx ends. Correctness does not depend on it, only the order in
+// line. It returns the unlock.
 func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 	key := s.SaleKeys(saleID).tag() + "landing"
 	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "." + strconv.FormatInt(rand.Int64(), 36)
-	deadline := time.Now().Add(time.Second)
+	holder, deadline := "", time.Now().Add(landingLockTTL)
 	for {
 		ok, err := s.rdb.SetNX(ctx, key, token, landingLockTTL).Result()
 		if err != nil {
@@ -289,7 +292,10 @@ func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 		if ok {
 			return func() { _ = unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{key}, token).Err() }
 		}
-		if time.Now().After(deadline) {
+		if h, err := s.rdb.Get(ctx, key).Result(); err == nil && h != holder {
+			holder, deadline = h, time.Now().Add(landingLockTTL) // the line moved: wait on
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return func() {}
 		}
 		time.Sleep(2 * time.Millisecond)
