@@ -199,7 +199,11 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // admitDrawn admits a winner as a claim, as order e.OrderID (fresh, so ids
 // follow ranks); an entrant admitted by an earlier try keeps that order.
 func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, terms redisstore.Terms) error {
-	res, err := rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+	orderID, err := a.ids.Next()
+	if err != nil {
+		return err
+	}
+	res, err := rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
 	if err != nil {
 		return err
 	}
@@ -232,7 +236,11 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	if bound <= 0 {
 		bound = 1 << 30
 	}
-	res, err := rs.Join(ctx, saleID, e.UserID, bound, a.ids.Next(), terms)
+	orderID, err := a.ids.Next()
+	if err != nil {
+		return err
+	}
+	res, err := rs.Join(ctx, saleID, e.UserID, bound, orderID, terms)
 	if err != nil {
 		return err
 	}

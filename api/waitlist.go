@@ -52,13 +52,20 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
+	// The order id (for a unit still in stock) before the proof, as a
+	// claim's: a refusal for a lease this process cannot confirm burns none.
+	orderID, err := s.cfg.IDs.Next()
+	if err != nil {
+		s.logFor(c).Warn("no order id", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
 	user := principal(c).UserID
 	if sale.ProofDifficulty > 0 {
 		if err := s.checkProof(c, &sale, user); err != nil {
 			return err
 		}
 	}
-	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, orderID, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
