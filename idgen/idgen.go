@@ -14,7 +14,9 @@
 // Renew that succeeded was sent, and refuses after (ErrLeaseExpired). A
 // process paused past its lease (a frozen VM or container, SIGSTOP, a long
 // GC stall) may find its node leased by another meanwhile; checking only
-// at the next renewal, it would mint the newcomer's ids until then.
+// at the next renewal, it would mint the newcomer's ids until then. A
+// stopped process never frees its node either: the node stays leased
+// until the lease expires, after every id the process minted under it.
 package idgen
 
 import (
@@ -63,8 +65,6 @@ type Leases interface {
 	// Renew extends token's lease of n to ttl; false when token no longer
 	// holds it, an error when the store cannot say.
 	Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error)
-	// Free gives n back if token holds it.
-	Free(ctx context.Context, n int64, token string) error
 }
 
 // hold is the node this process mints with and until when the lease is
@@ -82,8 +82,6 @@ type Generator struct {
 	token  string
 	log    *slog.Logger
 	now    func() time.Time
-	// keep: Run leaves the node to expire instead of freeing it.
-	keep atomic.Bool
 }
 
 // Option changes what New makes.
@@ -204,29 +202,25 @@ func (g *Generator) lease(ctx context.Context) error {
 	return errors.New("lease id node: all 1024 node numbers are taken")
 }
 
-// KeepLease makes Run, once its ctx is done, leave the node to expire
-// (leaseTTL) instead of freeing it: for a process that may still mint ids
-// after Run returns (requests it gave up waiting for), so no other process
-// leases the node while this one still uses it.
-func (g *Generator) KeepLease() { g.keep.Store(true) }
-
-// Run renews the lease every RenewEvery until ctx is done, and releases it
-// then (unless KeepLease was called). If the lease was lost (Redis
-// restarted empty, or the process stalled past the expiry), it takes its
-// node number again, or another if that one is taken.
+// Run renews the lease every RenewEvery until ctx is done. If the lease
+// was lost (Redis restarted empty, or the process stalled past the
+// expiry), it takes its node number again, or another if that one is
+// taken.
+//
+// Once ctx is done the node is left leased until the lease expires, not
+// freed: requests Run's caller gave up waiting for may still mint ids
+// (Next refuses only past the confirmed expiry, which comes before Redis
+// lets the lease go), and a host whose clock is behind this one's could
+// otherwise lease the node at once and mint ids with the timestamps just
+// used. A node so kept is out of use for at most leaseTTL: the 1024
+// numbers run out only if processes start faster than 17 a second.
 func (g *Generator) Run(ctx context.Context) error {
 	t := time.NewTicker(RenewEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if g.keep.Load() {
-				g.log.Warn("id node left to expire: requests may still mint ids", "node", g.NodeID(), "expiresIn", leaseTTL.String())
-				return nil
-			}
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = g.leases.Free(rctx, g.NodeID(), g.token)
+			g.log.Info("id node left to expire", "node", g.NodeID(), "within", leaseTTL.String())
 			return nil
 		case <-t.C:
 		}

@@ -42,13 +42,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// freeLease deletes a lease only while it is still ours.
-var freeLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`)
-
 // Renew extends token's lease of node n to ttl; false when it is no
 // longer token's (expired, or Redis lost it).
 func (l IDNodes) Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error) {
@@ -57,11 +50,6 @@ func (l IDNodes) Renew(ctx context.Context, n int64, token string, ttl time.Dura
 		return false, fmt.Errorf("renew id node lease: %w", err)
 	}
 	return v == 1, nil
-}
-
-// Free gives node n back if token still holds it.
-func (l IDNodes) Free(ctx context.Context, n int64, token string) error {
-	return freeLease.Run(ctx, l.s.rdb, []string{l.key(n)}, token).Err()
 }
 
 // Held reports whether node n is leased to anyone.
