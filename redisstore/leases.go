@@ -43,13 +43,20 @@ end
 return 0`)
 
 // Renew extends token's lease of node n to ttl; false when it is no
-// longer token's (expired, or Redis lost it).
+// longer token's (expired, or Redis lost it). A renewal waits for the
+// replicas like a Take: idgen mints until ttl after it sent a renewal
+// granted, and one a failover lost would let the node expire before that.
 func (l IDNodes) Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error) {
-	v, err := renewLease.Run(ctx, l.s.rdb, []string{l.key(n)}, token, ttl.Milliseconds()).Int()
+	var held bool
+	err := l.s.durably(ctx, l.key(n), func(c redis.Cmdable) (bool, error) {
+		v, err := renewLease.Run(ctx, c, []string{l.key(n)}, token, ttl.Milliseconds()).Int()
+		held = v == 1
+		return held, err
+	})
 	if err != nil {
 		return false, fmt.Errorf("renew id node lease: %w", err)
 	}
-	return v == 1, nil
+	return held, nil
 }
 
 // Held reports whether node n is leased to anyone.
