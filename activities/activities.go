@@ -58,8 +58,10 @@ func WithShop(tell ShopTeller, send ShopSender) Option {
 }
 
 // IDs hands out fresh order ids (an idgen.Generator): a released unit
-// that goes to a waiting buyer becomes a new order.
-type IDs interface{ Next() int64 }
+// that goes to a waiting buyer becomes a new order. Next's error is
+// temporary (the worker's id node lease is not confirmed): the activity
+// returns it, to be retried.
+type IDs interface{ Next() (int64, error) }
 
 // New returns the activities. maxStockTx bounds concurrent stock
 // transactions in this worker (at least 1); provider refunds payments,
@@ -226,7 +228,11 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 	a.rstore.KnowSegments(saleID, sale.StockSegments)
 	var next *redisstore.NextOrder
 	if unit {
-		next = &redisstore.NextOrder{ID: a.ids.Next(), Terms: redisstore.TermsOf(*sale)}
+		id, err := a.ids.Next()
+		if err != nil {
+			return err
+		}
+		next = &redisstore.NextOrder{ID: id, Terms: redisstore.TermsOf(*sale)}
 	}
 	res, err := a.rstore.Release(ctx, saleID, userID, orderID, next)
 	if err == nil && res.HandedTo != nil {

@@ -120,7 +120,7 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 // ids hands out order ids from 5001 on.
 type ids struct{ n atomic.Int64 }
 
-func (i *ids) Next() int64 { return 5000 + i.n.Add(1) }
+func (i *ids) Next() (int64, error) { return 5000 + i.n.Add(1), nil }
 
 // A payment recorded by pay_by whose signal never reached the saga (a
 // webhook answered 503 after recording it, a crash between recording and

@@ -228,12 +228,20 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
 func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, terms redisstore.Terms) error {
-	res, err := rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+	orderID, err := a.ids.Next()
+	if err != nil {
+		return err
+	}
+	res, err := rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
 	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative {
 		if _, err := a.rstore.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
-		res, err = rs.Claim(ctx, saleID, e.UserID, a.ids.Next(), "", terms)
+		// A fresh id: a borrow names its move after the claim's order id.
+		if orderID, err = a.ids.Next(); err != nil {
+			return err
+		}
+		res, err = rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
 	}
 	if err != nil {
 		return err
@@ -270,7 +278,11 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	if bound <= 0 {
 		bound = 1 << 30
 	}
-	res, err := rs.Join(ctx, saleID, e.UserID, bound, a.ids.Next(), terms)
+	orderID, err := a.ids.Next()
+	if err != nil {
+		return err
+	}
+	res, err := rs.Join(ctx, saleID, e.UserID, bound, orderID, terms)
 	if err != nil {
 		return err
 	}

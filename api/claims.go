@@ -124,6 +124,14 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		}
 	}
 
+	// The order id before the proof: a node whose lease this process
+	// cannot confirm (it was paused) refuses at no cost to the buyer.
+	orderID, err := s.cfg.IDs.Next()
+	if err != nil {
+		s.logFor(c).Warn("no order id", "saleID", saleID, "error", err)
+		outcome = seckill.Unavailable
+		return seckill.Errorf(seckill.CodeUnavailable, "claims are paused; try again shortly")
+	}
 	user := principal(c).UserID
 	// After the refusals that cost nothing, so they burn no proof; an
 	// answer that asks to try again gives it back.
@@ -133,7 +141,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Claim(ctx, saleID, user, s.cfg.IDs.Next(), idemKey, redisstore.TermsOf(sale))
+	res, err := s.cfg.Redis.Claim(ctx, saleID, user, orderID, idemKey, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = seckill.Unavailable

@@ -113,19 +113,24 @@ type handlerRig struct {
 	jwt, webhookSecret []byte
 }
 
+// newHandlerRig serves cfg, with cfg.IDs when set (else a generator of
+// its own).
 func newHandlerRig(t *testing.T, cfg api.Config) *handlerRig {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ids, err := idgen.New(context.Background(), rs.IDNodes(), log)
-	require.NoError(t, err)
+	if cfg.IDs == nil {
+		ids, err := idgen.New(context.Background(), rs.IDNodes(), log)
+		require.NoError(t, err)
+		cfg.IDs = ids
+	}
 	r := &handlerRig{st: st, rs: rs, sagas: &fakeSagas{}, delivery: &fakeDelivery{outcome: seckill.OutcomeDelivered},
 		jwt: []byte("handler-jwt-secret"), webhookSecret: []byte("handler-webhook-secret")}
 	if cfg.Store == nil { // else the test's, which may wrap r.st
 		cfg.Store = st
 	}
-	cfg.Redis, cfg.IDs, cfg.Log = rs, ids, log
+	cfg.Redis, cfg.Log = rs, log
 	cfg.Sagas, cfg.Delivery, cfg.JWTSecret, cfg.WebhookSecret = r.sagas, r.delivery, r.jwt, r.webhookSecret
 	r.srv = api.New(cfg)
 	return r

@@ -61,13 +61,20 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if !now.Before(sale.EndsAt) {
 		return errSaleEnded
 	}
+	// The order id (for a unit still in stock) before the proof, as a
+	// claim's: a refusal for a lease this process cannot confirm burns none.
+	orderID, err := s.cfg.IDs.Next()
+	if err != nil {
+		s.logFor(c).Warn("no order id", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
 	user := principal(c).UserID
 	proof, err := s.takeProof(c, &sale, user, "")
 	if err != nil {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, s.cfg.IDs.Next(), redisstore.TermsOf(sale))
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, orderID, redisstore.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused

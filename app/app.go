@@ -232,18 +232,14 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		Payments: intents, Tracing: cfg.Tracing,
 		ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 	})
-	// The id node stays leased until the last request has its answer: a
-	// node freed while claims are still served could be leased again and
-	// give an order id twice.
+	// The id node's lease is renewed until the last request has its
+	// answer, so the draining claims still get order ids. Requests Serve
+	// gives up on (the shutdown timeout) may mint after: the node is
+	// never freed, and Next refuses before the lease can expire.
 	idsCtx, stopIDs := context.WithCancel(context.WithoutCancel(ctx))
 	idsDone := make(chan error, 1)
 	go func() { idsDone <- ids.Run(idsCtx) }()
 	err = srv.Serve(ctx, ln)
-	if err != nil {
-		// Serve gave up (the shutdown timeout) on requests still running,
-		// which may yet mint ids until the process exits.
-		ids.KeepLease()
-	}
 	stopIDs()
 	return errors.Join(err, <-idsDone)
 }
@@ -305,7 +301,9 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	// On the way out: the relay stops first (it marks itself gone, so the
 	// other relays take its pending outbox entries at once), then the
 	// worker stops polling and finishes its tasks in flight, and only
-	// then is the id node given up (an activity may still make an order).
+	// then does the id node's lease stop being renewed (an activity may
+	// still make an order; one the worker gave up on may even after, until
+	// Next refuses at the lease's confirmed expiry).
 	idsCtx, stopIDs := context.WithCancel(context.WithoutCancel(ctx))
 	idsDone := make(chan error, 1)
 	go func() { idsDone <- ids.Run(idsCtx) }()
@@ -315,11 +313,6 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		w.Stop()
 		took := time.Since(began)
 		cfg.Log.Info("worker stopped", "after", took.Round(time.Millisecond).String())
-		if took >= cfg.ShutdownTimeout {
-			// The worker gave up waiting for its activities (Temporal's stop
-			// timeout), which may yet make orders until the process exits.
-			ids.KeepLease()
-		}
 	}()
 	host, _ := os.Hostname()
 	// The relay shares this process's client with the worker: with eager

@@ -8,6 +8,15 @@
 // an id is never minted twice. When Redis comes back empty, each process
 // takes its own node number back within RenewEvery; claims are admitted
 // again only after that (package warmup waits for it).
+//
+// The lease is fenced: Next mints only until the lease's confirmed expiry,
+// measured on this process's monotonic clock from when the last Take or
+// Renew that succeeded was sent, and refuses after (ErrLeaseExpired). A
+// process paused past its lease (a frozen VM or container, SIGSTOP, a long
+// GC stall) may find its node leased by another meanwhile; checking only
+// at the next renewal, it would mint the newcomer's ids until then. A
+// stopped process never frees its node either: the node stays leased
+// until the lease expires, after every id the process minted under it.
 package idgen
 
 import (
@@ -15,6 +24,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"sync/atomic"
@@ -26,6 +36,12 @@ import (
 const (
 	nodes    = 1 << 10 // snowflake.NodeBits
 	leaseTTL = 60 * time.Second
+	// validFor is how long after a Take or Renew was sent Next trusts
+	// the lease: less than leaseTTL by a tenth, for a monotonic clock
+	// here running slower than Redis' clock (far more than any clock's
+	// rate error). RenewEvery is so much shorter that a running process
+	// never reaches it.
+	validFor = leaseTTL - leaseTTL/10
 	// RenewEvery is how often a process renews its lease. Within one
 	// period of Redis coming back empty, every running process has taken
 	// its own node number again (or, if a newcomer took it, another one):
@@ -35,45 +51,76 @@ const (
 	RenewEvery = 3 * time.Second
 )
 
+// ErrLeaseExpired is Next's refusal past the confirmed expiry of the
+// process's node lease (the process was paused, or Redis has not answered
+// a renewal for most of a lease). It is temporary: Next mints again once a
+// renewal is confirmed.
+var ErrLeaseExpired = errors.New("id node lease past its confirmed expiry")
+
 // Leases hold node numbers for processes (redisstore.IDNodes).
 type Leases interface {
-	// Take leases node n to token for ttl unless someone holds it.
+	// Take leases node n to token for ttl unless someone holds it; an
+	// error when the store cannot say (the node may or may not be taken).
 	Take(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error)
-	// Renew extends token's lease of n; false when token no longer holds it.
+	// Renew extends token's lease of n to ttl; false when token no longer
+	// holds it, an error when the store cannot say.
 	Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error)
-	// Free gives n back if token holds it.
-	Free(ctx context.Context, n int64, token string) error
+}
+
+// hold is the node this process mints with and until when the lease is
+// surely its own.
+type hold struct {
+	n     int64
+	node  *snowflake.Node
+	until time.Time // with a monotonic reading (time.Now), unless a test's clock
 }
 
 // Generator mints ids. Safe for concurrent use.
 type Generator struct {
-	node   atomic.Pointer[snowflake.Node]
-	nodeID atomic.Int64
+	held   atomic.Pointer[hold]
 	leases Leases
 	token  string
 	log    *slog.Logger
-	// keep: Run leaves the node to expire instead of freeing it.
-	keep atomic.Bool
+	now    func() time.Time
 }
 
+// Option changes what New makes.
+type Option func(*Generator)
+
+// WithClock makes the generator read now instead of time.Now to decide
+// whether its lease is confirmed (not for the ids' timestamps): for tests
+// that pause a process without waiting for a lease to run out.
+func WithClock(now func() time.Time) Option { return func(g *Generator) { g.now = now } }
+
 // New leases a node number and returns a generator.
-func New(ctx context.Context, leases Leases, log *slog.Logger) (*Generator, error) {
+func New(ctx context.Context, leases Leases, log *slog.Logger, opts ...Option) (*Generator, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	g := &Generator{leases: leases, token: hex.EncodeToString(b), log: log}
+	g := &Generator{leases: leases, token: hex.EncodeToString(b), log: log, now: time.Now}
+	for _, o := range opts {
+		o(g)
+	}
 	if err := g.lease(ctx); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// Next returns a fresh id.
-func (g *Generator) Next() int64 { return g.node.Load().Generate().Int64() }
+// Next returns a fresh id, or ErrLeaseExpired (wrapped, naming the node)
+// past the confirmed expiry of the node's lease: a temporary refusal, to
+// be answered like a Redis that cannot be reached.
+func (g *Generator) Next() (int64, error) {
+	h := g.held.Load()
+	if g.now().After(h.until) {
+		return 0, fmt.Errorf("id node %d: %w", h.n, ErrLeaseExpired)
+	}
+	return h.node.Generate().Int64(), nil
+}
 
 // NodeID is the node number this process holds.
-func (g *Generator) NodeID() int64 { return g.nodeID.Load() }
+func (g *Generator) NodeID() int64 { return g.held.Load().n }
 
 // At is the smallest id minted at t (node 0, sequence 0): an id as old as
 // t, for comparisons and tests.
@@ -84,17 +131,41 @@ func At(t time.Time) int64 {
 // Time is when id was minted.
 func Time(id int64) time.Time { return time.UnixMilli(snowflake.ID(id).Time()).UTC() }
 
+// confirmed records that the lease of the node held, asked for at sent,
+// was granted again. It keeps the node's generator: a fresh one could mint
+// again the sequence numbers of the current millisecond.
+func (g *Generator) confirmed(sent time.Time) {
+	h := g.held.Load()
+	g.mintWith(h.n, h.node, sent)
+}
+
+// mintWith makes node n the one Next mints with, its lease granted to a
+// request sent at sent. Next trusts the lease until validFor after the
+// request was sent, not after its answer came: Redis counted the lease
+// from some moment in between, and a slow answer must not stretch it.
+func (g *Generator) mintWith(n int64, node *snowflake.Node, sent time.Time) {
+	if prev := g.held.Load(); prev != nil && sent.After(prev.until) {
+		// The process was paused, or Redis did not confirm a renewal
+		// for most of a lease: Next refused ids in between.
+		g.log.Warn("id node lease confirmed again after it ran out", "node", n,
+			"unconfirmedFor", sent.Sub(prev.until).Round(time.Millisecond).String())
+	}
+	g.held.Store(&hold{n: n, node: node, until: sent.Add(validFor)})
+}
+
 // leaseAgain leases a node number again after the lease was lost: the same
 // one when it is free (Redis restarted empty: every process takes its own
 // back, none takes another's), else another.
 func (g *Generator) leaseAgain(ctx context.Context) {
 	n := g.NodeID()
+	sent := g.now()
 	ok, err := g.leases.Take(ctx, n, g.token, leaseTTL)
 	if err != nil {
 		g.log.Error("lease id node again", "node", n, "error", err)
 		return // tried again at the next renewal
 	}
 	if ok {
+		g.confirmed(sent)
 		g.log.Warn("id node lease lost; leased the same node again", "node", n)
 		return
 	}
@@ -113,6 +184,7 @@ func (g *Generator) lease(ctx context.Context) error {
 	}
 	for i := int64(0); i < nodes; i++ {
 		n := (start.Int64() + i) % nodes
+		sent := g.now()
 		ok, err := g.leases.Take(ctx, n, g.token, leaseTTL)
 		if err != nil {
 			return err
@@ -124,46 +196,45 @@ func (g *Generator) lease(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		g.node.Store(node)
-		g.nodeID.Store(n)
+		g.mintWith(n, node, sent)
 		return nil
 	}
 	return errors.New("lease id node: all 1024 node numbers are taken")
 }
 
-// KeepLease makes Run, once its ctx is done, leave the node to expire
-// (leaseTTL) instead of freeing it: for a process that may still mint ids
-// after Run returns (requests it gave up waiting for), so no other process
-// leases the node while this one still uses it.
-func (g *Generator) KeepLease() { g.keep.Store(true) }
-
-// Run renews the lease every RenewEvery until ctx is done, and releases it
-// then (unless KeepLease was called). If the lease was lost (Redis
-// restarted empty, or the process stalled past the expiry), it takes its
-// node number again, or another if that one is taken.
+// Run renews the lease every RenewEvery until ctx is done. If the lease
+// was lost (Redis restarted empty, or the process stalled past the
+// expiry), it takes its node number again, or another if that one is
+// taken.
+//
+// Once ctx is done the node is left leased until the lease expires, not
+// freed: requests Run's caller gave up waiting for may still mint ids
+// (Next refuses only past the confirmed expiry, which comes before Redis
+// lets the lease go), and a host whose clock is behind this one's could
+// otherwise lease the node at once and mint ids with the timestamps just
+// used. A node so kept is out of use for at most leaseTTL: the 1024
+// numbers run out only if processes start faster than 17 a second.
 func (g *Generator) Run(ctx context.Context) error {
 	t := time.NewTicker(RenewEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if g.keep.Load() {
-				g.log.Warn("id node left to expire: requests may still mint ids", "node", g.NodeID(), "expiresIn", leaseTTL.String())
-				return nil
-			}
-			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = g.leases.Free(rctx, g.NodeID(), g.token)
+			g.log.Info("id node left to expire", "node", g.NodeID(), "within", leaseTTL.String())
 			return nil
 		case <-t.C:
 		}
-		held, err := g.leases.Renew(ctx, g.NodeID(), g.token, leaseTTL)
+		n := g.NodeID()
+		sent := g.now()
+		held, err := g.leases.Renew(ctx, n, g.token, leaseTTL)
 		if err != nil {
-			g.log.Warn("renew id node lease", "node", g.NodeID(), "error", err)
+			g.log.Warn("renew id node lease", "node", n, "error", err)
 			continue
 		}
-		if !held {
-			g.leaseAgain(ctx)
+		if held {
+			g.confirmed(sent)
+			continue
 		}
+		g.leaseAgain(ctx)
 	}
 }

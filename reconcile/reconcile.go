@@ -93,7 +93,7 @@ type Redis interface {
 	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *redisstore.NextOrder) (redisstore.Released, error)
 	LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error)
 	HandOver(ctx context.Context, saleID int64, terms redisstore.Terms, orderIDs []int64) (int, error)
-	FinishMoves(ctx context.Context, saleID int64, terms redisstore.Terms, olderThan time.Duration, nextID func() int64) (int, error)
+	FinishMoves(ctx context.Context, saleID int64, terms redisstore.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
 }
 
 // Reconciler holds the three stores.
@@ -113,8 +113,10 @@ type Reconciler struct {
 		Deliver(ctx context.Context, ev seckill.PaymentEvent, orderID int64) (seckill.PaymentOutcome, error)
 	}
 	// IDs hands out the ids of the orders a unit becomes when it is
-	// handed to a waiting buyer (an idgen.Generator). Required.
-	IDs interface{ Next() int64 }
+	// handed to a waiting buyer (an idgen.Generator). Required. Its error
+	// is temporary (the id node's lease is not confirmed): the fix that
+	// needed the id fails, and the next pass tries it again.
+	IDs interface{ Next() (int64, error) }
 
 	drifts *prometheus.CounterVec
 }
@@ -372,7 +374,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	if c := counts[saleID]; c.Remaining > 0 && c.Waiting > 0 {
 		ids := make([]int64, min(c.Remaining, c.Waiting, maxHandOver))
 		for i := range ids {
-			ids[i] = r.IDs.Next()
+			if ids[i], err = r.IDs.Next(); err != nil {
+				return drifts, err
+			}
 		}
 		n, err := r.Redis.HandOver(ctx, saleID, redisstore.TermsOf(*sale), ids)
 		if err != nil {
@@ -431,7 +435,11 @@ func (r *Reconciler) release(ctx context.Context, saleID int64, user string, ord
 		if err != nil {
 			return false, err
 		}
-		next = &redisstore.NextOrder{ID: r.IDs.Next(), Terms: redisstore.TermsOf(*sale)}
+		id, err := r.IDs.Next()
+		if err != nil {
+			return false, err
+		}
+		next = &redisstore.NextOrder{ID: id, Terms: redisstore.TermsOf(*sale)}
 	}
 	res, err := r.Redis.Release(ctx, saleID, user, orderID, next)
 	return res.Now, err

@@ -117,7 +117,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 
 type idFunc func() int64
 
-func (f idFunc) Next() int64 { return f() }
+func (f idFunc) Next() (int64, error) { return f(), nil }
 
 // An order read active at the start of a pass whose saga closes it and
 // releases its claim before the pass writes the claim back (the claim

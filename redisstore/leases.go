@@ -42,26 +42,21 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// freeLease deletes a lease only while it is still ours.
-var freeLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`)
-
 // Renew extends token's lease of node n to ttl; false when it is no
-// longer token's (expired, or Redis lost it).
+// longer token's (expired, or Redis lost it). A renewal waits for the
+// replicas like a Take: idgen mints until ttl after it sent a renewal
+// granted, and one a failover lost would let the node expire before that.
 func (l IDNodes) Renew(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error) {
-	v, err := renewLease.Run(ctx, l.s.rdb, []string{l.key(n)}, token, ttl.Milliseconds()).Int()
+	var held bool
+	err := l.s.durably(ctx, l.key(n), func(c redis.Cmdable) (bool, error) {
+		v, err := renewLease.Run(ctx, c, []string{l.key(n)}, token, ttl.Milliseconds()).Int()
+		held = v == 1
+		return held, err
+	})
 	if err != nil {
 		return false, fmt.Errorf("renew id node lease: %w", err)
 	}
-	return v == 1, nil
-}
-
-// Free gives node n back if token still holds it.
-func (l IDNodes) Free(ctx context.Context, n int64, token string) error {
-	return freeLease.Run(ctx, l.s.rdb, []string{l.key(n)}, token).Err()
+	return held, nil
 }
 
 // Held reports whether node n is leased to anyone.

@@ -696,7 +696,7 @@ func (m *model) reconcile(t *rapid.T) {
 		}
 	}
 	var ids []int64
-	nextID := func() int64 { id := m.id(); ids = append(ids, id); return id }
+	nextID := func() (int64, error) { id := m.id(); ids = append(ids, id); return id, nil }
 	type grant struct {
 		user  string
 		order int64

@@ -398,8 +398,9 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 // olderThan (their mover stopped between the steps), giving a parked
 // released unit to the first waiting buyer as an order numbered by
 // nextID, and forgets the moves given but not forgotten. It returns how
-// many it finished.
-func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olderThan time.Duration, nextID func() int64) (int, error) {
+// many it finished; an error of nextID stops it there, before the move
+// that needed the id.
+func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil || n == 1 {
 		return 0, err
@@ -415,7 +416,9 @@ func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olde
 		}
 		orders := make([]int64, f.Units)
 		for i := range orders {
-			orders[i] = nextID()
+			if orders[i], err = nextID(); err != nil {
+				return done, err
+			}
 		}
 		if _, err := s.land(ctx, saleID, n, f.from, f.id, f.move, orders, terms); err != nil {
 			return done, err
