@@ -16,8 +16,13 @@ FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:Fu
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-dev: services ## run everything in one process: Temporal + UI, worker, relay, API
-	$(GO) run ./cmd/seckill dev
+# Built to bin/seckill, then run in the shell's place: Ctrl-C reaches
+# seckill, whose clean stop exits 0, with nothing between it and make.
+# `go run` exits 1 whenever it was interrupted itself, even after its
+# program stopped cleanly, and make reported that as an error.
+dev: services ## run everything in one process: Temporal + UI, worker, relay, API (builds bin/seckill)
+	$(GO) build -o bin/seckill ./cmd/seckill
+	exec bin/seckill dev
 
 test: services tools vet test-fast test-e2e test-chart test-alerts ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
 

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/stripepay"
 	"github.com/seckill/seckill/reconcile"
@@ -158,7 +160,19 @@ const (
 // FromEnv reads the configuration with getenv (os.Getenv). Secrets are
 // not checked here: see RequireSecrets and WithDevSecrets.
 func FromEnv(getenv func(string) string) (Config, error) {
+	return fromEnv(getenv, func(string, string) {})
+}
+
+// fromEnv is FromEnv telling note each variable it reads, with its
+// default: how ConfigEnv learns them, so that no setting is missing from
+// the commands' help.
+func fromEnv(getenv func(string) string, note func(name, def string)) (Config, error) {
+	get := func(key string) string {
+		note(key, "")
+		return getenv(key)
+	}
 	str := func(key, def string) string {
+		note(key, def)
 		if v := getenv(key); v != "" {
 			return v
 		}
@@ -166,6 +180,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	var errs []error
 	num := func(key string, def, lo, hi int) int {
+		note(key, strconv.Itoa(def))
 		v := getenv(key)
 		if v == "" {
 			return def
@@ -177,6 +192,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return n
 	}
 	dur := func(key string, def time.Duration) time.Duration {
+		note(key, cli.Duration(def))
 		v := getenv(key)
 		if v == "" {
 			return def
@@ -188,6 +204,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return d
 	}
 	durOrZero := func(key string) time.Duration {
+		note(key, "0s")
 		v := getenv(key)
 		if v == "" {
 			return 0
@@ -201,22 +218,22 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		HTTPAddr:            str("SECKILL_HTTP_ADDR", "127.0.0.1:8080"),
 		RedisURL:            str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		RedisPrefix:         getenv("SECKILL_REDIS_PREFIX"), // "": DefaultRedisPrefix
+		RedisPrefix:         get("SECKILL_REDIS_PREFIX"), // "": DefaultRedisPrefix
 		DatabaseURL:         str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
 		TemporalAddress:     str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		Namespace:           str("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:           str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
-		JWTSecret:           []byte(getenv("SECKILL_JWT_SECRET")),
-		WebhookSecret:       []byte(getenv("SECKILL_WEBHOOK_SECRET")),
-		OIDCIssuer:          getenv("SECKILL_OIDC_ISSUER"),
-		JWKSURL:             getenv("SECKILL_JWKS_URL"),
-		JWTIssuer:           getenv("SECKILL_JWT_ISSUER"),
+		JWTSecret:           []byte(get("SECKILL_JWT_SECRET")),
+		WebhookSecret:       []byte(get("SECKILL_WEBHOOK_SECRET")),
+		OIDCIssuer:          get("SECKILL_OIDC_ISSUER"),
+		JWKSURL:             get("SECKILL_JWKS_URL"),
+		JWTIssuer:           get("SECKILL_JWT_ISSUER"),
 		JWTAudience:         str("SECKILL_JWT_AUDIENCE", auth.DefaultAudience),
-		AdminToken:          getenv("SECKILL_ADMIN_TOKEN"),
+		AdminToken:          get("SECKILL_ADMIN_TOKEN"),
 		JWKSRefresh:         dur("SECKILL_JWKS_REFRESH", auth.DefaultRefresh),
-		Tracing:             tracing.Enabled(getenv),
-		EventsURL:           getenv("SECKILL_EVENTS_URL"),
-		EventsSecret:        getenv("SECKILL_EVENTS_SECRET"),
+		Tracing:             tracing.Enabled(get),
+		EventsURL:           get("SECKILL_EVENTS_URL"),
+		EventsSecret:        get("SECKILL_EVENTS_SECRET"),
 		EventsRetryFor:      dur("SECKILL_EVENTS_RETRY_FOR", seckill.DefaultShopEventRetryFor),
 		DevTemporalPort:     num("SECKILL_DEV_TEMPORAL_PORT", 7233, 1, 65535),
 		DevUIPort:           num("SECKILL_DEV_UI_PORT", 8233, 1, 65535),
@@ -237,9 +254,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ShutdownDelay:       durOrZero("SECKILL_SHUTDOWN_DELAY"),
 		ShutdownTimeout:     dur("SECKILL_SHUTDOWN_TIMEOUT", 10*time.Second),
 		PaymentProvider:     str("SECKILL_PAYMENT_PROVIDER", ProviderDev),
-		StripeSecretKey:     getenv("STRIPE_SECRET_KEY"),
-		StripeAPIBase:       getenv("STRIPE_API_BASE"),
-		ProofKey:            []byte(getenv("SECKILL_POW_KEY")),
+		StripeSecretKey:     get("STRIPE_SECRET_KEY"),
+		StripeAPIBase:       get("STRIPE_API_BASE"),
+		ProofKey:            []byte(get("SECKILL_POW_KEY")),
 	}
 	if n := len(c.ProofKey); n > 0 && n < 32 {
 		errs = append(errs, fmt.Errorf("SECKILL_POW_KEY must be at least 32 characters (openssl rand -hex 32), got %d; unset, a key is derived from SECKILL_WEBHOOK_SECRET", n))
@@ -250,8 +267,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.AdminClaim = admin
 	c.TemporalTLS = TemporalTLS{
-		CertFile: getenv("TEMPORAL_TLS_CERT"), KeyFile: getenv("TEMPORAL_TLS_KEY"), CAFile: getenv("TEMPORAL_TLS_CA"),
-		ServerName: getenv("TEMPORAL_TLS_SERVER_NAME"), APIKey: strings.TrimSpace(getenv("TEMPORAL_API_KEY")),
+		CertFile: get("TEMPORAL_TLS_CERT"), KeyFile: get("TEMPORAL_TLS_KEY"), CAFile: get("TEMPORAL_TLS_CA"),
+		ServerName: get("TEMPORAL_TLS_SERVER_NAME"), APIKey: strings.TrimSpace(get("TEMPORAL_API_KEY")),
 	}
 	errs = append(errs, c.TemporalTLS.check(time.Now())...)
 	errs = append(errs, c.checkSignIn()...)
@@ -273,6 +290,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("SECKILL_PAYMENT_PROVIDER must be %s or %s, got %q", ProviderDev, ProviderStripe, c.PaymentProvider))
 	}
 	flag := func(key string, def bool) bool {
+		note(key, strconv.FormatBool(def))
 		switch v := strings.ToLower(getenv(key)); v {
 		case "":
 			return def
@@ -294,7 +312,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.IPRate.Max, c.IPRate.Window, err = parseRate(str("SECKILL_IP_RATE", "0")); err != nil {
 		errs = append(errs, fmt.Errorf("SECKILL_IP_RATE: %w", err))
 	}
-	for _, p := range strings.Split(getenv("SECKILL_TRUSTED_PROXIES"), ",") {
+	for _, p := range strings.Split(get("SECKILL_TRUSTED_PROXIES"), ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
@@ -311,6 +329,104 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	return c, errors.Join(errs...)
 }
+
+// ConfigEnv is every environment variable FromEnv reads, in the order it
+// reads them, with its default: FromEnv itself names them as it reads
+// them, so the commands' help (cmd/seckill) cannot miss one.
+func ConfigEnv() []cli.Var {
+	var vars []cli.Var
+	seen := map[string]bool{}
+	_, _ = fromEnv(func(string) string { return "" }, func(name, def string) {
+		if !seen[name] {
+			seen[name] = true
+			vars = append(vars, cli.Var{Name: name, Default: shownDefault(name, def)})
+		}
+	})
+	return vars
+}
+
+// shownDefault is the default of setting name as the help shows it: def,
+// FromEnv's, unless FromEnv computes it or the value means more than it
+// says.
+func shownDefault(name, def string) string {
+	switch name {
+	case "SECKILL_REDIS_PREFIX":
+		return "seckill- and 8 hex digits of the installation id"
+	case "SECKILL_REDIS_MIN_REPLICAS":
+		return "1 with Sentinel or Cluster, 0 with one server"
+	case "SECKILL_POW_KEY":
+		return "derived from SECKILL_WEBHOOK_SECRET"
+	case "STRIPE_API_BASE":
+		return stripepay.DefaultAPIBase
+	case "SECKILL_DEV_PPROF_PORT", "SECKILL_IP_RATE":
+		return def + " (off)"
+	case "SECKILL_RELAY_RATE":
+		return def + " (unpaced)"
+	}
+	return def
+}
+
+// otherEnv are the environment variables read outside FromEnv.
+func otherEnv() []cli.Var {
+	return []cli.Var{
+		// The API commands' --api (sale, order wait, draw verify).
+		{Name: "SECKILL_API_URL", Default: "http://$SECKILL_HTTP_ADDR"},
+		// cmd/seckill: the processes' logs, profiler and worker metrics.
+		{Name: "SECKILL_LOG_LEVEL", Default: "info"},
+		{Name: "SECKILL_LOG_FORMAT", Default: "text in dev and devserver, json otherwise"},
+		{Name: "SECKILL_PPROF_ADDR", Default: "off"},
+		{Name: "SECKILL_METRICS_ADDR", Default: "off"},
+		// tracing.Setup, and the OpenTelemetry SDK it starts.
+		{Name: "OTEL_EXPORTER_OTLP_PROTOCOL", Default: "http/protobuf"},
+		{Name: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", Default: "OTEL_EXPORTER_OTLP_PROTOCOL's"},
+		{Name: "OTEL_SERVICE_NAME", Default: "seckill-COMMAND"},
+		{Name: "OTEL_TRACES_SAMPLER", Default: "parentbased_always_on"},
+	}
+}
+
+// Settings is every environment variable seckill reads: FromEnv's
+// (ConfigEnv), then those read elsewhere.
+func Settings() []cli.Var { return append(ConfigEnv(), otherEnv()...) }
+
+// Env returns the named settings with their defaults, for a command's
+// help. It panics on a name that is not a setting (Settings), a mistake
+// the help tests find by asking every command for its help.
+func Env(names ...string) []cli.Var {
+	all := Settings()
+	vars := make([]cli.Var, 0, len(names))
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(v cli.Var) bool { return v.Name == name })
+		if i < 0 {
+			panic("app.Env: " + name + " is not a setting seckill reads")
+		}
+		vars = append(vars, all[i])
+	}
+	return vars
+}
+
+// TemporalEnv names the settings of the connection to Temporal
+// (DialTemporal), and the task queue of the sagas.
+func TemporalEnv() []string {
+	return []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "TEMPORAL_TLS_CERT",
+		"TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA", "TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_API_KEY"}
+}
+
+// DevServerEnv names the settings of the embedded Temporal server, which
+// only dev and devserver run (StartDevServer).
+func DevServerEnv() []string {
+	return []string{"SECKILL_DEV_TEMPORAL_PORT", "SECKILL_DEV_UI_PORT", "SECKILL_DEV_PPROF_PORT"}
+}
+
+// SigningEnv names the settings of the tokens seckill signs itself
+// (Secret): the shared secret, the audience and the admin claim; and the
+// identity provider's, which rule such tokens out.
+func SigningEnv() []string {
+	return []string{"SECKILL_JWT_SECRET", "SECKILL_JWT_AUDIENCE", "SECKILL_ADMIN_CLAIM", "SECKILL_OIDC_ISSUER", "SECKILL_JWKS_URL"}
+}
+
+// AdminEnv names the settings of the command-line tools' admin token
+// (AdminBearer).
+func AdminEnv() []string { return append([]string{"SECKILL_ADMIN_TOKEN"}, SigningEnv()...) }
 
 // parseRate reads "N/duration" (e.g. "10/10s"); "0" means no limit.
 func parseRate(v string) (int, time.Duration, error) {

@@ -20,6 +20,7 @@ func DrawCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 	}
 	return drawcli.Command(ctx, args, stdout, drawcli.Options{
 		DefaultAPI: defaultAPI,
+		Env:        Env(append([]string{"SECKILL_API_URL", "SECKILL_HTTP_ADDR"}, AdminEnv()...)...),
 		AdminToken: func() (string, error) {
 			cfg.WithDevSecrets()
 			return cfg.AdminBearer("seckill-draw-verify", 15*time.Minute)

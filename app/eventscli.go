@@ -10,52 +10,66 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
 )
 
-// EventsUsage is the help of `seckill events`.
-const EventsUsage = `Usage:
-  seckill events failed [--limit 100] [--json]
-  seckill events redeliver --id ID
+// The help of `seckill events` and of its subcommands.
+const (
+	eventsFailedUsage    = "seckill events failed [--limit 100] [--json]"
+	eventsRedeliverUsage = "seckill events redeliver --id ID"
+	eventsAbout          = `Order events to the shop (SECKILL_EVENTS_URL) are retried for
+SECKILL_EVENTS_RETRY_FOR; one that still fails is kept, with every later
+event of its order behind it, so the shop gets an order's events in order.`
+	eventsFailedAbout = `failed lists the kept events, oldest first: id (the webhook-id), order,
+type, when it was kept and the last error. It reads PostgreSQL.`
+	eventsRedeliverAbout = `redeliver sends the kept events of ID's order again, in order from the
+order's first kept event (whichever of them ID names), through the
+order's ShopEvents workflow (shop-events-<order id> in the Temporal UI);
+each is forgotten once the shop took it, and stays kept, in its place, if
+it fails again. Events of the order that come meanwhile are kept behind
+them: redeliver again for those. It reads PostgreSQL and Temporal.`
+)
 
-Order events to the shop (SECKILL_EVENTS_URL) are retried for
-SECKILL_EVENTS_RETRY_FOR (3 days and an hour by default); one that still
-fails is kept, with every later event of its order behind it, so the shop
-gets an order's events in order.
-
-  failed     lists the kept events, oldest first: id (the webhook-id), order,
-             type, when it was kept and the last error
-  redeliver  sends the kept events of ID's order again, in order from the
-             order's first kept event (whichever of them ID names), through
-             the order's ShopEvents workflow (shop-events-<order id> in the
-             Temporal UI); each is forgotten once the shop took it, and stays
-             kept, in its place, if it fails again. Events of the order that
-             come meanwhile are kept behind them: redeliver again for those
-
-It reads PostgreSQL (DATABASE_URL) and, for redeliver, Temporal.
-`
+// eventsHelp is the help of `seckill events sub`, or of `seckill events`
+// when sub is neither failed nor redeliver.
+func eventsHelp(sub string) cli.Help {
+	redeliverEnv := Env(append([]string{"DATABASE_URL", "SECKILL_EVENTS_RETRY_FOR"}, TemporalEnv()...)...)
+	switch sub {
+	case "failed":
+		return cli.Help{Usage: eventsFailedUsage, About: eventsAbout + "\n\n" + eventsFailedAbout, Env: Env("DATABASE_URL")}
+	case "redeliver":
+		return cli.Help{Usage: eventsRedeliverUsage, About: eventsAbout + "\n\n" + eventsRedeliverAbout, Env: redeliverEnv}
+	}
+	return cli.Help{Usage: eventsFailedUsage + "\n" + eventsRedeliverUsage,
+		About: eventsAbout + "\n\n" + eventsFailedAbout + "\n\n" + eventsRedeliverAbout, Env: redeliverEnv}
+}
 
 // EventsCommand runs `seckill events ...`.
 func EventsCommand(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("events: a subcommand is required (failed, redeliver)\n\n" + EventsUsage)
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		_, err := io.WriteString(stdout, EventsUsage)
-		return err
-	case "failed", "redeliver":
-	default:
-		return fmt.Errorf("events: unknown subcommand %q\n\n%s", args[0], EventsUsage)
+	switch {
+	case len(args) == 0:
+		return cli.Wrong(errors.New("events: a subcommand is required (failed, redeliver)"), eventsHelp("").Short(nil))
+	case cli.IsHelp(args[0]):
+		return cli.ShowHelp(eventsHelp("").Text(nil))
+	case args[0] != "failed" && args[0] != "redeliver":
+		return cli.Wrong(fmt.Errorf("events: unknown subcommand %q", args[0]), eventsHelp("").Short(nil))
 	}
 	fs := flag.NewFlagSet("events "+args[0], flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	limit := fs.Int("limit", 100, "list at most this many")
-	asJSON := fs.Bool("json", false, "print JSON")
-	id := fs.String("id", "", "the kept event to send again (its webhook-id)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("events %s: %w\n\n%s", args[0], err, EventsUsage)
+	var (
+		limit  *int
+		asJSON *bool
+		id     *string
+	)
+	if args[0] == "failed" {
+		limit = fs.Int("limit", 100, "list at most this many")
+		asJSON = fs.Bool("json", false, "print JSON")
+	} else {
+		id = fs.String("id", "", "the kept event to send again (its webhook-id)")
+	}
+	if err := eventsHelp(args[0]).Parse(fs, args[1:]); err != nil {
+		return err
 	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxOpenConns: 2})
 	if err != nil {

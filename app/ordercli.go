@@ -15,14 +15,16 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/saga"
 )
 
-// OrderUsage is the help of `seckill order`.
-const OrderUsage = `Usage:
-  seckill order wait --order ID [--status STATUS] [--timeout 2m] [--api URL]
-
-Waits until the order has STATUS (QUEUED, AWAITING_PAYMENT, PAID or
+// orderWaitHelp is the help of `seckill order wait`, and of `seckill
+// order`, its one subcommand.
+func orderWaitHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill order wait --order ID [--status STATUS] [--timeout " + cli.Duration(DefaultOrderWait) + "] [--api URL]",
+		About: `Waits until the order has STATUS (QUEUED, AWAITING_PAYMENT, PAID or
 CLOSED), by default until it is decided (PAID or CLOSED, whichever comes),
 and prints "order ID STATUS" (and a closed order's reason). A decided
 order is also waited for until its saga has ended, so that what its ending
@@ -30,12 +32,12 @@ does is done: the unit back in stock or handed to the first waiting buyer,
 a refund started. Exits non-zero when the order can no longer reach STATUS
 (it went past it) or the timeout passes.
 
-It reads the order through the API as an admin (a token signed with
-SECKILL_JWT_SECRET, or the dev secret when unset; --api, default
-$SECKILL_API_URL, else http://$SECKILL_HTTP_ADDR) and its saga in Temporal
-(TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE): with ` + "`seckill dev`" + `'s defaults it
-needs no setting.
-`
+It reads the order through the API as an admin (SECKILL_ADMIN_TOKEN, or a
+token signed with SECKILL_JWT_SECRET, the dev secret when unset) and its
+saga in Temporal: with ` + "`seckill dev`" + `'s defaults it needs no setting.`,
+		Env: Env(append(append([]string{"SECKILL_API_URL", "SECKILL_HTTP_ADDR"}, AdminEnv()...), TemporalEnv()...)...),
+	}
+}
 
 // DefaultOrderWait is how long `seckill order wait` and `seckill pay
 // --wait` wait by default: longer than the demo sale's two minutes to pay.
@@ -43,18 +45,16 @@ const DefaultOrderWait = 3 * time.Minute
 
 // OrderCommand runs `seckill order ...`; getenv reads SECKILL_API_URL.
 func OrderCommand(ctx context.Context, cfg Config, getenv func(string) string, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) == 0 {
-			return errors.New("order: a subcommand is required (wait)\n\n" + OrderUsage)
-		}
-		_, err := io.WriteString(stdout, OrderUsage)
-		return err
-	}
-	if args[0] != "wait" {
-		return fmt.Errorf("order: unknown subcommand %q\n\n%s", args[0], OrderUsage)
+	h := orderWaitHelp()
+	switch {
+	case len(args) == 0:
+		return cli.Wrong(errors.New("order: a subcommand is required (wait)"), h.Short(nil))
+	case cli.IsHelp(args[0]):
+		args = []string{"wait", "--help"}
+	case args[0] != "wait":
+		return cli.Wrong(fmt.Errorf("order: unknown subcommand %q", args[0]), h.Short(nil))
 	}
 	fs := flag.NewFlagSet("order wait", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	orderID := fs.String("order", "", "order id")
 	status := fs.String("status", "", "the status to wait for: QUEUED, AWAITING_PAYMENT, PAID or CLOSED (default: PAID or CLOSED)")
 	timeout := fs.Duration("timeout", DefaultOrderWait, "how long to wait")
@@ -63,12 +63,8 @@ func OrderCommand(ctx context.Context, cfg Config, getenv func(string) string, a
 		defaultAPI = "http://" + cfg.HTTPAddr
 	}
 	apiURL := fs.String("api", defaultAPI, "API base URL")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			_, err := io.WriteString(stdout, OrderUsage)
-			return err
-		}
-		return fmt.Errorf("order wait: %w\n\n%s", err, OrderUsage)
+	if err := h.Parse(fs, args[1:]); err != nil {
+		return err
 	}
 	id, err := strconv.ParseInt(*orderID, 10, 64)
 	if err != nil || id <= 0 {

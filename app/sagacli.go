@@ -12,40 +12,42 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/saga"
 )
 
-// SagasUsage is the help of `seckill sagas`.
-const SagasUsage = `Usage:
-  seckill sagas versions [--json]
-
-Counts the open OrderSaga runs by the saga versions they started on
+// sagasVersionsHelp is the help of `seckill sagas versions`, and of
+// `seckill sagas`, its one subcommand.
+func sagasVersionsHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill sagas versions [--json]",
+		About: `Counts the open OrderSaga runs by the saga versions they started on
 (Temporal's TemporalChangeVersion search attribute). A run without
 ` + seckill.SagaBaseChange + `-1 started on the retired saga of earlier releases, which this
 release's worker cannot replay: the command exits non-zero while any is
-open. It only reads Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE).
-`
+open (docs/OPERATIONS.md, Upgrading). It only reads Temporal.`,
+		Env: Env(TemporalEnv()...),
+	}
+}
 
 // ErrRetiredSagas makes `seckill sagas versions` exit non-zero.
 var ErrRetiredSagas = errors.New("open runs of a retired saga version: let the release that started them finish them before upgrading the worker (docs/OPERATIONS.md, Upgrading)")
 
 // SagasCommand runs `seckill sagas ...` against cfg's Temporal.
 func SagasCommand(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) == 0 {
-			return errors.New("sagas: a subcommand is required (versions)\n\n" + SagasUsage)
-		}
-		_, err := io.WriteString(stdout, SagasUsage)
-		return err
-	}
-	if args[0] != "versions" {
-		return fmt.Errorf("sagas: unknown subcommand %q\n\n%s", args[0], SagasUsage)
+	h := sagasVersionsHelp()
+	switch {
+	case len(args) == 0:
+		return cli.Wrong(errors.New("sagas: a subcommand is required (versions)"), h.Short(nil))
+	case cli.IsHelp(args[0]):
+		args = []string{"versions", "--help"}
+	case args[0] != "versions":
+		return cli.Wrong(fmt.Errorf("sagas: unknown subcommand %q", args[0]), h.Short(nil))
 	}
 	fs := flag.NewFlagSet("sagas versions", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("sagas versions: %w\n\n%s", err, SagasUsage)
+	if err := h.Parse(fs, args[1:]); err != nil {
+		return err
 	}
 	tc, err := dialTemporal(ctx, cfg)
 	if err != nil {

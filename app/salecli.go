@@ -18,35 +18,60 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/cli"
 )
 
-// SaleUsage is the help of `seckill sale`.
-const SaleUsage = `Usage:
-  seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
-                      [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
-                      [--timeout 15m] [--segments 1..64]
-  seckill sale list [--limit 50]
-  seckill sale show ID
-  seckill sale stats ID [--watch 2s]
+// The synopsis of each `seckill sale` subcommand.
+const (
+	saleCreateUsage = `seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
+                    [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
+                    [--timeout 15m] [--segments 1..64]`
+	saleListUsage  = "seckill sale list [--limit 50]"
+	saleShowUsage  = "seckill sale show ID"
+	saleStatsUsage = "seckill sale stats ID [--watch 2s]"
+)
 
-Every subcommand takes --json (print the API's JSON) and --api URL (default
-$SECKILL_API_URL, else http://$SECKILL_HTTP_ADDR). They act as an admin with
-a short-lived token signed with SECKILL_JWT_SECRET (the dev secret when unset).
-`
+// saleHelp is the help of `seckill sale sub`, or of `seckill sale` when
+// sub is none of its subcommands.
+func saleHelp(sub string) cli.Help {
+	h := cli.Help{
+		About: `Every subcommand takes --json (print the API's JSON) and --api URL (default
+$SECKILL_API_URL, else http://$SECKILL_HTTP_ADDR). They act as an admin
+(SECKILL_ADMIN_TOKEN, or a short-lived token signed with SECKILL_JWT_SECRET,
+the dev secret when unset).`,
+		Env: Env(append([]string{"SECKILL_API_URL", "SECKILL_HTTP_ADDR"}, AdminEnv()...)...),
+	}
+	var about string
+	switch sub {
+	case "create":
+		h.Usage, about = saleCreateUsage, "Creates a sale and prints it, with its shop page."
+	case "list":
+		h.Usage, about = saleListUsage, "Lists the sales, newest first."
+	case "show":
+		h.Usage, about = saleShowUsage, "Prints a sale: its window, price, payment timeout and stock."
+	case "stats":
+		h.Usage, about = saleStatsUsage, `Prints a sale's funnel: stock, claims, orders, refunds, revenue and when it
+sold out; with --watch, again every interval until interrupted.`
+	default:
+		h.Usage = strings.Join([]string{saleCreateUsage, saleListUsage, saleShowUsage, saleStatsUsage}, "\n")
+		return h
+	}
+	h.About = about + "\n\n" + h.About
+	return h
+}
 
 // SaleCommand runs `seckill sale ...` against the API: operators need no
 // curl. now is the clock for relative times (+10m).
 func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, args []string, stdout io.Writer, now time.Time) error {
-	if len(args) == 0 {
-		return errors.New("sale: a subcommand is required (create, list, show, stats)\n\n" + SaleUsage)
+	switch {
+	case len(args) == 0:
+		return cli.Wrong(errors.New("sale: a subcommand is required (create, list, show, stats)"), saleHelp("").Short(nil))
+	case cli.IsHelp(args[0]):
+		return cli.ShowHelp(saleHelp("").Text(nil))
 	}
 	sub, args := args[0], args[1:]
-	if sub == "help" || sub == "-h" || sub == "--help" {
-		_, err := io.WriteString(stdout, SaleUsage)
-		return err
-	}
+	h := saleHelp(sub)
 	fs := flag.NewFlagSet("sale "+sub, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	defaultAPI := getenv("SECKILL_API_URL")
 	if defaultAPI == "" {
 		defaultAPI = "http://" + cfg.HTTPAddr
@@ -64,7 +89,7 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		ends := fs.String("ends", "+1h", "end: +DURATION from the start, or RFC 3339")
 		timeout := fs.Duration("timeout", 15*time.Minute, "time each winner has to pay (5s..24h)")
 		segments := fs.Int("segments", 1, "segments the Redis stock is split into, each in its own Cluster hash slot (1..64)")
-		if _, err := parseFlags(fs, args, 0); err != nil {
+		if _, err := parseFlags(h, fs, args, 0); err != nil {
 			return err
 		}
 		c.base = strings.TrimRight(*apiURL, "/")
@@ -86,7 +111,7 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		return nil
 	case "list":
 		limit := fs.Int("limit", 50, "at most this many sales, newest first (1..200)")
-		if _, err := parseFlags(fs, args, 0); err != nil {
+		if _, err := parseFlags(h, fs, args, 0); err != nil {
 			return err
 		}
 		c.base = strings.TrimRight(*apiURL, "/")
@@ -111,7 +136,7 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		}
 		return tw.Flush()
 	case "show":
-		pos, err := parseFlags(fs, args, 1)
+		pos, err := parseFlags(h, fs, args, 1)
 		if err != nil {
 			return err
 		}
@@ -128,7 +153,7 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		return nil
 	case "stats":
 		watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s)")
-		pos, err := parseFlags(fs, args, 1)
+		pos, err := parseFlags(h, fs, args, 1)
 		if err != nil {
 			return err
 		}
@@ -157,19 +182,16 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 			fmt.Fprintln(stdout)
 		}
 	}
-	return fmt.Errorf("sale: unknown subcommand %q\n\n%s", sub, SaleUsage)
+	return cli.Wrong(fmt.Errorf("sale: unknown subcommand %q", sub), saleHelp("").Short(nil))
 }
 
 // parseFlags parses args (flags may come before or after the positional
 // arguments) and checks that exactly want positional arguments remain.
-func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+func parseFlags(h cli.Help, fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errors.New(SaleUsage)
-			}
-			return nil, fmt.Errorf("%s: %w\n\n%s", fs.Name(), err, SaleUsage)
+		if err := h.Parse(fs, args); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -179,9 +201,9 @@ func parseFlags(fs *flag.FlagSet, args []string, want int) ([]string, error) {
 	}
 	if len(positional) != want {
 		if want == 1 {
-			return nil, fmt.Errorf("%s: one sale id is required\n\n%s", fs.Name(), SaleUsage)
+			return nil, cli.Wrong(fmt.Errorf("%s: one sale id is required", fs.Name()), h.Short(fs))
 		}
-		return nil, fmt.Errorf("%s: unexpected arguments %q\n\n%s", fs.Name(), positional, SaleUsage)
+		return nil, cli.Wrong(fmt.Errorf("%s: unexpected arguments %q", fs.Name(), positional), h.Short(fs))
 	}
 	return positional, nil
 }

@@ -12,11 +12,25 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/saga"
 )
 
 // errViolations makes `seckill audit` exit non-zero.
 var errViolations = errors.New("audit: invariants violated")
+
+func auditHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill audit --sale ID [--wait 1m] [--grace 1m] [--json]",
+		About: `Checks the eight invariants of docs/DESIGN.md for one sale, from
+PostgreSQL, Redis and Temporal, once the sale is at rest: it polls up to
+--wait until the sale is at rest and every check passes (--wait 0 checks
+at once), so a sale whose sagas are still working is not reported before
+they are done. Exits non-zero on any violation.`,
+		Env: app.Env(append([]string{"DATABASE_URL", "SECKILL_DB_MAX_CONNS", "REDIS_URL", "SECKILL_REDIS_PREFIX",
+			"SECKILL_REDIS_POOL_SIZE", "SECKILL_REDIS_MIN_REPLICAS", "SECKILL_REDIS_REPLICA_TIMEOUT", "SECKILL_PAYMENT_HOLD"}, app.TemporalEnv()...)...),
+	}
+}
 
 // runAudit checks the eight invariants of docs/DESIGN.md for one sale. It
 // polls up to --wait (a minute by default; 0 checks once) until the sale
@@ -29,7 +43,7 @@ func runAudit(ctx context.Context, cfg app.Config, args []string, stdout io.Writ
 	wait := fs.Duration("wait", time.Minute, "poll up to this long for the sale to be at rest and pass (0: check once)")
 	grace := fs.Duration("grace", time.Minute, "how long past its deadline an order may take to settle")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := auditHelp().Parse(fs, args); err != nil {
 		return err
 	}
 	saleID, err := strconv.ParseInt(*saleArg, 10, 64)

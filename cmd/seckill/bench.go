@@ -14,11 +14,30 @@ import (
 
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/bench"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 // errBenchFailed makes `seckill bench` exit non-zero when an audit fails
 // or a claim got a server error.
 var errBenchFailed = errors.New("bench: an audit failed or claims got server errors")
+
+func benchHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill bench [--rate 30000] [--buyers 1000000] [--units 10000] [--pay 0] [--fail 0] ...\nseckill bench --lobby [--lobby-window D] [--lobby-margin D] ...\nseckill bench --api URL ...",
+		About: `The flash-sale benchmark with its two anchors (BENCHMARKS.md). Without
+--api it launches a fresh system of child processes (Temporal dev server,
+worker, API) on a new database beside DATABASE_URL's and a new Redis key
+prefix, and removes them afterwards; the children inherit the environment,
+so they read the other settings as seckill api and worker do. With --api
+it benchmarks that running API, with the environment's database, Redis,
+Temporal and secrets. --lobby benchmarks a sale with a lobby and its draw
+instead of a burst. Exits non-zero when an audit fails or a claim got a
+server error.`,
+		Env: app.Env(append([]string{"DATABASE_URL", "SECKILL_DB_MAX_CONNS", "REDIS_URL", "SECKILL_REDIS_PREFIX", "SECKILL_REDIS_POOL_SIZE",
+			"SECKILL_REDIS_MIN_REPLICAS", "SECKILL_REDIS_REPLICA_TIMEOUT", "SECKILL_JWT_SECRET", "SECKILL_WEBHOOK_SECRET",
+			"SECKILL_CLAIM_RATE", "SECKILL_WORKER_ACTIVITIES"}, app.TemporalEnv()...)...),
+	}
+}
 
 // runBench runs the flash-sale benchmark. Without --api it launches a
 // fresh system of child processes (Temporal dev server, worker, API) on a
@@ -55,7 +74,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	lobbyMargin := fs.Duration("lobby-margin", 0, "with --lobby: added to buyers/rate for the default window (default max(15s, 10% of buyers/rate))")
 	lobbyVerify := fs.Bool("lobby-verify", true, "with --lobby: verify the published draw (draw.Verify) and time it")
 	drawWithin := fs.Duration("draw-within", 30*time.Minute, "with --lobby: give up waiting for the draw and its winners' orders after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := benchHelp().Parse(fs, args); err != nil {
 		return err
 	}
 	o.Progress = stderr

@@ -14,17 +14,29 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/cli"
 )
+
+func devServerHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill devserver [--temporal-store postgres|memory] [--db-file F]",
+		About: `Runs only the embedded Temporal dev server and its Web UI, with seckill's
+search attributes, until interrupted; its state in PostgreSQL, beside
+DATABASE_URL's database, unless asked otherwise.`,
+		Env: app.Env(append([]string{"DATABASE_URL", "TEMPORAL_NAMESPACE"}, append(app.DevServerEnv(), "SECKILL_LOG_LEVEL", "SECKILL_LOG_FORMAT")...)...),
+	}
+}
 
 func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("devserver", flag.ContinueOnError)
 	store := fs.String("temporal-store", app.StorePostgres, "where Temporal keeps its state: postgres (databases of its own beside DATABASE_URL's) or memory")
 	dbFile := fs.String("db-file", "", "keep Temporal's state in this SQLite file instead")
-	if err := fs.Parse(args); err != nil {
+	if err := devServerHelp().Parse(fs, args); err != nil {
 		return err
 	}
 	ts, err := app.StartDevServer(cfg, app.DevOptions{TemporalStore: *store, DBFile: *dbFile})
@@ -36,27 +48,55 @@ func runDevServer(ctx context.Context, cfg app.Config, args []string, stdout io.
 	return ts.Stop()
 }
 
-func runDev(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
+func devHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill dev [--temporal-store postgres|memory] [--db-file F] [--no-demo]",
+		About: `Runs everything in one process: the embedded Temporal server and its Web
+UI, the worker, the outbox relay and the API with the shop's pages and the
+dev tools (SECKILL_DEV_TOOLS is always on). It creates and migrates the
+database, opens a demo sale when none is open, and prints the URLs and
+tokens. Unset secrets are the fixed dev ones. Its Temporal server is its
+own, on loopback: TEMPORAL_ADDRESS, TEMPORAL_TLS_* and TEMPORAL_API_KEY
+are not read. Ctrl-C (SIGINT) or SIGTERM stops it cleanly, exit status 0.`,
+		Env: serverEnv(append(devIgnores(), "SECKILL_DEV_TOOLS"), "SECKILL_LOG_FORMAT"),
+	}
+}
+
+// devIgnores are the settings of a Temporal beyond loopback, which dev's
+// own server is not (app.Dev).
+func devIgnores() []string {
+	return slices.DeleteFunc(app.TemporalEnv(), func(name string) bool {
+		return name == "TEMPORAL_NAMESPACE" || name == "TEMPORAL_TASK_QUEUE"
+	})
+}
+
+func runDev(c call) error {
+	ctx, cfg, stdout := c.ctx, c.cfg, c.stdout
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	store := fs.String("temporal-store", app.StorePostgres, "where Temporal keeps its state: postgres (databases of its own beside DATABASE_URL's, so orders in flight survive a restart) or memory")
 	dbFile := fs.String("db-file", "", "keep Temporal's state in this SQLite file instead")
 	noDemo := fs.Bool("no-demo", false, "do not open a demo sale when no sale is open")
-	if err := fs.Parse(args); err != nil {
+	if err := devHelp().Parse(fs, c.args); err != nil {
 		return err
 	}
+	stop, err := observe(ctx, &cfg, "dev", c.getenv)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	cfg.WithDevSecrets()
 	opts := app.DevOptions{TemporalStore: *store, DBFile: *dbFile, Progress: stdout, DemoSale: !*noDemo}
 	// The embedded server's own logs (JSON, errors only, with stack
 	// traces: dozens of lines at a failed start; a clean start and stop
 	// write none) go to a file unless asked for with
 	// SECKILL_LOG_LEVEL=debug.
-	if strings.ToLower(os.Getenv("SECKILL_LOG_LEVEL")) == "debug" {
+	if strings.ToLower(c.getenv("SECKILL_LOG_LEVEL")) == "debug" {
 		opts.TemporalLogLevel = "debug"
 	} else {
 		opts.TemporalLogFile = devTemporalLog(cfg.DatabaseURL)
 		fmt.Fprintf(stdout, "(the embedded Temporal server logs to %s; SECKILL_LOG_LEVEL=debug shows it here)\n", opts.TemporalLogFile)
 	}
-	err := app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
+	err = app.Dev(ctx, cfg, opts, func(info app.DevInfo) {
 		user, _ := cfg.Secret().Sign("alice", false, 24*time.Hour)
 		fmt.Fprintf(stdout, `
 seckill dev is running. Ctrl-C stops everything.

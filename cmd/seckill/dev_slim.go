@@ -17,4 +17,4 @@ var errNoDevMode = errors.New("this is the slim build of seckill (no embedded Te
 
 func runDevServer(context.Context, app.Config, []string, io.Writer) error { return errNoDevMode }
 
-func runDev(context.Context, app.Config, []string, io.Writer) error { return errNoDevMode }
+func runDev(call) error { return errNoDevMode }

@@ -14,12 +14,14 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/tracing"
 )
 
@@ -73,136 +75,242 @@ Usage:
                                     or the dev secret when unset); --wait then
                                     waits as seckill order wait does
 
-Configuration is read from the environment; see README.md.
+Every command reads its settings from the environment and checks them all
+at start: seckill COMMAND --help says what the command does, its flags and
+the settings it uses, with their defaults; docs/OPERATIONS.md#configuration
+says what each setting means.
 `
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "seckill:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// run is seckill's command line, with the environment read through
+// getenv. It returns the exit status (cli.Exit): 0 when the command
+// succeeded or its help was asked for, 1 when it failed, 2 when the
+// command line is wrong.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return cli.Exit(dispatch(args, getenv, stdout, stderr), stdout, stderr)
+}
+
+// call is one run of a command: what any command may use.
+type call struct {
+	ctx            context.Context // done at SIGINT or SIGTERM
+	cfg            app.Config
+	getenv         func(string) string
+	args           []string // after the command's name
+	stdout, stderr io.Writer
+}
+
+// dispatch runs the command args name, its help or the top-level one.
+func dispatch(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("a command is required")
+		return cli.Wrong(errors.New("a command is required"), usage)
 	}
-	cfg, err := app.FromEnv(os.Getenv)
+	if cli.IsHelp(args[0]) {
+		return cli.ShowHelp(usage)
+	}
+	name := args[0]
+	cmd := command(name)
+	if cmd == nil {
+		return cli.Wrong(fmt.Errorf("unknown command %q", name), usage)
+	}
+	cfg, err := app.FromEnv(getenv)
 	if err != nil {
 		return err
 	}
-	cmd, args := args[0], args[1:]
-	cfg.Log = newLogger(stderr, cmd == "dev" || cmd == "devserver")
-	if addr := os.Getenv("SECKILL_PPROF_ADDR"); addr != "" && (cmd == "api" || cmd == "worker" || cmd == "dev") {
-		stop, err := servePProf(addr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-
+	cfg.Log = newLogger(stderr, getenv, name == "dev" || name == "devserver")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cfg.Tracing && (cmd == "api" || cmd == "worker" || cmd == "dev") {
-		// docs/API.md "Tracing": the OTEL_* variables name the collector.
-		shutdown, err := tracing.Setup(ctx, os.Getenv, "seckill-"+cmd)
+	return cmd(call{ctx: ctx, cfg: cfg, getenv: getenv, args: args[1:], stdout: stdout, stderr: stderr})
+}
+
+// command is the command called name, nil when there is none.
+func command(name string) func(call) error {
+	switch name {
+	case "dev":
+		return runDev
+	case "devserver":
+		return func(c call) error { return runDevServer(c.ctx, c.cfg, c.args, c.stdout) }
+	case "api":
+		return runAPI
+	case "worker":
+		return runWorker
+	case "migrate":
+		return runMigrate
+	case "token":
+		return func(c call) error { return token(c.cfg, c.args, c.stdout) }
+	case "pay":
+		return func(c call) error { return pay(c.ctx, c.cfg, c.args, c.stdout) }
+	case "audit":
+		return func(c call) error { return runAudit(c.ctx, c.cfg, c.args, c.stdout) }
+	case "bench":
+		return func(c call) error { return runBench(c.ctx, c.cfg, c.args, c.stdout, c.stderr) }
+	case "sale":
+		return func(c call) error { return app.SaleCommand(c.ctx, c.cfg, c.getenv, c.args, c.stdout, time.Now()) }
+	case "sagas":
+		return func(c call) error { return app.SagasCommand(c.ctx, c.cfg, c.args, c.stdout) }
+	case "events":
+		return func(c call) error { return app.EventsCommand(c.ctx, c.cfg, c.args, c.stdout) }
+	case "order":
+		return func(c call) error { return app.OrderCommand(c.ctx, c.cfg, c.getenv, c.args, c.stdout) }
+	case "draw":
+		return func(c call) error { return app.DrawCommand(c.ctx, c.cfg, c.getenv, c.args, c.stdout) }
+	}
+	return nil
+}
+
+// serverEnv is what the long-running processes read: every setting
+// FromEnv reads but those named in except, their logs', profiler's and
+// traces' settings, and extra.
+func serverEnv(except []string, extra ...string) []cli.Var {
+	var names []string
+	for _, v := range app.ConfigEnv() {
+		if !slices.Contains(except, v.Name) {
+			names = append(names, v.Name)
+		}
+	}
+	names = append(names, "SECKILL_LOG_LEVEL", "SECKILL_PPROF_ADDR", "OTEL_EXPORTER_OTLP_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_TRACES_SAMPLER")
+	return app.Env(append(names, extra...)...)
+}
+
+func apiHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill api",
+		About: `Serves the HTTP API on SECKILL_HTTP_ADDR: the shop's pages, /api/v1 and the
+payment webhook. It refuses to start without SECKILL_WEBHOOK_SECRET, and
+without SECKILL_JWT_SECRET unless an identity provider signs the tokens
+(SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL). On SIGTERM it stays up, not
+ready, for SECKILL_SHUTDOWN_DELAY, then waits up to SECKILL_SHUTDOWN_TIMEOUT
+for the requests in flight.`,
+		Env: serverEnv(app.DevServerEnv()),
+	}
+}
+
+func runAPI(c call) error {
+	if err := apiHelp().Parse(flag.NewFlagSet("api", flag.ContinueOnError), c.args); err != nil {
+		return err
+	}
+	if err := c.cfg.RequireSecrets(); err != nil {
+		return err
+	}
+	stop, err := observe(c.ctx, &c.cfg, "api", c.getenv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg := c.cfg
+	return withDeps(c.ctx, cfg, app.Connect, func(d *app.Deps) error {
+		ln, err := app.Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
 		if err != nil {
 			return err
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = shutdown(sctx)
-		}()
-		cfg.Log = slog.New(tracing.LogHandler(cfg.Log.Handler()))
-	}
+		cfg.Log.Info("api listening", "addr", ln.Addr().String(), "shop", "http://"+ln.Addr().String()+"/", "paymentHold", cfg.PaymentHold.String())
+		if cfg.DevTools {
+			cfg.Log.Warn("SECKILL_DEV_TOOLS is on: anyone can sign in as any user at /dev/sign-in and pay without paying at /dev/checkout; never enable it on a public deployment")
+		}
+		return app.RunAPI(c.ctx, cfg, d, ln)
+	})
+}
 
-	switch cmd {
-	case "dev":
-		return runDev(ctx, cfg, args, stdout)
-	case "devserver":
-		return runDevServer(ctx, cfg, args, stdout)
-	case "api":
-		if err := parse("api", args); err != nil {
-			return err
-		}
-		if err := cfg.RequireSecrets(); err != nil {
-			return err
-		}
-		return withDeps(ctx, cfg, app.Connect, func(d *app.Deps) error {
-			ln, err := app.Listen(cfg.HTTPAddr, "SECKILL_HTTP_ADDR")
+func workerHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill worker",
+		About: `Runs the Temporal worker (the order sagas and their activities; it registers
+seckill's search attributes when missing), the outbox relay, which starts
+a saga for each admitted claim, and the re-warmer, which loads Redis again
+with every open sale it lost. It refuses to start without its secrets, as
+seckill api does. With SECKILL_METRICS_ADDR it serves its metrics on
+http://ADDR/metrics.`,
+		Env: serverEnv(app.DevServerEnv(), "SECKILL_METRICS_ADDR"),
+	}
+}
+
+func runWorker(c call) error {
+	if err := workerHelp().Parse(flag.NewFlagSet("worker", flag.ContinueOnError), c.args); err != nil {
+		return err
+	}
+	if err := c.cfg.RequireSecrets(); err != nil {
+		return err
+	}
+	stop, err := observe(c.ctx, &c.cfg, "worker", c.getenv)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg := c.cfg
+	return withDeps(c.ctx, cfg, app.Connect, func(d *app.Deps) error {
+		if addr := c.getenv("SECKILL_METRICS_ADDR"); addr != "" {
+			stopMetrics, err := serveMetrics(addr, d)
 			if err != nil {
 				return err
 			}
-			cfg.Log.Info("api listening", "addr", ln.Addr().String(), "shop", "http://"+ln.Addr().String()+"/", "paymentHold", cfg.PaymentHold.String())
-			if cfg.DevTools {
-				cfg.Log.Warn("SECKILL_DEV_TOOLS is on: anyone can sign in as any user at /dev/sign-in and pay without paying at /dev/checkout; never enable it on a public deployment")
-			}
-			return app.RunAPI(ctx, cfg, d, ln)
-		})
-	case "worker":
-		if err := parse("worker", args); err != nil {
-			return err
+			defer stopMetrics()
+			cfg.Log.Info("worker metrics", "url", "http://"+addr+"/metrics")
 		}
-		if err := cfg.RequireSecrets(); err != nil {
-			return err
-		}
-		return withDeps(ctx, cfg, app.Connect, func(d *app.Deps) error {
-			if addr := os.Getenv("SECKILL_METRICS_ADDR"); addr != "" {
-				stopMetrics, err := serveMetrics(addr, d)
-				if err != nil {
-					return err
-				}
-				defer stopMetrics()
-				cfg.Log.Info("worker metrics", "url", "http://"+addr+"/metrics")
-			}
-			cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue, "paymentHold", cfg.PaymentHold.String())
-			return app.RunWorker(ctx, cfg, d)
-		})
-	case "migrate":
-		if err := parse("migrate", args); err != nil {
-			return err
-		}
-		return migrate(ctx, cfg, stdout)
-	case "token":
-		return token(cfg, args, stdout)
-	case "pay":
-		return pay(ctx, cfg, args, stdout)
-	case "audit":
-		return runAudit(ctx, cfg, args, stdout)
-	case "sale":
-		return app.SaleCommand(ctx, cfg, os.Getenv, args, stdout, time.Now())
-	case "sagas":
-		return app.SagasCommand(ctx, cfg, args, stdout)
-	case "events":
-		return app.EventsCommand(ctx, cfg, args, stdout)
-	case "order":
-		return app.OrderCommand(ctx, cfg, os.Getenv, args, stdout)
-	case "draw":
-		return app.DrawCommand(ctx, cfg, os.Getenv, args, stdout)
-	case "bench":
-		return runBench(ctx, cfg, args, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+		cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue, "paymentHold", cfg.PaymentHold.String())
+		return app.RunWorker(c.ctx, cfg, d)
+	})
+}
+
+func migrateHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill migrate",
+		About: `Creates the database DATABASE_URL names if it is missing, and applies the
+migrations it lacks, showing its progress.`,
+		Env: app.Env("DATABASE_URL"),
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
 }
 
-func parse(name string, args []string) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return fs.Parse(args)
+func runMigrate(c call) error {
+	if err := migrateHelp().Parse(flag.NewFlagSet("migrate", flag.ContinueOnError), c.args); err != nil {
+		return err
+	}
+	return app.Migrate(c.ctx, c.cfg, c.stdout)
 }
 
-func newLogger(w io.Writer, dev bool) *slog.Logger {
+// observe starts what api, worker and dev serve beside their work: Go's
+// profiler on SECKILL_PPROF_ADDR, and traces when the OTEL_* variables
+// name a collector (docs/API.md "Tracing"), which cfg.Log's lines then
+// carry. stop ends both.
+func observe(ctx context.Context, cfg *app.Config, name string, getenv func(string) string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if addr := getenv("SECKILL_PPROF_ADDR"); addr != "" {
+		stopPProf, err := servePProf(addr)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, stopPProf)
+	}
+	if cfg.Tracing {
+		shutdown, err := tracing.Setup(ctx, getenv, "seckill-"+name)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(sctx)
+		})
+		cfg.Log = slog.New(tracing.LogHandler(cfg.Log.Handler()))
+	}
+	return stop, nil
+}
+
+func newLogger(w io.Writer, getenv func(string) string, dev bool) *slog.Logger {
 	level := slog.LevelInfo
-	if v := os.Getenv("SECKILL_LOG_LEVEL"); v != "" {
+	if v := getenv("SECKILL_LOG_LEVEL"); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: app.LogIDsAsStrings}
-	if dev && os.Getenv("SECKILL_LOG_FORMAT") != "json" {
+	if dev && getenv("SECKILL_LOG_FORMAT") != "json" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
@@ -220,16 +328,23 @@ func withDeps(ctx context.Context, cfg app.Config, connect func(context.Context,
 	return nil
 }
 
-func migrate(ctx context.Context, cfg app.Config, stdout io.Writer) error {
-	return app.Migrate(ctx, cfg, stdout)
+func tokenHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill token --user ID [--admin] [--ttl 1h]",
+		About: `Prints a JWT for user ID, signed with SECKILL_JWT_SECRET (the dev secret
+when unset), carrying SECKILL_JWT_AUDIENCE and, with --admin,
+SECKILL_ADMIN_CLAIM. With an identity provider (SECKILL_OIDC_ISSUER or
+SECKILL_JWKS_URL) tokens come from it, and this command refuses.`,
+		Env: app.Env(app.SigningEnv()...),
+	}
 }
 
 func token(cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	user := fs.String("user", "", "user id (sub), 1-255 printable ASCII characters")
-	admin := fs.Bool("admin", false, `add "role": "admin"`)
+	admin := fs.Bool("admin", false, "an admin's token: it carries SECKILL_ADMIN_CLAIM")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
-	if err := fs.Parse(args); err != nil {
+	if err := tokenHelp().Parse(fs, args); err != nil {
 		return err
 	}
 	if *user == "" {

@@ -15,22 +15,36 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 // pay plays the payment provider in development: it sends the API a
 // Stripe-style event for an order, signed with the webhook secret, exactly
 // as a provider would; with --wait it then waits for the order's saga to
 // decide the order.
+func payHelp() cli.Help {
+	return cli.Help{
+		Usage: "seckill pay --order ID [--fail] [--amount N] [--event ID] [--api URL] [--wait [--timeout " + cli.Duration(app.DefaultOrderWait) + "]]",
+		About: `Plays the dev payment provider: reads the order through the API as an
+admin, for its amount, then sends the API a Stripe-style
+payment_intent.succeeded event for it (payment_intent.payment_failed with
+--fail), signed with SECKILL_WEBHOOK_SECRET (the dev secret when unset),
+as a provider would. With --wait it then waits, as seckill order wait
+does, until the order is decided and its saga has ended.`,
+		Env: app.Env(append(append([]string{"SECKILL_HTTP_ADDR", "SECKILL_WEBHOOK_SECRET"}, app.AdminEnv()...), app.TemporalEnv()...)...),
+	}
+}
+
 func pay(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pay", flag.ContinueOnError)
 	orderID := fs.String("order", "", "order id")
 	fail := fs.Bool("fail", false, "send payment_intent.payment_failed instead of succeeded")
 	apiURL := fs.String("api", "http://"+cfg.HTTPAddr, "API base URL")
-	amount := fs.Int64("amount", -1, "amount in cents (default: the order's)")
+	amount := fs.Int64("amount", -1, "amount in cents; -1: the order's")
 	eventID := fs.String("event", "", "event id (default: a new one; repeat one to test duplicates)")
 	wait := fs.Bool("wait", false, "then wait until the order is decided (PAID or CLOSED) and its saga has ended, and print it, as seckill order wait does")
 	timeout := fs.Duration("timeout", app.DefaultOrderWait, "with --wait: how long to wait")
-	if err := fs.Parse(args); err != nil {
+	if err := payHelp().Parse(fs, args); err != nil {
 		return err
 	}
 	id, err := strconv.ParseInt(*orderID, 10, 64)

@@ -18,13 +18,15 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/draw"
+	"github.com/seckill/seckill/internal/cli"
 )
 
-// Usage is the help of `seckill draw`.
-const Usage = `Usage:
-  seckill draw verify --sale ID [--api URL] [--json]
-
-Recomputes a sale's draw from what the API publishes, as anyone can
+// help is the help of `seckill draw verify`, and of `seckill draw`, its
+// one subcommand; env is what the caller reads (Options.Env).
+func help(env []cli.Var) cli.Help {
+	return cli.Help{
+		Usage: "seckill draw verify --sale ID [--api URL] [--json]",
+		About: `Recomputes a sale's draw from what the API publishes, as anyone can
 (docs/API.md "Fair start"), and checks each piece:
   - the revealed seed's SHA-256 is the commitment shown since the lobby opened;
   - the entries are well-formed, distinct, sorted ascending, as many as declared;
@@ -37,8 +39,10 @@ place when the entries are sorted by SHA-256(seed bytes || entry bytes).
 --api defaults to $SECKILL_API_URL, else http://$SECKILL_HTTP_ADDR. The
 order list needs an admin token (SECKILL_ADMIN_TOKEN, or one signed with
 SECKILL_JWT_SECRET, the dev secret when unset); without one its checks are
-skipped and said so. Exits non-zero when any check fails.
-`
+skipped and said so. Exits non-zero when any check fails.`,
+		Env: env,
+	}
+}
 
 // ErrFailed is returned when the draw does not check out.
 var ErrFailed = errors.New("draw verify: the draw does not check out")
@@ -52,36 +56,33 @@ type Options struct {
 	// HTTP is the client (nil: one with a 10-minute timeout, for a
 	// million entries on a slow link).
 	HTTP *http.Client
+	// Env is what the caller reads from the environment for DefaultAPI
+	// and AdminToken, for the help.
+	Env []cli.Var
 }
 
 // Command runs `seckill draw ...`: it prints the report and returns
-// ErrFailed when a check failed.
+// ErrFailed when a check failed. Asked for its help, or given a wrong
+// command line, it returns the error cli.Exit prints (internal/cli).
 func Command(ctx context.Context, args []string, stdout io.Writer, opts Options) error {
-	if len(args) == 0 {
-		return errors.New("draw: a subcommand is required (verify)\n\n" + Usage)
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		_, err := io.WriteString(stdout, Usage)
-		return err
-	case "verify":
-	default:
-		return fmt.Errorf("draw: unknown subcommand %q\n\n%s", args[0], Usage)
+	h := help(opts.Env)
+	switch {
+	case len(args) == 0:
+		return cli.Wrong(errors.New("draw: a subcommand is required (verify)"), h.Short(nil))
+	case cli.IsHelp(args[0]):
+		args = []string{"verify", "--help"}
+	case args[0] != "verify":
+		return cli.Wrong(fmt.Errorf("draw: unknown subcommand %q", args[0]), h.Short(nil))
 	}
 	fs := flag.NewFlagSet("draw verify", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	sale := fs.String("sale", "", "sale id")
 	apiURL := fs.String("api", opts.DefaultAPI, "API base URL")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			_, err := io.WriteString(stdout, Usage)
-			return err
-		}
-		return fmt.Errorf("draw verify: %w\n\n%s", err, Usage)
+	if err := h.Parse(fs, args[1:]); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("draw verify: unexpected arguments %q\n\n%s", fs.Args(), Usage)
+		return cli.Wrong(fmt.Errorf("draw verify: unexpected arguments %q", fs.Args()), h.Short(fs))
 	}
 	if id, err := strconv.ParseInt(*sale, 10, 64); err != nil || id <= 0 {
 		return errors.New("draw verify: --sale must be a sale id")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/draw/drawcli"
+	"github.com/seckill/seckill/internal/cli"
 )
 
 const adminToken = "admin-token"
@@ -228,15 +229,27 @@ func TestDrawVerify_Errors(t *testing.T) {
 
 	_, err = run(t, f, adminToken, "verify")
 	require.ErrorContains(t, err, "--sale must be a sale id")
+	// A wrong command line exits 2 with the usage; the help exits 0 (cli.Exit).
+	for _, args := range [][]string{{"verify", "--sale", "42", "extra"}, {"check"}, {}, {"verify", "--bogus"}} {
+		_, err = run(t, f, adminToken, args...)
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 2, cli.Exit(err, &stdout, &stderr), "%q: %v", args, err)
+		require.Contains(t, stderr.String(), "Usage:\n  seckill draw verify --sale ID", "%q", args)
+	}
 	_, err = run(t, f, adminToken, "verify", "--sale", "42", "extra")
 	require.ErrorContains(t, err, "unexpected arguments")
 	_, err = run(t, f, adminToken, "check")
 	require.ErrorContains(t, err, `unknown subcommand "check"`)
 	_, err = run(t, f, adminToken)
 	require.ErrorContains(t, err, "a subcommand is required")
-	out, err := run(t, f, adminToken, "verify", "--help")
-	require.NoError(t, err)
-	require.Equal(t, drawcli.Usage, out)
+	for _, args := range [][]string{{"verify", "--help"}, {"--help"}, {"help"}, {"verify", "-h"}} {
+		_, err = run(t, f, adminToken, args...)
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, cli.Exit(err, &stdout, &stderr), "%q: %v", args, err)
+		require.Contains(t, stdout.String(), "Usage:\n  seckill draw verify --sale ID", "%q", args)
+		require.Contains(t, stdout.String(), "  --api string\n        API base URL (default \"http://127.0.0.1:", "%q", args)
+		require.Empty(t, stderr.String())
+	}
 
 	var buf bytes.Buffer
 	err = drawcli.Command(context.Background(), []string{"verify", "--sale", "42", "--api", "http://127.0.0.1:1"}, &buf, drawcli.Options{})
