@@ -3,7 +3,7 @@ SHELL     := /bin/bash
 GO        ?= go
 # Packages that embed the Temporal server link slowly (minutes, cold): they
 # are tested without -race; everything else runs with it.
-SLOW_PKGS := ./app/...
+SLOW_PKGS := ./app/... ./cmd/...
 # Listed when test-fast runs, not for every target: `go list` takes seconds
 # and downloads every module (chaos' included) before `make dev` starts.
 FAST_PKGS = $$($(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')

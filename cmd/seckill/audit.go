@@ -22,7 +22,7 @@ var errViolations = errors.New("audit: invariants violated")
 func auditHelp() cli.Help {
 	return cli.Help{
 		Usage: "seckill audit --sale ID [--wait 1m] [--grace 1m] [--json]",
-		About: `Checks the eight invariants of docs/DESIGN.md for one sale, from
+		About: `Checks the invariants of docs/DESIGN.md for one sale, from
 PostgreSQL, Redis and Temporal, once the sale is at rest: it polls up to
 --wait until the sale is at rest and every check passes (--wait 0 checks
 at once), so a sale whose sagas are still working is not reported before
@@ -32,7 +32,7 @@ they are done. Exits non-zero on any violation.`,
 	}
 }
 
-// runAudit checks the eight invariants of docs/DESIGN.md for one sale. It
+// runAudit checks the invariants of docs/DESIGN.md for one sale. It
 // polls up to --wait (a minute by default; 0 checks once) until the sale
 // is at rest and every check passes, so a sale whose sagas are still
 // working is not reported before they are done; it exits non-zero on any

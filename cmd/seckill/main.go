@@ -45,7 +45,7 @@ Usage:
                                     or the dev secret when unset, with
                                     SECKILL_JWT_AUDIENCE and SECKILL_ADMIN_CLAIM)
   seckill audit --sale ID [--wait 1m] [--json]
-                                    check the eight invariants of a sale, once
+                                    check the invariants of a sale, once
                                     it is at rest (waits up to --wait for that;
                                     --wait 0 checks at once); exits non-zero on
                                     any violation
