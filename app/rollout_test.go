@@ -373,15 +373,27 @@ func newBalancer(t *testing.T, apis []*child) *balancer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	probe := &http.Client{Timeout: time.Second}
+	// The chart's readiness probe (deploy/helm/seckill/values.yaml): a
+	// 3 s timeout, and unready after 2 failures in a row, ready after one
+	// success; checked more often than its 5 s, to see a drain sooner.
+	// One slow answer (a health check of Temporal on a loaded machine) no
+	// more takes a backend out here than in Kubernetes.
+	const probeTimeout, failureThreshold = 3 * time.Second, 2
+	probe := &http.Client{Timeout: probeTimeout}
 	for _, b := range lb.backends {
 		go func() {
+			failures := 0
 			for ctx.Err() == nil {
 				resp, err := probe.Get("http://" + b.c.addr + "/readyz")
 				if err == nil {
 					_ = resp.Body.Close()
 				}
-				b.ready.Store(err == nil && resp.StatusCode == http.StatusOK)
+				if err == nil && resp.StatusCode == http.StatusOK {
+					failures = 0
+					b.ready.Store(true)
+				} else if failures++; failures >= failureThreshold {
+					b.ready.Store(false)
+				}
 				select {
 				case <-ctx.Done():
 				case <-time.After(200 * time.Millisecond):
