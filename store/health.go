@@ -120,3 +120,21 @@ func (s *Store) HeldUnits(ctx context.Context, saleID int64, claimed []int64) (t
 	}
 	return row.Total, row.Held, nil
 }
+
+// SaleTotals reads the total stock of each of ids that is a sale here
+// (ids of another database's sales are absent): one statement on the
+// sales' primary key, however many orders the sales have.
+func (s *Store) SaleTotals(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct{ ID, Total int64 }
+	if err := s.db.WithContext(ctx).Raw(`SELECT id, total FROM sales WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the sales' totals: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Total
+	}
+	return out, nil
+}
