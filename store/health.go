@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -92,33 +90,6 @@ func (s *Store) UndeliveredPayments(ctx context.Context) (map[bool]Backlog, erro
 		out[r.Written] = backlogRow{N: r.N, Oldest: r.Oldest}.backlog()
 	}
 	return out, nil
-}
-
-// HeldUnits reads sale saleID's total stock and how many of its units
-// orders hold: every order not CLOSED (QUEUED, AWAITING_PAYMENT, PAID),
-// and every claim in claimed (the order ids Redis' claims name) whose
-// order has no row yet, each once. A claim naming a CLOSED order holds
-// nothing: its unit went back to the database but not to Redis.
-func (s *Store) HeldUnits(ctx context.Context, saleID int64, claimed []int64) (total, held int64, err error) {
-	ids := make([]string, len(claimed))
-	for i, id := range claimed {
-		ids[i] = strconv.FormatInt(id, 10)
-	}
-	var row struct{ Total, Held int64 }
-	err = s.db.WithContext(ctx).Raw(`SELECT s.total, (SELECT count(*) FROM (
-			SELECT o.id FROM orders o WHERE o.sale_id = s.id AND o.status <> ?
-			UNION
-			SELECT c.id FROM unnest(?::bigint[]) AS c(id) LEFT JOIN orders o ON o.id = c.id
-			WHERE o.id IS NULL OR o.status <> ?) h) AS held
-		FROM sales s WHERE s.id = ?`,
-		string(seckill.StatusClosed), "{"+strings.Join(ids, ",")+"}", string(seckill.StatusClosed), saleID).Scan(&row).Error
-	if err != nil {
-		return 0, 0, fmt.Errorf("count the units held in sale %d: %w", saleID, err)
-	}
-	if row.Total == 0 {
-		return 0, 0, fmt.Errorf("sale %d: %w", saleID, seckill.ErrNotFound)
-	}
-	return row.Total, row.Held, nil
 }
 
 // SaleTotals reads the total stock of each of ids that is a sale here
