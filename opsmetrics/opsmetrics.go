@@ -19,9 +19,10 @@
 //   - seckill_redis_replicas and seckill_redis_min_replicas: the replicas
 //     the Redis primary has connected (the fewest over a Cluster's
 //     primaries), and SECKILL_REDIS_MIN_REPLICAS;
-//   - seckill_sale_stranded_units{sale}: units of a live sale neither in
-//     Redis' stock, nor held by an order (claimed and not closed, or
-//     written and not closed: awaiting payment or sold);
+//   - seckill_sale_stranded_units{sale}: units of a live sale that Redis
+//     holds nowhere: the sale's total less Redis' stock (units stuck
+//     between segments left out) and its claims (one unit each, queued,
+//     awaiting payment or paid); negative when Redis holds more;
 //   - seckill_health_scrape_ok{check}: 0 when one check's read failed or
 //     timed out (its gauges are then missing from the scrape).
 //
@@ -31,15 +32,15 @@ package opsmetrics
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
@@ -69,8 +70,9 @@ type Options struct {
 	// past its grace) [1m].
 	MoveGrace time.Duration
 	// StrandedEvery is how often the stranded units are counted; scrapes
-	// in between export the last count. The count reads every claim of
-	// every live sale, so it is not repeated at every scrape [30s].
+	// in between export the last count. The count reads a few keys per
+	// segment of every live sale, never its claims one by one: like the
+	// other checks, it can run at every scrape [0: at every scrape].
 	StrandedEvery time.Duration
 	// Log receives a warning when a check fails, at most once a minute
 	// per check; nil logs nothing.
@@ -106,9 +108,6 @@ func New(st *store.Store, rs *redisstore.Store, opts Options) *Collector {
 	if opts.MoveGrace <= 0 {
 		opts.MoveGrace = time.Minute
 	}
-	if opts.StrandedEvery <= 0 {
-		opts.StrandedEvery = 30 * time.Second
-	}
 	return &Collector{
 		store: st, redis: rs, opts: opts, logged: map[string]time.Time{},
 		outboxAge: prometheus.NewDesc("seckill_outbox_oldest_age_seconds",
@@ -130,7 +129,7 @@ func New(st *store.Store, rs *redisstore.Store, opts Options) *Collector {
 		minReplicas: prometheus.NewDesc("seckill_redis_min_replicas",
 			"Replicas every admission must reach (SECKILL_REDIS_MIN_REPLICAS, resolved).", nil, nil),
 		stranded: prometheus.NewDesc("seckill_sale_stranded_units",
-			"Units of a live sale neither in Redis' stock nor held by an order (claimed or written, and not closed); negative: Redis holds more than the database.", []string{"sale"}, nil),
+			"Units of a live sale Redis holds nowhere: the sale's total less Redis' stock (units stuck between segments left out) and its claims; negative: Redis holds more units than the sale has.", []string{"sale"}, nil),
 		ok: prometheus.NewDesc("seckill_health_scrape_ok",
 			"1 when the check's gauges could be read at this scrape, 0 when Redis or the database failed or timed out.", []string{"check"}, nil),
 	}
@@ -265,12 +264,8 @@ func (c *Collector) redisReplicas(ctx context.Context) ([]prometheus.Metric, err
 	return []prometheus.Metric{gauge(c.replicas, float64(n)), gauge(c.minReplicas, float64(c.redis.MinReplicas()))}, nil
 }
 
-// strandedUnits counts, at most every StrandedEvery, each live sale's
-// units that are nowhere: total - (Redis' stock, less the units stuck
-// between segments past MoveGrace) - units held by orders. Redis is read
-// first, then the database in one statement, so a claim or a release
-// under way between the two reads can show a unit too many or too few
-// for one count; only a count that stays is a unit lost.
+// strandedUnits counts each live sale's units that Redis holds nowhere
+// (countStranded), at most every StrandedEvery.
 func (c *Collector) strandedUnits(ctx context.Context) ([]prometheus.Metric, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -288,38 +283,44 @@ func (c *Collector) strandedUnits(ctx context.Context) ([]prometheus.Metric, err
 	return ms, nil
 }
 
+// countStranded is, for each live sale, its total (which never changes)
+// less the units Redis holds, each once (redisstore.Held): its stock, less
+// the units stuck between segments past MoveGrace, and its claims. The
+// claims are counted, never read, and no order is read, so the count costs
+// a few reads per segment however many claims a sale has. From admission
+// to release a unit is in a claim whatever its order's state (queued,
+// awaiting payment, paid), and it goes from the stock to a claim and back
+// in one script each: a claim admitted, paid or released never moves the
+// count. On one Redis server (or a Sentinel group) the stock and the claims
+// are read in one MULTI; on a Cluster a claim or a release that runs
+// between two reads of a segment can show a unit too many or too few for
+// one count.
+//
+// Two drifts the count leaves to reconciliation, which repairs them within
+// a pass or two, since telling them needs every claim's order: a claim
+// naming a CLOSED order (its release lost) still counts as holding its
+// unit (stale_claim releases it), and an order whose claim Redis lost
+// counts as stranded until claim_missing writes the claim back.
 func (c *Collector) countStranded(ctx context.Context) (map[int64]int64, error) {
 	sales, err := c.redis.ActiveSales(ctx)
 	if err != nil {
 		return nil, err
 	}
-	remaining, err := c.redis.RemainingMany(ctx, sales)
+	held, err := c.redis.UnitsHeld(ctx, sales, time.Now().Add(-c.opts.MoveGrace))
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]int64, len(remaining))
-	for id, left := range remaining { // warmed sales only
-		moves, err := c.redis.Moves(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range moves {
-			if !m.Given && time.Since(m.At) > c.opts.MoveGrace {
-				left -= m.Units
-			}
-		}
-		claimed, err := c.redis.ClaimedOrders(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		total, held, err := c.store.HeldUnits(ctx, id, claimed)
-		if errors.Is(err, seckill.ErrNotFound) {
+	totals, err := c.store.SaleTotals(ctx, slices.Collect(maps.Keys(held))) // warmed sales only
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(held))
+	for id, h := range held {
+		total, ok := totals[id]
+		if !ok {
 			continue // not this database's sale
 		}
-		if err != nil {
-			return nil, err
-		}
-		out[id] = total - left - held
+		out[id] = total - (h.Stock - h.Stuck) - h.Claimed
 	}
 	return out, nil
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,17 +283,20 @@ func TestRedisReplicas(t *testing.T) {
 	}
 }
 
-// seckill_sale_stranded_units{sale}: units neither in Redis' stock nor
-// held by an order. Claims and orders, written or not, paid or not, hold
-// theirs; a claim naming a CLOSED order (its release lost), units Redis
-// lost, and units stuck between segments past the grace are stranded.
+// seckill_sale_stranded_units{sale}: the sale's units Redis holds
+// nowhere, neither in its stock nor in a claim. A claim holds its unit
+// whatever its order's state, no order written, awaiting payment, paid,
+// and even CLOSED with its release lost (reconciliation's stale_claim
+// releases it); units Redis lost (with a claim or from the stock), an
+// order's claim Redis lost until it is written back, and units stuck
+// between segments past the grace are stranded.
 func TestSaleStrandedUnits(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, e.st, 10)
 	testenv.Warm(t, e.rs, sale, 10)
-	c := opsmetrics.New(e.st, e.rs, opsmetrics.Options{StrandedEvery: time.Nanosecond})
+	c := opsmetrics.New(e.st, e.rs, opsmetrics.Options{}) // counted at every scrape
 	stranded := func() float64 {
 		t.Helper()
 		m := scrape(t, c)
@@ -315,15 +320,25 @@ func TestSaleStrandedUnits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "orders awaiting payment and paid hold theirs")
 	require.NoError(t, e.rdb.HDel(ctx, e.rs.SaleKeys(sale.ID).Claims, "u2").Err())
-	require.Equal(t, 0.0, stranded(), "a paid order whose claim Redis lost still holds its unit")
+	require.Equal(t, 1.0, stranded(), "a paid order whose claim Redis lost: its unit is in no claim")
+	restored, err := e.rs.RestoreClaim(ctx, sale.ID, "u2", 12)
+	require.NoError(t, err)
+	require.True(t, restored)
+	require.Equal(t, 0.0, stranded(), "its claim written back (reconciliation's claim_missing)")
 
 	// Order 11 closes in the database; its release in Redis is lost.
 	_, err = e.st.CloseUnpaid(ctx, 11, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
-	require.Equal(t, 1.0, stranded(), "a claim naming a CLOSED order: its unit is nowhere")
+	require.Equal(t, 0.0, stranded(), "a claim naming a CLOSED order still holds its unit, until reconciliation releases it")
 	_, err = e.rs.Release(ctx, sale.ID, "u1", 11, &redisstore.NextOrder{ID: 100, Terms: terms})
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "released: back in stock")
+
+	// The claim of u3 (no order written yet) lost without its unit.
+	require.NoError(t, e.rdb.HDel(ctx, e.rs.SaleKeys(sale.ID).Claims, "u3").Err())
+	require.Equal(t, 1.0, stranded(), "an admission Redis lost: its unit is nowhere")
+	require.NoError(t, e.rdb.HSet(ctx, e.rs.SaleKeys(sale.ID).Claims, "u3", 13).Err())
+	require.Equal(t, 0.0, stranded())
 
 	require.NoError(t, e.rdb.DecrBy(ctx, e.rs.SaleKeys(sale.ID).Stock, 2).Err())
 	require.Equal(t, 2.0, stranded(), "units Redis lost")
@@ -366,6 +381,109 @@ func TestSaleStrandedUnits_CountedAtMostEveryInterval(t *testing.T) {
 	require.Equal(t, 0.0, scrape(t, c)["seckill_sale_stranded_units"][label(sale.ID)], "the count of the last hour")
 	fresh := opsmetrics.New(e.st, e.rs, opsmetrics.Options{StrandedEvery: time.Hour})
 	require.Equal(t, 2.0, scrape(t, fresh)["seckill_sale_stranded_units"][label(sale.ID)])
+}
+
+// Counting a sale's stranded units sends Redis the same commands whether
+// the sale has 10 claims or 5,000: claims are counted (HLEN), never read,
+// so the count cannot time out on a sale of hundreds of thousands of
+// units. (The scrape runs every check; the others read a constant few
+// keys per sale too.)
+func TestSaleStrandedUnits_CostDoesNotGrowWithTheClaims(t *testing.T) {
+	testenv.NoLeaks(t)
+	for _, segments := range []int{1, 2} {
+		t.Run(fmt.Sprintf("segments=%d", segments), func(t *testing.T) {
+			commands := func(claims int) map[string]int {
+				t.Helper()
+				e := newEnv(t)
+				sale := testenv.SegmentedSale(t, e.st, e.rs, int64(claims)+10, segments)
+				claimKeys := admitted(t, e, sale.ID, segments, claims)
+				sent := &commandLog{}
+				e.rdb.AddHook(sent)
+				m := scrape(t, opsmetrics.New(e.st, e.rs, opsmetrics.Options{}))
+				healthy(t, m)
+				require.Equal(t, 0.0, m["seckill_sale_stranded_units"][label(sale.ID)], "every claim holds its unit")
+				byName := map[string]int{}
+				for _, args := range sent.all() {
+					name := strings.ToLower(fmt.Sprint(args[0]))
+					if name == "hello" || name == "client" {
+						continue // a new connection's handshake: as many as the pool dials
+					}
+					byName[name]++
+					if len(args) > 1 && claimKeys[fmt.Sprint(args[1])] {
+						require.Equal(t, "hlen", name, "a claims hash is counted, never read: %v", args)
+					}
+				}
+				return byName
+			}
+			require.Equal(t, commands(10), commands(5000))
+		})
+	}
+}
+
+// admitted makes n admissions in saleID's segments as claim.lua leaves
+// them (a claim each, its unit taken from its segment's stock), without a
+// round trip per claim, and returns the claims hashes.
+func admitted(t *testing.T, e env, saleID int64, segments, n int) map[string]bool {
+	t.Helper()
+	ctx := t.Context()
+	keys := map[string]bool{}
+	next := 0
+	for q := range segments {
+		k := e.rs.SegmentKeys(saleID, q)
+		keys[k.Claims] = true
+		stock, err := e.rdb.Get(ctx, k.Stock).Int()
+		require.NoError(t, err)
+		take := min(stock, n-next)
+		if take == 0 {
+			continue
+		}
+		fields := make([]any, 0, 2*take)
+		for range take {
+			fields = append(fields, fmt.Sprintf("buyer-%d", next), 1000+next)
+			next++
+		}
+		require.NoError(t, e.rdb.HSet(ctx, k.Claims, fields...).Err())
+		require.NoError(t, e.rdb.DecrBy(ctx, k.Stock, int64(take)).Err())
+	}
+	require.Equal(t, n, next, "the sale has a unit for every claim")
+	return keys
+}
+
+// commandLog is a go-redis hook recording the arguments of every command
+// its client sends, pipelined and transactions included.
+type commandLog struct {
+	mu   sync.Mutex
+	sent [][]any
+}
+
+func (l *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			l.add(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (l *commandLog) add(cmd redis.Cmder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sent = append(l.sent, cmd.Args())
+}
+
+func (l *commandLog) all() [][]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.sent)
 }
 
 // A check whose store fails reports 0 in seckill_health_scrape_ok and

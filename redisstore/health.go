@@ -71,33 +71,3 @@ func admittedAt(m redis.XMessage) time.Time {
 	ms, _ := strconv.ParseInt(strings.SplitN(m.ID, "-", 2)[0], 10, 64)
 	return time.UnixMilli(ms)
 }
-
-// ClaimedOrders returns the order ids sale saleID's claims name, over all
-// its segments (0s left out). It reads with HSCAN, a thousand claims at a
-// time, so a large sale never blocks Redis for one long HGETALL.
-func (s *Store) ClaimedOrders(ctx context.Context, saleID int64) ([]int64, error) {
-	ks, err := s.allKeys(ctx, saleID)
-	if err != nil {
-		return nil, err
-	}
-	var out []int64
-	for _, k := range ks {
-		var cursor uint64
-		for {
-			kv, next, err := s.rdb.HScan(ctx, k.Claims, cursor, "*", 1000).Result()
-			if err != nil {
-				return nil, fmt.Errorf("read claims: %w", err)
-			}
-			for i := 1; i < len(kv); i += 2 {
-				if id, err := strconv.ParseInt(kv[i], 10, 64); err == nil && id > 0 {
-					out = append(out, id)
-				}
-			}
-			if next == 0 {
-				break
-			}
-			cursor = next
-		}
-	}
-	return out, nil
-}

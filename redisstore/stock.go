@@ -246,12 +246,14 @@ func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error
 }
 
 // holding is what Redis holds of one sale's units at one read: each
-// segment's stock, and the moves whose records are kept. It is the one count
-// of "units Redis holds" (docs/DESIGN.md invariant 7): reconciliation,
-// re-warm, the audit and the stats all read it.
+// segment's stock, the moves whose records are kept, and, when asked, each
+// segment's number of claims. It is the one count of "units Redis holds"
+// (docs/DESIGN.md invariant 7): reconciliation, re-warm, the audit, the
+// stats and the health gauges all read it.
 type holding struct {
-	stock []int64 // per segment; -1 for a segment Redis does not hold
-	moves []pending
+	stock  []int64 // per segment; -1 for a segment Redis does not hold
+	moves  []pending
+	claims []int64 // per segment, one unit per claim; nil unless holdings was asked for them
 }
 
 // pending is a move record as read, with whether its units reached their
@@ -287,9 +289,31 @@ func (h holding) total() (n int64, ok bool) {
 	return n + h.inFlight(), true
 }
 
+// claimed is the units the sale's claims hold, one each (0 unless they
+// were read).
+func (h holding) claimed() int64 {
+	var n int64
+	for _, c := range h.claims {
+		n += c
+	}
+	return n
+}
+
+// stuck is the units taken from a segment before cutoff and not yet given
+// to another: a move whose mover seems to have stopped.
+func (h holding) stuck(cutoff time.Time) int64 {
+	var n int64
+	for _, m := range h.moves {
+		if !m.given && time.UnixMilli(m.At).Before(cutoff) {
+			n += m.Units
+		}
+	}
+	return n
+}
+
 // holdingOf reads sale saleID's n segments (holdings).
 func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, error) {
-	all, err := s.holdings(ctx, map[int64]int{saleID: n})
+	all, err := s.holdings(ctx, map[int64]int{saleID: n}, false)
 	return all[saleID], err
 }
 
@@ -342,20 +366,26 @@ func (h holding) equal(o holding) bool {
 
 // holdings reads what Redis holds of several sales (sale id -> segments):
 // one round trip (per node on a Cluster) for the stocks and the move
-// records, and a second only when a record has a destination, to learn
-// whether it was given. On one server (or a Sentinel group) the first read
-// is one MULTI, a snapshot, and every moved set is read after it, so a
-// give that runs between the reads can only hide its units (counted
-// neither in flight nor in the stock it reached), never count them twice:
-// a count taken while moves run may be low, never high. On a Cluster a
-// MULTI cannot span slots: the segments are read at different moments, and a
-// move between two segments that runs between their reads may be counted
-// high too, for that one read; LowerRemaining acts only on a second read
-// that agrees, segment by segment (docs/DESIGN.md). At rest it is exact.
-func (s *Store) holdings(ctx context.Context, segments map[int64]int) (map[int64]holding, error) {
+// records (and, with claims, each segment's number of claims: HLEN, never
+// the claims themselves), and a second only when a record has a
+// destination, to learn whether it was given. On one server (or a Sentinel
+// group) the first read is one MULTI, a snapshot, and every moved set is
+// read after it, so a give that runs between the reads can only hide its
+// units (counted neither in flight nor in the stock it reached), never
+// count them twice: a count taken while moves run may be low, never high.
+// On a Cluster a MULTI cannot span slots: the segments are read at
+// different moments, and a move between two segments that runs between
+// their reads may be counted high too, for that one read; LowerRemaining
+// acts only on a second read that agrees, segment by segment
+// (docs/DESIGN.md). At rest it is exact. A claim or a release moves a unit
+// between a segment's stock and its claims in one script: the one MULTI
+// counts it once; on a Cluster, one that runs between a segment's reads
+// shows a unit too many or too few for that one read.
+func (s *Store) holdings(ctx context.Context, segments map[int64]int, claims bool) (map[int64]holding, error) {
 	type cmds struct {
-		stock []*redis.StringCmd
-		moves []*redis.MapStringStringCmd
+		stock  []*redis.StringCmd
+		moves  []*redis.MapStringStringCmd
+		claims []*redis.IntCmd
 	}
 	all := make(map[int64]cmds, len(segments))
 	read := s.rdb.TxPipelined
@@ -374,6 +404,9 @@ func (s *Store) holdings(ctx context.Context, segments map[int64]int) (map[int64
 					c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
 				}
 				c.stock[q] = p.Get(ctx, k.Stock)
+				if claims {
+					c.claims = append(c.claims, p.HLen(ctx, k.Claims))
+				}
 			}
 			all[id] = c
 		}
@@ -391,6 +424,9 @@ func (s *Store) holdings(ctx context.Context, segments map[int64]int) (map[int64
 				v = -1
 			}
 			h.stock[q] = v
+		}
+		for _, cc := range c.claims {
+			h.claims = append(h.claims, cc.Val())
 		}
 		for q, mc := range c.moves {
 			for mid, v := range mc.Val() {
@@ -456,6 +492,25 @@ func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, 
 // RemainingMany reads the stock of several sales in one round trip (per
 // node on a Cluster). A sale that is not warmed is absent from the map.
 func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error) {
+	segments, err := s.segmentsOf(ctx, saleIDs)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.holdings(ctx, segments, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(saleIDs))
+	for id, h := range all {
+		if n, ok := h.total(); ok {
+			out[id] = n
+		}
+	}
+	return out, nil
+}
+
+// segmentsOf is the number of segments of each of saleIDs.
+func (s *Store) segmentsOf(ctx context.Context, saleIDs []int64) (map[int64]int, error) {
 	segments := make(map[int64]int, len(saleIDs))
 	for _, id := range saleIDs {
 		n, err := s.Segments(ctx, id)
@@ -464,14 +519,44 @@ func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]i
 		}
 		segments[id] = n
 	}
-	all, err := s.holdings(ctx, segments)
+	return segments, nil
+}
+
+// Held is what Redis holds of a sale's units at one read (holdings, the
+// one count of docs/DESIGN.md invariant 7), each unit once, as the health
+// gauge of stranded units weighs it against the database's total.
+type Held struct {
+	// Stock is the units in the segments' stock and in flight between
+	// them (Remaining).
+	Stock int64
+	// Stuck is the part of Stock in flight since before the caller's
+	// cut-off: taken from a segment and not given to another, by a mover
+	// that seems to have stopped (reconciliation lands it).
+	Stuck int64
+	// Claimed is the units the buyers' claims hold, one per claim, whatever
+	// the state of its order: from the admission (queued, awaiting payment,
+	// paid) until its release forgets it.
+	Claimed int64
+}
+
+// UnitsHeld reads what Redis holds of each of saleIDs; moves taken before
+// stuckBefore count as Stuck. A sale that is not warmed is absent. Claims
+// are counted (HLEN), never read: a few commands per segment, in one round
+// trip (per node on a Cluster) and a second only when a move record has a
+// destination, however many claims the sales have.
+func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]Held, error) {
+	segments, err := s.segmentsOf(ctx, saleIDs)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]int64, len(saleIDs))
+	all, err := s.holdings(ctx, segments, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]Held, len(all))
 	for id, h := range all {
 		if n, ok := h.total(); ok {
-			out[id] = n
+			out[id] = Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
 		}
 	}
 	return out, nil

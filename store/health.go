@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -94,29 +92,20 @@ func (s *Store) UndeliveredPayments(ctx context.Context) (map[bool]Backlog, erro
 	return out, nil
 }
 
-// HeldUnits reads sale saleID's total stock and how many of its units
-// orders hold: every order not CLOSED (QUEUED, AWAITING_PAYMENT, PAID),
-// and every claim in claimed (the order ids Redis' claims name) whose
-// order has no row yet, each once. A claim naming a CLOSED order holds
-// nothing: its unit went back to the database but not to Redis.
-func (s *Store) HeldUnits(ctx context.Context, saleID int64, claimed []int64) (total, held int64, err error) {
-	ids := make([]string, len(claimed))
-	for i, id := range claimed {
-		ids[i] = strconv.FormatInt(id, 10)
+// SaleTotals reads the total stock of each of ids that is a sale here
+// (ids of another database's sales are absent): one statement on the
+// sales' primary key, however many orders the sales have.
+func (s *Store) SaleTotals(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
 	}
-	var row struct{ Total, Held int64 }
-	err = s.db.WithContext(ctx).Raw(`SELECT s.total, (SELECT count(*) FROM (
-			SELECT o.id FROM orders o WHERE o.sale_id = s.id AND o.status <> ?
-			UNION
-			SELECT c.id FROM unnest(?::bigint[]) AS c(id) LEFT JOIN orders o ON o.id = c.id
-			WHERE o.id IS NULL OR o.status <> ?) h) AS held
-		FROM sales s WHERE s.id = ?`,
-		string(seckill.StatusClosed), "{"+strings.Join(ids, ",")+"}", string(seckill.StatusClosed), saleID).Scan(&row).Error
-	if err != nil {
-		return 0, 0, fmt.Errorf("count the units held in sale %d: %w", saleID, err)
+	var rows []struct{ ID, Total int64 }
+	if err := s.db.WithContext(ctx).Raw(`SELECT id, total FROM sales WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the sales' totals: %w", err)
 	}
-	if row.Total == 0 {
-		return 0, 0, fmt.Errorf("sale %d: %w", saleID, seckill.ErrNotFound)
+	for _, r := range rows {
+		out[r.ID] = r.Total
 	}
-	return row.Total, row.Held, nil
+	return out, nil
 }
