@@ -12,7 +12,7 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test tools browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
+.PHONY: help dev test unit-tests tools browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -24,13 +24,24 @@ dev: services ## run everything in one process: Temporal + UI, worker, relay, AP
 	$(GO) build -o bin/seckill ./cmd/seckill
 	exec bin/seckill dev
 
-test: services tools vet test-fast test-e2e test-chart test-alerts ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
+# The tools the unit tests do not need (Chromium, Jaeger, Helm, promtool:
+# minutes to build on a fresh machine) are installed while vet and the unit
+# tests run, which spend much of their time waiting on PostgreSQL and Redis;
+# the end-to-end tests, the chart and the rules follow, once both are done.
+test: services stripe-mock ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
+	@$(MAKE) --no-print-directory -j2 unit-tests tools
+	@$(MAKE) --no-print-directory test-e2e test-chart test-alerts
+
+unit-tests: vet
+	@$(MAKE) --no-print-directory test-fast
 
 # On a fresh machine the Go tools take minutes to build (6 to 15 here, one
 # after the other, mostly fetching modules and linking): side by side, the
 # fetching overlaps.
 tools: ## make sure every tool the tests run is here, installing the missing ones side by side
-	@$(MAKE) --no-print-directory -j5 browser stripe-mock jaeger helm promtool
+	@pids=; for tool in chromium stripe-mock jaeger helm promtool; do \
+	  bash scripts/ensure-$$tool.sh & pids="$$pids $$!"; \
+	done; status=0; for p in $$pids; do wait $$p || status=1; done; exit $$status
 
 test-fast: ## unit and integration tests, with the race detector
 	$(GO) test -race -count=1 -timeout 10m $(FAST_PKGS)
