@@ -33,7 +33,7 @@ func TestVerifySignature_AcceptsStripeSDKSignature(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestVerifySignature(t *testing.T) {
+func TestVerifySignature_AcceptsOnlyAFreshSignatureOfTheBodyUnderTheSecret(t *testing.T) {
 	now := time.Unix(1763800000, 0)
 	secret := []byte(webhookSecret)
 	header := func(ts time.Time) string { return stripeSigned(eventBody, webhookSecret, ts).Header }

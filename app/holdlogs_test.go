@@ -14,7 +14,7 @@ import (
 // holdLogs writes nothing until released, then every held record in the
 // order logged (attributes and groups kept), then passes records at once;
 // past maxHeldLogs it stops holding rather than grow.
-func TestHoldLogs(t *testing.T) {
+func TestHoldLogs_WritesNothingUntilReleasedThenEveryRecordInOrder(t *testing.T) {
 	var out bytes.Buffer
 	base := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {

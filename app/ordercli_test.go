@@ -17,11 +17,11 @@ import (
 	"github.com/seckill/seckill/app"
 )
 
-// TestOrderWait: `seckill order wait` answers once the order has the
+// TestOrderWait_AnswersAtTheStatusAskedOrFailsNamingTheOrdersStatus: `seckill order wait` answers once the order has the
 // status asked for (by default once it is decided and its saga has
 // ended), fails at once for a status the order went past, and fails
 // naming the status it is still in when the timeout passes.
-func TestOrderWait(t *testing.T) {
+func TestOrderWait_AnswersAtTheStatusAskedOrFailsNamingTheOrdersStatus(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	ctx := context.Background()
 	sale := s.createSale(5, 30*time.Second)

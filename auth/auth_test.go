@@ -98,7 +98,7 @@ func TestAdminClaim_EachDocumentedShape(t *testing.T) {
 	}
 }
 
-func TestValidSubject(t *testing.T) {
+func TestValidSubject_IsPrintableASCIIOfOneTo255Bytes(t *testing.T) {
 	for sub, want := range map[string]bool{
 		"u1": true, "auth0|5f3c": true, "a b": true, "~": true, strings.Repeat("z", 255): true,
 		"": false, strings.Repeat("z", 256): false, "\x7f": false, "é": false, "a\x00": false,

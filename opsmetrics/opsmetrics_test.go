@@ -80,7 +80,7 @@ func near(t *testing.T, want, got float64, what string) {
 // seckill_outbox_oldest_age_seconds: the age of the oldest admission each
 // live sale's outbox holds (every segment), read or not by a relay, and 0
 // once its entries are acknowledged.
-func TestOutboxOldestAge(t *testing.T) {
+func TestOutboxOldestAge_IsTheOldestAdmissionNotYetAcknowledged(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
@@ -138,7 +138,7 @@ func startOrder(t *testing.T, st *store.Store, saleID, id int64, user string, pa
 // seckill_orders_payment_overdue{,_seconds}: AWAITING_PAYMENT orders past
 // their deadline; an order with a payment object has OwnPaymentWait more;
 // a decided order is never overdue.
-func TestOrdersPaymentOverdue(t *testing.T) {
+func TestOrdersPaymentOverdue_CountsOrdersAwaitingPaymentPastTheirDeadline(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
@@ -190,7 +190,7 @@ func recordEvent(t *testing.T, st *store.Store, id string, orderID int64, outcom
 
 // seckill_refunds_pending{,_oldest_seconds}: refunds PENDING, however old;
 // a refund the provider confirmed is not.
-func TestRefundsPending(t *testing.T) {
+func TestRefundsPending_CountsRefundsTheProviderHasNotConfirmed(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
@@ -219,7 +219,7 @@ func TestRefundsPending(t *testing.T) {
 // seckill_payment_events_undelivered{,_oldest_seconds}{order}: events
 // RECEIVED and never delivered, split by whether their order has a row;
 // delivered or ignored events are not counted.
-func TestPaymentEventsUndelivered(t *testing.T) {
+func TestPaymentEventsUndelivered_CountsReceivedEventsNeverDelivered(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
@@ -253,7 +253,7 @@ func TestPaymentEventsUndelivered(t *testing.T) {
 // seckill_redis_replicas and seckill_redis_min_replicas: the primary's
 // connected replicas against the replicas an admission must reach, on the
 // machine's single Redis and on a Sentinel group and a Cluster.
-func TestRedisReplicas(t *testing.T) {
+func TestRedisReplicas_OnOneServerASentinelGroupAndACluster(t *testing.T) {
 	testenv.NoLeaks(t)
 	t.Run("single", func(t *testing.T) {
 		e := newEnv(t)
@@ -290,7 +290,7 @@ func TestRedisReplicas(t *testing.T) {
 // releases it); units Redis lost (with a claim or from the stock), an
 // order's claim Redis lost until it is written back, and units stuck
 // between segments past the grace are stranded.
-func TestSaleStrandedUnits(t *testing.T) {
+func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()

@@ -45,10 +45,10 @@
 // Claim, join and release answers are checked against the model's too.
 // `make test` runs rapid's default 100 cases; a long run:
 //
-//	go test ./redisstore -run TestModel -rapid.checks=20000
+//	go test ./redisstore -run TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement -rapid.checks=20000
 //
 // (-rapid.steps=80 for longer sequences; -rapid.nofailfile keeps a
-// failing run from writing testdata/rapid/TestModel/*.fail, which later
+// failing run from writing testdata/rapid/TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement/*.fail, which later
 // runs replay first; -rapid.seed=N replays one run).
 
 package redisstore_test
@@ -84,7 +84,7 @@ const (
 
 var modelTerms = redisstore.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
 
-func TestModel(t *testing.T) {
+func TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	var cases atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {

@@ -3,9 +3,15 @@ package tracing_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,11 +20,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seckill/seckill/tracing"
 )
@@ -102,19 +111,90 @@ func TestTemporalInterceptor_ActivityLogsCarryTheTrace(t *testing.T) {
 func TestSetup_FromTheEnvironment(t *testing.T) {
 	for _, protocol := range []string{"", "http/protobuf", "grpc"} {
 		t.Run("protocol="+protocol, func(t *testing.T) {
-			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			var rec otlpReceiver
+			endpoint := rec.serveHTTP(t)
+			if protocol == "grpc" {
+				endpoint = rec.serveGRPC(t)
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 			t.Setenv("OTEL_SERVICE_NAME", "")
 			shutdown, err := tracing.Setup(context.Background(), os.Getenv, "seckill-test")
 			require.NoError(t, err)
 			t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			_, span := otel.Tracer("test").Start(context.Background(), "a claim")
+			span.End()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = shutdown(ctx) // nothing listens: the flush may fail, the stop must return
+			require.NoError(t, shutdown(ctx), "the stop flushes the span")
+
+			require.Equal(t, []string{"seckill-test: a claim"}, rec.got(), "the span reached the endpoint the environment names, over its protocol, as the service named")
 		})
 	}
 	_, err := tracing.Setup(context.Background(), func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}[k]
 	}, "seckill-test")
 	require.ErrorContains(t, err, "http/protobuf or grpc")
+}
+
+// otlpReceiver is an OTLP trace endpoint on loopback, over HTTP
+// (protobuf) or gRPC, that keeps "<service.name>: <span name>" of each
+// span it is sent.
+type otlpReceiver struct {
+	coltracepb.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	spans []string
+}
+
+func (r *otlpReceiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		service := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				service = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				r.spans = append(r.spans, service+": "+sp.GetName())
+			}
+		}
+	}
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+func (r *otlpReceiver) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spans)
+}
+
+func (r *otlpReceiver) serveHTTP(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		var export coltracepb.ExportTraceServiceRequest
+		if err != nil || req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &export) != nil {
+			http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
+			return
+		}
+		resp, _ := r.Export(req.Context(), &export)
+		b, _ := proto.Marshal(resp)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (r *otlpReceiver) serveGRPC(t *testing.T) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, r)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return "http://" + lis.Addr().String()
 }

@@ -100,7 +100,7 @@ func verify(p *oidcop.Provider, kf keyfunc.Keyfunc, token, alg string) (*jwt.Tok
 	return tok, claims, err
 }
 
-func TestDiscovery(t *testing.T) {
+func TestDiscovery_NamesTheIssuerItsKeysAndItsTokenEndpoint(t *testing.T) {
 	testenv.NoLeaks(t)
 	p := oidcop.Start(t, oidcop.Options{})
 	d := discover(t, p)
@@ -112,7 +112,7 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-func TestTokenVerifiesAgainstJWKS(t *testing.T) {
+func TestToken_VerifiesAgainstTheJWKS(t *testing.T) {
 	testenv.NoLeaks(t)
 	p := oidcop.Start(t, oidcop.Options{})
 	claims := map[string]any{
@@ -158,7 +158,7 @@ func TestTokenVerifiesAgainstJWKS(t *testing.T) {
 	}
 }
 
-func TestExpiredToken(t *testing.T) {
+func TestToken_AnExpiredOneIsRefused(t *testing.T) {
 	testenv.NoLeaks(t)
 	p := oidcop.Start(t, oidcop.Options{})
 	token := p.Token(t, "auth0|5f3c9a", nil, []string{"seckill-api"}, -time.Minute)
@@ -185,7 +185,7 @@ func TestES256(t *testing.T) {
 	}
 }
 
-func TestRotateAndRetire(t *testing.T) {
+func TestRotate_ANewKeyJoinsTheJWKSAndARetiredOneLeavesIt(t *testing.T) {
 	testenv.NoLeaks(t)
 	p := oidcop.Start(t, oidcop.Options{})
 	old := p.KIDs()[0]
@@ -239,7 +239,7 @@ type fatalRecorder struct {
 
 func (r *fatalRecorder) Fatal(args ...any) { r.msg = fmt.Sprint(args...) }
 
-func TestDownThenUp(t *testing.T) {
+func TestRestart_AProviderDownServesTheSameKeysOnceUp(t *testing.T) {
 	testenv.NoLeaks(t)
 	p := oidcop.Start(t, oidcop.Options{Down: true})
 	if _, err := get(p.JWKSURL()); err == nil {

@@ -19,7 +19,7 @@ func scrape(t *testing.T, at time.Time, body string) *promcheck.Scrape {
 
 // Counters rise at the rate seen between A and B, ages keep ageing, other
 // gauges hold, a series B lacks goes stale, one Base lacks starts absent.
-func TestBuildSeries(t *testing.T) {
+func TestBuildSeries_CountersRiseAgesAgeAndOtherGaugesHold(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	base := scrape(t, t0, `# TYPE c_total counter
 c_total{k="a"} 1
@@ -78,7 +78,7 @@ h_count 3
 }
 
 // Got reads the alerts promtool found firing from its failure report.
-func TestGot(t *testing.T) {
+func TestGot_ReadsTheFiringAlertsFromPromtoolsReport(t *testing.T) {
 	out := `Processing test file: t.yml
   FAILED:
     name: one,
@@ -114,7 +114,7 @@ func TestGot(t *testing.T) {
 	}, promcheck.Got(out))
 }
 
-func TestSane(t *testing.T) {
+func TestSane_RefusesAnAnnotationWithAnEmptyValueOrAMissingRunbook(t *testing.T) {
 	ok := promcheck.Alert{Annotations: map[string]string{"summary": "A refund has been PENDING for 39m 0s",
 		"description": "1 refunds are PENDING.", "runbook_url": "https://x/runbook.md#a"}}
 	require.Empty(t, promcheck.Sane(ok))
