@@ -62,28 +62,40 @@ type Ranked struct {
 }
 
 // Rank ranks entries under seed: the result is in rank order, ranks
-// 1..len(entries). Entries must be distinct.
+// 1..len(entries). Entries must be distinct, each EntrySize bytes (as
+// ParseEntry and NewEntry make them).
 func Rank(seed []byte, entries [][]byte) []Ranked {
-	type keyed struct {
-		key   [sha256.Size]byte
-		entry []byte
-	}
 	ks := make([]keyed, len(entries))
 	for i, e := range entries {
-		ks[i] = keyed{Key(seed, e), e}
+		ks[i] = keyOf(seed, [EntrySize]byte(e))
 	}
-	slices.SortFunc(ks, func(a, b keyed) int {
-		if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.entry, b.entry)
-	})
+	sortKeyed(ks)
 	out := make([]Ranked, len(ks))
-	for i, k := range ks {
-		out[i] = Ranked{Entry: k.entry, Rank: i + 1}
+	for i := range ks {
+		out[i] = Ranked{Entry: ks[i].entry[:], Rank: i + 1}
 	}
 	return out
 }
+
+// keyed is an entry with its key: what the rank order compares.
+type keyed struct {
+	key   [sha256.Size]byte
+	entry [EntrySize]byte
+}
+
+func keyOf(seed []byte, e [EntrySize]byte) keyed { return keyed{Key(seed, e[:]), e} }
+
+// compare is the rank order, the one definition of it (Rank and Verify
+// both use it): by key, then (never in practice) by entry.
+func compare(a, b keyed) int {
+	if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.entry[:], b.entry[:])
+}
+
+// sortKeyed puts ks in rank order.
+func sortKeyed(ks []keyed) { slices.SortFunc(ks, compare) }
 
 // ParseEntry parses an entry's hex form.
 func ParseEntry(s string) ([]byte, error) {

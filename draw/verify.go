@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -248,18 +247,25 @@ const (
 
 // Verify recomputes the draw from its seed and entries, as anyone can,
 // and checks every published piece against it; each check is reported
-// separately. Memory beyond the entries is O(K) (the admitted ones'
-// keys), not O(entries).
+// separately, in the order of the Check names. Memory beyond the entries
+// is O(K) (the admitted ones' keys), not O(entries).
 func Verify(p Published) Report {
 	if p.Entries == nil {
 		p.Entries = NewEntryList(0)
 	}
-	entries := p.Entries.entries
-	k := min(max(p.Stock, 0), int64(len(entries)))
+	k := min(max(p.Stock, 0), int64(len(p.Entries.entries)))
 	rep := Report{SaleID: p.SaleID, Entries: p.Entries.lines, Admitted: k, Stock: p.Stock, Orders: len(p.Orders)}
-	add := func(c Check) { rep.Checks = append(rep.Checks, c) }
+	seed, commitment := checkSeed(p)
+	rep.Checks = append(rep.Checks, commitment)
+	rep.Checks = append(rep.Checks, checkEntries(p)...)
+	rep.Checks = append(rep.Checks, checkAdmitted(p, k))
+	rep.Checks = append(rep.Checks, checkOrders(p, seed, k)...)
+	return rep
+}
 
-	// The seed and its commitment.
+// checkSeed checks the revealed seed against the commitment the draw and
+// the sale published; it returns the seed (nil when it cannot be read).
+func checkSeed(p Published) ([]byte, Check) {
 	var pc problems
 	seed, err := ParseSeed(p.Seed)
 	if err != nil {
@@ -270,37 +276,55 @@ func Verify(p Published) Report {
 	if p.SaleCommitment != "" && !strings.EqualFold(p.SaleCommitment, p.Commitment) {
 		pc.add("the sale showed commitment %s, but the draw publishes %s", p.SaleCommitment, p.Commitment)
 	}
-	add(pc.check(CheckCommitment))
+	return seed, pc.check(CheckCommitment)
+}
 
-	// The entry list.
-	add((&problems{list: p.Entries.malformed, n: p.Entries.nMalformed}).check(CheckWellFormed))
-	add(distinct(entries, p.Entries.nUnsorted == 0).check(CheckDistinct))
-	add((&problems{list: p.Entries.unsorted, n: p.Entries.nUnsorted}).check(CheckSorted))
+// checkEntries checks the published entry list: well-formed, distinct,
+// sorted, and as many as the draw declares.
+func checkEntries(p Published) []Check {
+	l := p.Entries
 	var pn problems
-	if p.DeclaredEntries != p.Entries.lines {
-		pn.add("the draw declares %d entries, but %d were published", p.DeclaredEntries, p.Entries.lines)
+	if p.DeclaredEntries != l.lines {
+		pn.add("the draw declares %d entries, but %d were published", p.DeclaredEntries, l.lines)
 	}
-	add(pn.check(CheckCount))
+	return []Check{
+		(&problems{list: l.malformed, n: l.nMalformed}).check(CheckWellFormed),
+		distinct(l.entries, l.nUnsorted == 0).check(CheckDistinct),
+		(&problems{list: l.unsorted, n: l.nUnsorted}).check(CheckSorted),
+		pn.check(CheckCount),
+	}
+}
+
+// checkAdmitted checks the number admitted the draw declares against K.
+func checkAdmitted(p Published, k int64) Check {
 	var pk problems
 	if p.Admitted != k {
-		pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(entries), k)
+		pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(p.Entries.entries), k)
 	}
-	add(pk.check(CheckAdmitted))
+	return pk.check(CheckAdmitted)
+}
 
-	// The admitted orders, against the recomputed ranks 1..K.
-	orderChecks := []string{CheckInDraw, CheckTopK, CheckEachRank, CheckIDs, CheckStated}
-	if p.Orders == nil && p.OrdersUnavailable != "" {
+// orderChecks are the checks of the listed orders, in the report's order.
+var orderChecks = []string{CheckInDraw, CheckTopK, CheckEachRank, CheckIDs, CheckStated}
+
+// checkOrders holds the listed orders to the recomputed ranks 1..K: each
+// an entry of the draw, within 1..K, one per rank, with an id of its own,
+// at the rank the list states. Skipped when the list was not read.
+func checkOrders(p Published, seed []byte, k int64) []Check {
+	var checks []Check
+	switch {
+	case p.Orders == nil && p.OrdersUnavailable != "":
 		for _, name := range orderChecks {
-			add(Check{Name: name, Skipped: true, Problems: []string{"the order list was not read: " + p.OrdersUnavailable}})
+			checks = append(checks, Check{Name: name, Skipped: true, Problems: []string{"the order list was not read: " + p.OrdersUnavailable}})
 		}
-		return rep
-	}
-	if seed == nil {
+		return checks
+	case seed == nil:
 		for _, name := range orderChecks {
-			add(Check{Name: name, Problems: []string{"no ranks without a valid seed"}})
+			checks = append(checks, Check{Name: name, Problems: []string{"no ranks without a valid seed"}})
 		}
-		return rep
+		return checks
 	}
+	entries := p.Entries.entries
 	winners := topK(seed, entries, int(k)) // rank i+1 is winners[i]
 	rankOf := make(map[[EntrySize]byte]int64, len(winners))
 	for i, w := range winners {
@@ -325,36 +349,34 @@ func Verify(p Published) Report {
 			inTopK.add("order %s: no entry", o.ID)
 			continue
 		}
-		var ea [EntrySize]byte
-		copy(ea[:], e)
-		rank := rankOf[ea]
-		if rank == 0 {
-			// Not a winner: find whether it is an entry at all, and its
-			// rank (one pass over the entries each, for the first few).
-			found, r := false, int64(0)
-			if slowRanks < maxProblems {
-				slowRanks++
-				found, r = rankPastK(seed, entries, ea)
-			} else {
-				found = contains(entries, ea, p.Entries.nUnsorted == 0)
-			}
-			switch {
-			case !found:
-				inDraw.add("order %s: entry %s is not in the published entries", o.ID, o.Entry)
-				inTopK.add("order %s: entry %s has no rank (not an entry)", o.ID, o.Entry)
-			case r > 0:
-				inTopK.add("order %s: entry %s has rank %d, past K = %d", o.ID, o.Entry, r, k)
-			default:
-				inTopK.add("order %s: entry %s ranks past K = %d", o.ID, o.Entry, k)
-			}
-			if o.Rank != 0 && r > 0 && o.Rank != r {
-				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, r)
-			}
-		} else {
+		ea := [EntrySize]byte(e)
+		if rank := rankOf[ea]; rank != 0 {
 			counts[rank-1] = append(counts[rank-1], o.ID)
 			if o.Rank != 0 && o.Rank != rank {
 				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, rank)
 			}
+			continue
+		}
+		// Not a winner: find whether it is an entry at all, and its rank
+		// (one pass over the entries each, for the first few).
+		found, r := false, int64(0)
+		if slowRanks < maxProblems {
+			slowRanks++
+			found, r = rankPastK(seed, entries, ea)
+		} else {
+			found = contains(entries, ea, p.Entries.nUnsorted == 0)
+		}
+		switch {
+		case !found:
+			inDraw.add("order %s: entry %s is not in the published entries", o.ID, o.Entry)
+			inTopK.add("order %s: entry %s has no rank (not an entry)", o.ID, o.Entry)
+		case r > 0:
+			inTopK.add("order %s: entry %s has rank %d, past K = %d", o.ID, o.Entry, r, k)
+		default:
+			inTopK.add("order %s: entry %s ranks past K = %d", o.ID, o.Entry, k)
+		}
+		if o.Rank != 0 && r > 0 && o.Rank != r {
+			stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, r)
 		}
 	}
 	for i, ids := range counts {
@@ -369,22 +391,7 @@ func Verify(p Published) Report {
 	if int64(len(p.Orders)) != k {
 		eachRank.add("%d orders are listed, but K is %d", len(p.Orders), k)
 	}
-	add(inDraw.check(CheckInDraw))
-	add(inTopK.check(CheckTopK))
-	add(eachRank.check(CheckEachRank))
-	add(ids.check(CheckIDs))
-	add(stated.check(CheckStated))
-	return rep
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return []Check{inDraw.check(CheckInDraw), inTopK.check(CheckTopK), eachRank.check(CheckEachRank), ids.check(CheckIDs), stated.check(CheckStated)}
 }
 
 // distinct finds the repeated entries: along the list when it is sorted,
@@ -422,14 +429,14 @@ func contains(entries [][EntrySize]byte, e [EntrySize]byte, sorted bool) bool {
 // plus the number of entries ranked before it.
 func rankPastK(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool, int64) {
 	found := false
-	key := Key(seed, e[:])
+	key := keyOf(seed, e)
 	var before int64
 	for _, x := range entries {
 		if x == e {
 			found = true
 			continue
 		}
-		if kx := Key(seed, x[:]); less(kx, x, key, e) {
+		if compare(keyOf(seed, x), key) < 0 {
 			before++
 		}
 	}
@@ -439,25 +446,11 @@ func rankPastK(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool,
 	return true, before + 1
 }
 
-// keyed is an entry with its key.
-type keyed struct {
-	key   [sha256.Size]byte
-	entry [EntrySize]byte
-}
-
-// less is Rank's order: by key, then (never in practice) by entry.
-func less(ka [sha256.Size]byte, a [EntrySize]byte, kb [sha256.Size]byte, b [EntrySize]byte) bool {
-	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
-		return c < 0
-	}
-	return bytes.Compare(a[:], b[:]) < 0
-}
-
 // maxHeap keeps the k smallest keys seen, the largest on top.
 type maxHeap []keyed
 
 func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return less(h[j].key, h[j].entry, h[i].key, h[i].entry) }
+func (h maxHeap) Less(i, j int) bool { return compare(h[j], h[i]) < 0 }
 func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *maxHeap) Push(x any)        { *h = append(*h, x.(keyed)) }
 func (h *maxHeap) Pop() any {
@@ -475,23 +468,15 @@ func topK(seed []byte, entries [][EntrySize]byte, k int) []keyed {
 	}
 	h := make(maxHeap, 0, min(k, len(entries)))
 	for _, e := range entries {
-		kd := keyed{Key(seed, e[:]), e}
+		kd := keyOf(seed, e)
 		if h.Len() < k {
 			heap.Push(&h, kd)
-		} else if less(kd.key, kd.entry, h[0].key, h[0].entry) {
+		} else if compare(kd, h[0]) < 0 {
 			h[0] = kd
 			heap.Fix(&h, 0)
 		}
 	}
 	out := []keyed(h)
-	slices.SortFunc(out, func(a, b keyed) int {
-		if less(a.key, a.entry, b.key, b.entry) {
-			return -1
-		}
-		if less(b.key, b.entry, a.key, a.entry) {
-			return 1
-		}
-		return 0
-	})
+	sortKeyed(out)
 	return out
 }
