@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/internal/cli"
 )
@@ -143,7 +144,7 @@ type orderJSON struct {
 // apiError is an answer other than 2xx.
 type apiError struct {
 	Status int
-	Code   string
+	Code   seckill.Code
 	Detail string
 }
 
@@ -169,9 +170,9 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 		var ae *apiError
 		if errors.As(err, &ae) {
 			switch ae.Code {
-			case "DRAW_IN_PROGRESS":
+			case seckill.CodeDrawInProgress:
 				return p, fmt.Errorf("sale %s has not drawn yet (%w): try again once the draw is done", saleID, err)
-			case "NO_LOBBY":
+			case seckill.CodeNoLobby:
 				return p, fmt.Errorf("sale %s has no lobby, so no draw (%w)", saleID, err)
 			}
 		}
@@ -313,8 +314,8 @@ func (c *Client) get(ctx context.Context, path, token string) (*http.Response, e
 	defer func() { _ = resp.Body.Close() }()
 	ae := &apiError{Status: resp.StatusCode}
 	var body struct {
-		Code   string `json:"code"`
-		Detail string `json:"detail"`
+		Code   seckill.Code `json:"code"`
+		Detail string       `json:"detail"`
 	}
 	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) == nil {
 		ae.Code, ae.Detail = body.Code, body.Detail
