@@ -141,10 +141,20 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	}
 	terms := redisstore.TermsOf(*sale)
 	rs := a.rstore.ForDraw()
+	held, err := a.heldOrders(ctx, sale.ID, batch, units)
+	if err != nil {
+		return progress, err
+	}
 	for _, e := range batch {
-		if e.Rank <= units {
+		switch {
+		case held[e.UserID] != 0:
+			// Admitted by an earlier attempt of this step, and its order
+			// since closed (a live one Redis answers ALREADY_CLAIMED): the
+			// winner keeps it, and is not admitted twice.
+			e.Outcome, e.OrderID = store.EntryWon, held[e.UserID]
+		case e.Rank <= units:
 			err = a.admitDrawn(ctx, rs, sale.ID, e, terms)
-		} else {
+		default:
 			err = a.queueDrawn(ctx, rs, sale.ID, e, in.WaitlistMax, terms, &progress)
 		}
 		if err != nil {
@@ -158,6 +168,19 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	}
 	progress.NextRank, progress.Done = next, next > d.Entries || len(batch) == 0
 	return progress, nil
+}
+
+// heldOrders are the orders the winners (ranks within units) of batch
+// already hold: an attempt of this step cut off before recording its
+// batch admitted them.
+func (a *Activities) heldOrders(ctx context.Context, saleID int64, batch []*store.LobbyEntry, units int) (map[string]int64, error) {
+	var winners []string
+	for _, e := range batch {
+		if e.Rank <= units {
+			winners = append(winners, e.UserID)
+		}
+	}
+	return a.store.OrdersOfEach(ctx, saleID, winners)
 }
 
 // ended reports whether sale has ended on Redis' clock, the one its
@@ -233,7 +256,7 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 		return err
 	}
 	res, err := rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
-	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative {
+	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
 		if _, err := a.rstore.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
@@ -254,11 +277,12 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 		e.Outcome = store.EntryLost
 		return nil
 	case seckill.SoldOut:
-		if res.Tentative {
+		if res.Tentative && !res.Owed {
 			return fmt.Errorf("admit rank %d of sale %d: its units are still moving between segments", e.Rank, saleID)
 		}
-		// Not expected (nobody claims before the draw is done): the entrant
-		// waits, first in line, rather than lose a unit that comes back.
+		// Not expected (nobody claims before the draw is done, and a winner
+		// an earlier attempt admitted keeps that order): the entrant waits,
+		// first in line, rather than lose a unit that comes back.
 		var full bool
 		return a.queueDrawnFull(ctx, rs, saleID, e, 0, terms, &full)
 	}

@@ -281,3 +281,117 @@ func TestSettleDraw_AWinnerIsNotQueuedBehindAUnitInFlight(t *testing.T) {
 		require.Equal(t, i+1, o.Rank, "each rank 1..K has one order")
 	}
 }
+
+// A SettleDraw attempt admitted the winners of its batch and queued the
+// ranks past the units, then was cut off before recording them
+// (SettleEntries). Before the retry reaches it, rank 1 cancels: the unit
+// goes to the first waiter, and rank 1's home segment has buyers waiting.
+// The retry settles the batch (it failed every attempt, the draw held in
+// DRAWING until the sale ended, when a tentative SOLD_OUT was always taken
+// for units in flight).
+func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) {
+	const units, entrants = 2, 12
+	r := newSegmentedDrawRig(t, units, entrants, 2)
+	ctx := t.Context()
+	r.rank(t)
+	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
+	require.NoError(t, err)
+	terms := redisstore.TermsOf(*r.sale)
+	drawRS := r.rs.ForDraw()
+	// The cut-off attempt: winners admitted, the rest queued, nothing recorded.
+	orders := map[string]int64{}
+	for i, e := range batch {
+		if e.Rank <= units {
+			res, err := drawRS.Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+			require.NoError(t, err)
+			require.Equal(t, seckill.Admitted, res.Outcome)
+			orders[e.UserID] = res.OrderID
+			// its saga writes it
+			_, _, err = r.st.StartOrder(ctx, store.NewOrder{ID: res.OrderID, SaleID: r.sale.ID, UserID: e.UserID, CreatedAt: time.Now(), Drawn: true})
+			require.NoError(t, err)
+			continue
+		}
+		res, err := drawRS.Join(ctx, r.sale.ID, e.UserID, 1<<30, int64(2000+i), terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Waiting, res.Outcome, "rank %d", e.Rank)
+	}
+	first := batch[0]
+	home := -1
+	for q := range 2 {
+		ok, err := r.rdb.HExists(ctx, r.rs.SegmentKeys(r.sale.ID, q).Claims, first.UserID).Result()
+		require.NoError(t, err)
+		if ok {
+			home = q
+		}
+	}
+	require.GreaterOrEqual(t, home, 0)
+	// Rank 1 cancels (its saga closes the order, then releases): the unit
+	// goes to the first waiter.
+	_, err = r.st.CloseUnpaid(ctx, orders[first.UserID], seckill.CloseCancelled, "", "", time.Now())
+	require.NoError(t, err)
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, orders[first.UserID], &redisstore.NextOrder{ID: 9_999, Terms: terms})
+	require.NoError(t, err)
+	waiting, err := r.rdb.ZCard(ctx, r.rs.SegmentKeys(r.sale.ID, home).Wait).Result()
+	require.NoError(t, err)
+	require.Positive(t, waiting, "precondition: rank 1's home segment has buyers waiting")
+
+	// The retry (Temporal retries SettleDraw without end).
+	var errs []error
+	for range 3 {
+		if _, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		break
+	}
+	require.Less(t, len(errs), 3, "every retry fails the same way (the draw stays DRAWING until the sale ends): %v", errs)
+	e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, first.UserID)
+	require.NoError(t, err)
+	require.Equal(t, store.EntryWon, e.Outcome, "rank 1 was admitted: it keeps its (closed) order")
+	require.Equal(t, orders[first.UserID], e.OrderID)
+}
+
+// Same cut-off, with fewer entrants than units (nobody waits): rank 1
+// cancels, the unit goes back to the stock, and the retry must not admit
+// rank 1 again with a new order (GET /draw/orders would list rank 1
+// twice, K+1 orders, and draw verify fail): rank 1 keeps its closed order.
+func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
+	const stock, entrants = 3, 2
+	r := newDrawRig(t, stock, entrants)
+	ctx := t.Context()
+	r.rank(t)
+	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
+	require.NoError(t, err)
+	terms := redisstore.TermsOf(*r.sale)
+	now := time.Now().UTC()
+	for i, e := range batch {
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome)
+		// its saga writes it (drawn, from the outbox entry's d field)
+		_, _, err = r.st.StartOrder(ctx, store.NewOrder{ID: res.OrderID, SaleID: r.sale.ID, UserID: e.UserID, CreatedAt: now, Drawn: true})
+		require.NoError(t, err)
+	}
+	first := batch[0]
+	// Rank 1 cancels: its saga closes the order, then releases the claim.
+	_, err = r.st.CloseUnpaid(ctx, 1000, seckill.CloseCancelled, "", "", time.Now())
+	require.NoError(t, err)
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, 1000, &redisstore.NextOrder{ID: 9_999, Terms: terms})
+	require.NoError(t, err)
+
+	p := r.settle(t)
+	require.True(t, p.Done)
+	again, err := r.rs.ClaimOf(ctx, r.sale.ID, first.UserID)
+	require.NoError(t, err)
+	if again != 0 {
+		_, _, err = r.st.StartOrder(ctx, store.NewOrder{ID: again, SaleID: r.sale.ID, UserID: first.UserID, CreatedAt: now, Drawn: true})
+		require.NoError(t, err)
+	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
+	require.NoError(t, err)
+	t.Logf("rank 1 re-admitted as order %d; /draw/orders: %+v", again, orders)
+	require.Zero(t, again, "no entrant is admitted twice (docs/API.md, the draw)")
+	require.Len(t, orders, entrants, "K orders, one per rank")
+}

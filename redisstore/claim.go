@@ -69,6 +69,10 @@ type ClaimResult struct {
 	// for the Idempotency-Key, and is no reason to answer other buyers
 	// SOLD_OUT.
 	Tentative bool
+	// Owed marks a Tentative SOLD_OUT given because the claimant's segment
+	// has buyers waiting: units that come go to them first, so asking
+	// again, or landing the moves in flight, gets this claimant none.
+	Owed bool
 }
 
 // Terms are what an admitted buyer owes and for how long they may pay:
@@ -126,7 +130,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 		case b == borrowedOwed, b != borrowedNone && attempt+1 >= maxBorrows:
 			// Units may still come (to this segment's waiting buyers first):
 			// SOLD_OUT for now, recorded for no Idempotency-Key.
-			res.Tentative = true
+			res.Tentative, res.Owed = true, b == borrowedOwed
 			return res, nil
 		case b == borrowedNone && idempotencyKey == "":
 			// No segment has a unit and none is on its way: sold out. (With an

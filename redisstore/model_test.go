@@ -429,7 +429,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 		want.Outcome, record = seckill.SoldOut, true
 	case len(m.lineOf(home)) > 0:
 		// The segment's line comes first: nothing is borrowed for a new claim.
-		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
+		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true, Owed: true}
 	case others > 0:
 		if slow { // the borrow's take is the first write: its WAIT fails
 			wantErr, borrowTake = true, true
@@ -451,7 +451,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	if !wantErr {
 		res.PayBy, res.RetryAfter = time.Time{}, 0
 		if anyTentative {
-			res.Tentative = false
+			res.Tentative, res.Owed = false, false
 		}
 		if res != want {
 			t.Fatalf("claim %s key=%q: got %+v, want %+v", u, key, res, want)

@@ -369,3 +369,31 @@ func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error
 		return tx.Exec(`UPDATE sales SET draw_next_rank = GREATEST(draw_next_rank, ?) WHERE id = ?`, to+1, saleID).Error
 	})
 }
+
+// OrdersOfEach returns, for each of users who has an order of the sale,
+// that order's id: an active one if the user has one, else the latest.
+// While a draw runs claims are held, so each such order is the draw's (or
+// the waitlist's, which serves only entrants the draw queued): a step of
+// the draw retried after it admitted a winner finds that winner's order
+// here even once it closed (a cancel, a failed payment), and does not
+// admit them a second time. (orders.drawn is not asked: a saga started by
+// a cancel before the relay, or by reconciliation, does not know it.)
+func (s *Store) OrdersOfEach(ctx context.Context, saleID int64, users []string) (map[string]int64, error) {
+	out := make(map[string]int64)
+	if len(users) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		UserID string
+		ID     int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT ON (user_id) user_id, id FROM orders
+		WHERE sale_id = ? AND user_id IN ?
+		ORDER BY user_id, (status <> ?) DESC, id DESC`, saleID, users, seckill.StatusClosed).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the orders of %d entrants of sale %d: %w", len(users), saleID, err)
+	}
+	for _, r := range rows {
+		out[r.UserID] = r.ID
+	}
+	return out, nil
+}
