@@ -73,7 +73,7 @@ Usage:
                                     or the dev secret when unset); --wait then
                                     waits as seckill order wait does
 
-Configuration is read from the environment; see README.md.
+Configuration is read from the environment; see docs/OPERATIONS.md (Configuration).
 `
 
 func main() {
