@@ -12,7 +12,7 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test unit-tests tools browser stripe-mock jaeger test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
+.PHONY: help dev test unit-tests tools browser stripe-mock jaeger jaeger-ui test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -95,13 +95,16 @@ browser: ## make sure the browser test has a Chromium (installs Debian's chromiu
 stripe-mock: ## make sure the Stripe tests have stripe-mock (builds it from the module proxy if missing)
 	@bash scripts/ensure-stripe-mock.sh
 
-jaeger: ## make sure the tracing test has Jaeger's all-in-one (builds it from the module proxy if missing)
+jaeger: ## make sure the tracing test has Jaeger's all-in-one (builds it into $(go env GOPATH)/bin if missing) and say where it is
 	@bash scripts/ensure-jaeger.sh
+
+jaeger-ui: ## run Jaeger (all-in-one, in memory) with its web UI on http://127.0.0.1:16686 and OTLP on 127.0.0.1:4318 (docs/EVENTS-AND-TRACES.md)
+	@bash scripts/run-jaeger.sh
 
 services: ## make sure PostgreSQL and Redis answer on loopback
 	@bash scripts/ensure-services.sh
 
-helm: ## make sure the chart check has Helm (builds v3.22.0 from the module proxy if missing)
+helm: ## make sure the chart check has Helm (builds v3.22.0 into $(go env GOPATH)/bin if missing) and say where it is
 	@bash scripts/ensure-helm.sh
 
 test-chart: helm ## the Helm chart (deploy/helm/seckill): helm lint, helm template, every manifest decoded strictly into the Kubernetes types

@@ -90,8 +90,8 @@ func connect(ctx context.Context, cfg Config, own bool) (*Deps, error) {
 }
 
 // DialTemporal dials cfg's Temporal: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE
-// and, beyond loopback, TEMPORAL_TLS_* and TEMPORAL_API_KEY (README
-// "Temporal beyond loopback"), logging to cfg.Log. Every process and
+// and, beyond loopback, TEMPORAL_TLS_* and TEMPORAL_API_KEY
+// (docs/OPERATIONS.md "Temporal beyond loopback"), logging to cfg.Log. Every process and
 // command that talks to Temporal dials here; opts carries the rest
 // (metrics, interceptors). An error names the fix.
 func DialTemporal(ctx context.Context, cfg Config, opts sdkclient.Options) (sdkclient.Client, error) {

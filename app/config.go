@@ -551,9 +551,9 @@ func LogIDsAsStrings(_ []string, a slog.Attr) slog.Attr {
 }
 
 // TemporalTLS is how every process and command reaches a Temporal beyond
-// loopback (README "Temporal beyond loopback"): a self-hosted cluster
-// with mutual TLS, or Temporal Cloud. Any setting turns TLS on; with none
-// the connection is plaintext, as to `seckill dev`'s own server.
+// loopback (docs/OPERATIONS.md "Temporal beyond loopback"): a self-hosted
+// cluster with mutual TLS, or Temporal Cloud. Any setting turns TLS on;
+// with none the connection is plaintext, as to `seckill dev`'s own server.
 type TemporalTLS struct {
 	// CertFile and KeyFile (TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY) are the
 	// client certificate and its private key, PEM; both or neither. They

@@ -131,7 +131,7 @@ type benchRun struct {
 // every solution with pow.Verify. By default two small difficulties (a
 // few seconds); SECKILL_POW_BENCH=1 measures 10,000 to 10,000,000 (a few
 // minutes; SECKILL_POW_BENCH=10000,100000 names the difficulties) and
-// writes test-artifacts/pow-solve.txt (README "Proof of work").
+// writes test-artifacts/pow-solve.txt (docs/FAIR-START.md "Proof of work").
 func TestProofOfWork_SolveTimeInChromium(t *testing.T) {
 	type level struct {
 		difficulty int64

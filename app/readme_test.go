@@ -30,9 +30,13 @@ import (
 )
 
 // TestReadme_WalkThrough pastes the ```sh blocks of README.md's section
-// "Walk-through" (read from ../README.md, so the test and the README cannot
-// drift apart) into bash, against `seckill dev` as `make dev` runs it, and
-// compares what each command prints with the README's `# ->` answer.
+// "Walk-through", then those of docs/FAIR-START.md's "A draw by hand",
+// which goes on in the same terminal (both read from the files, so the test
+// and the docs cannot drift apart), into bash, against `seckill dev` as
+// `make dev` runs it, and compares what each command prints with the
+// `# ->` answer written under it. A chunk that runs python3 (the draw
+// checked in Python) is left out, and said so, when python3 is not on the
+// PATH.
 //
 // The system: bin/seckill is built once (go build ./cmd/seckill) into a
 // temporary directory, and `seckill dev` runs from it as a child process,
@@ -58,9 +62,9 @@ import (
 // digits) and timestamps matching any; a chunk without an answer must
 // print nothing, and every chunk must exit 0.
 //
-// It also checks the paragraph after the blocks against Temporal (the
-// search finds both orders of the first block; their histories hold what
-// the paragraph names), that the start-up progress has no log line inside
+// It also checks the README's paragraph "In the Temporal UI ..." against
+// Temporal (the search finds both orders of the first block; their
+// histories hold what the paragraph names), that the start-up progress has no log line inside
 // it, and that a clean stop (SIGINT) writes no error to the embedded
 // server's log (/tmp/seckill-dev-temporal-<database>.log, here in the
 // test's TMPDIR): none from its start to its stop.
@@ -69,15 +73,18 @@ func TestReadme_WalkThrough(t *testing.T) {
 		_, err := exec.LookPath(tool)
 		require.NoError(t, err, "the walk-through needs %s on the PATH", tool)
 	}
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	section, sectionLine := walkThroughSection(t, string(readme))
-	blocks := shBlocks(section, sectionLine)
+	_, pyErr := exec.LookPath("python3")
+	section, sectionLine := docSection(t, "../README.md", "Walk-through")
+	blocks := shBlocks(section, "README.md", sectionLine)
 	require.NotEmpty(t, blocks, "README.md's walk-through has no ```sh block")
+	draw, drawLine := docSection(t, "../docs/FAIR-START.md", "A draw by hand")
+	drawBlocks := shBlocks(draw, "docs/FAIR-START.md", drawLine)
+	require.NotEmpty(t, drawBlocks, `docs/FAIR-START.md's "A draw by hand" has no `+"```sh block")
 	const makeBuild = `make build && export PATH="$PWD/bin:$PATH"`
 	require.True(t, strings.HasPrefix(blocks[0].text, makeBuild+"\n"),
 		"the first block starts with %q (the test builds bin/seckill itself and drops `make build && `)", makeBuild)
 	blocks[0].text = strings.TrimPrefix(blocks[0].text, "make build && ")
+	blocks = append(blocks, drawBlocks...)
 
 	dir := t.TempDir()
 	buildSeckill(t, filepath.Join(dir, "bin", "seckill"))
@@ -128,8 +135,12 @@ func TestReadme_WalkThrough(t *testing.T) {
 	var chunks []readmeChunk
 	for i, b := range blocks {
 		text := strings.ReplaceAll(b.text, "http://127.0.0.1:8080", "http://"+apiAddr)
-		for _, c := range parseChunks(t, text, b.line) {
+		for _, c := range parseChunks(t, text, b.file, b.line) {
 			c.block = i + 1
+			if pyErr != nil && strings.Contains(c.code, "python3 ") {
+				t.Logf("%s:%d left out: python3 is not on the PATH", c.file, c.line)
+				continue
+			}
 			fmt.Fprintf(&script, "printf '\\n@@CHUNK %d@@\\n'\n%s\nprintf '\\n@@RC %d %%d@@\\n' $?\n", len(chunks), c.code, len(chunks))
 			chunks = append(chunks, c)
 		}
@@ -149,15 +160,15 @@ func TestReadme_WalkThrough(t *testing.T) {
 	require.NoError(t, runErr, "bash:\n%s", out.String())
 	outputs, codes := splitChunkOutputs(t, out.String(), len(chunks))
 	for i, c := range chunks {
-		t.Run(fmt.Sprintf("block %d, README.md:%d", c.block, c.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("block %d, %s:%d", c.block, c.file, c.line), func(t *testing.T) {
 			got := outputs[i]
 			require.Equal(t, 0, codes[i], "exit status of:\n%s\noutput:\n%s", c.code, got)
 			if c.expect == "" {
-				require.Empty(t, strings.TrimSpace(got), "prints nothing in the README:\n%s", c.code)
+				require.Empty(t, strings.TrimSpace(got), "prints nothing in %s:\n%s", c.file, c.code)
 				return
 			}
 			require.Truef(t, answerMatches(c.expect, got),
-				"the README's answer differs from what the command printed\ncommand:\n%s\nREADME:\n%s\nprinted:\n%s", c.code, c.expect, got)
+				"the answer in %s differs from what the command printed\ncommand:\n%s\nanswer:\n%s\nprinted:\n%s", c.file, c.code, c.expect, got)
 		})
 	}
 
@@ -165,7 +176,9 @@ func TestReadme_WalkThrough(t *testing.T) {
 		m := regexp.MustCompile(`@@FIRST A=(\d+) B=(\d+) SALE=(\d+)@@`).FindStringSubmatch(out.String())
 		require.NotNil(t, m)
 		orderA, orderB, sale := m[1], m[2], m[3]
-		para := section[strings.LastIndex(section, "```")+3:]
+		start := strings.Index(section, "\nIn the Temporal UI, search")
+		require.GreaterOrEqual(t, start, 0, `the walk-through has a paragraph "In the Temporal UI, search ..."`)
+		para, _, _ := strings.Cut(section[start+1:], "\n\n")
 		query := regexp.MustCompile("search `([^`]+)`").FindStringSubmatch(para)
 		require.NotNil(t, query, "the paragraph names a search")
 		require.Equal(t, `SaleId="`+sale+`"`, query[1], "the search finds the first block's sale")
@@ -230,27 +243,32 @@ func TestReadme_WalkThrough(t *testing.T) {
 	})
 }
 
-// walkThroughSection is README's section "## Walk-through...", up to the
-// next section, and the README line it starts on.
-func walkThroughSection(t *testing.T, readme string) (string, int) {
+// docSection is the section of the Markdown file at path whose "## "
+// heading starts with title, up to the next section, and the line it
+// starts on.
+func docSection(t *testing.T, path, title string) (string, int) {
 	t.Helper()
-	start := strings.Index(readme, "\n## Walk-through")
-	require.GreaterOrEqual(t, start, 0, "README.md has a section ## Walk-through")
-	section := readme[start+1:]
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(b)
+	start := strings.Index(doc, "\n## "+title)
+	require.GreaterOrEqual(t, start, 0, "%s has a section ## %s", path, title)
+	section := doc[start+1:]
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end+1]
 	}
-	return section, strings.Count(readme[:start+1], "\n") + 1
+	return section, strings.Count(doc[:start+1], "\n") + 1
 }
 
 type shBlock struct {
 	text string
-	line int // README.md line of the block's first line
+	file string // the document, as the repository names it
+	line int    // its line of the block's first line
 }
 
-// shBlocks returns the ```sh blocks of text, which starts on README line
-// firstLine.
-func shBlocks(text string, firstLine int) []shBlock {
+// shBlocks returns the ```sh blocks of text, which starts on line
+// firstLine of file.
+func shBlocks(text, file string, firstLine int) []shBlock {
 	var blocks []shBlock
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
@@ -262,7 +280,7 @@ func shBlocks(text string, firstLine int) []shBlock {
 		for ; j < len(lines) && lines[j] != "```"; j++ {
 			b.WriteString(lines[j] + "\n")
 		}
-		blocks = append(blocks, shBlock{text: b.String(), line: firstLine + i + 1})
+		blocks = append(blocks, shBlock{text: b.String(), file: file, line: firstLine + i + 1})
 		i = j
 	}
 	return blocks
@@ -271,7 +289,8 @@ func shBlocks(text string, firstLine int) []shBlock {
 // readmeChunk is the commands up to one `# -> ` answer of a block.
 type readmeChunk struct {
 	block  int
-	line   int    // README.md line of the chunk's first line
+	file   string // the document the block is in
+	line   int    // its line of the chunk's first line
 	code   string // the lines pasted, comments included
 	expect string // the answer, "" when the README shows none
 }
@@ -279,7 +298,7 @@ type readmeChunk struct {
 var answerContinuation = regexp.MustCompile(`^#\s{3,}\S`)
 
 // parseChunks cuts a block into chunks (see TestReadme_WalkThrough).
-func parseChunks(t *testing.T, block string, firstLine int) []readmeChunk {
+func parseChunks(t *testing.T, block, file string, firstLine int) []readmeChunk {
 	t.Helper()
 	var (
 		chunks   []readmeChunk
@@ -298,15 +317,15 @@ func parseChunks(t *testing.T, block string, firstLine int) []readmeChunk {
 	}
 	flush := func(next int) {
 		if hasCode() || len(expect) > 0 {
-			require.True(t, hasCode(), "README.md:%d: an answer with no command before it", start)
-			chunks = append(chunks, readmeChunk{line: start, code: strings.Join(code, "\n"), expect: strings.Join(expect, "\n")})
+			require.True(t, hasCode(), "%s:%d: an answer with no command before it", file, start)
+			chunks = append(chunks, readmeChunk{file: file, line: start, code: strings.Join(code, "\n"), expect: strings.Join(expect, "\n")})
 		}
 		code, expect, start, inAnswer = nil, nil, next, false
 	}
 	for i, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
 		switch {
 		case strings.HasPrefix(line, "# -> "):
-			require.False(t, inAnswer, "README.md:%d: two answers in a row", firstLine+i)
+			require.False(t, inAnswer, "%s:%d: two answers in a row", file, firstLine+i)
 			expect, inAnswer = append(expect, strings.TrimPrefix(line, "# -> ")), true
 		case inAnswer && answerContinuation.MatchString(line):
 			expect = append(expect, strings.TrimSpace(line[1:]))

@@ -108,7 +108,7 @@ func TestSaga_PayFailAndTimeoutEndToEnd(t *testing.T) {
 	require.Len(t, resp.GetExecutions(), 1)
 	require.Equal(t, seckill.OrderWorkflowID(mustInt(t, paid)), resp.GetExecutions()[0].GetExecution().GetWorkflowId())
 
-	// The operator queries of the README, as written there.
+	// The operator queries of docs/OPERATIONS.md ("In the Temporal UI"), as written there.
 	today := time.Now().UTC().Truncate(24 * time.Hour).Format(time.RFC3339)
 	for query, want := range map[string]int{
 		fmt.Sprintf(`SaleId=%q AND OrderStatus="AWAITING_PAYMENT"`, sale):      1, // sleeper's new claim

@@ -320,8 +320,8 @@ func BenchmarkVerify(b *testing.B) {
 }
 
 // BenchmarkNativeHash is a script's cost per try, in Go on one core: what
-// a difficulty costs an attacker who does not use a browser (README
-// "Proof of work").
+// a difficulty costs an attacker who does not use a browser
+// (docs/FAIR-START.md, "Proof of work").
 func BenchmarkNativeHash(b *testing.B) {
 	salt := []byte(Salt("0123456789abcdef01234567", 42, "bench", time.Unix(1767225600, 0)))
 	buf := make([]byte, 0, len(salt)+20)

@@ -581,7 +581,7 @@ const Seckill = (() => {
       if (uiConfig.payment_provider === "stripe") {
         // The order's PaymentIntent (made once, whoever asks first). A shop
         // mounts Stripe's Payment Element here with its client secret
-        // (README "Taking payments with Stripe"); this page cannot load
+        // (docs/OPERATIONS.md "Taking payments with Stripe"); this page cannot load
         // Stripe.js, so it says where it would go.
         try {
           order = (await api("POST", "/api/v1/orders/" + order.order_id + "/payment")).body;

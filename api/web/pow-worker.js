@@ -7,8 +7,8 @@
 // - "js": SHA-256 in plain JavaScript, the salt's whole 64-byte blocks
 //   hashed once (a midstate), so each candidate costs one or two block
 //   compressions and no allocation or promise. Measured in headless
-//   Chromium about 50 times the rate of crypto.subtle (README "Proof of
-//   work"), and it works where crypto.subtle does not (a page not on
+//   Chromium about 50 times the rate of crypto.subtle (docs/FAIR-START.md
+//   "Proof of work"), and it works where crypto.subtle does not (a page not on
 //   HTTPS). A number it finds is checked with crypto.subtle, when there is
 //   one, before it is sent; should it find none, the part is searched
 //   again with crypto.subtle.
