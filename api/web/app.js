@@ -19,7 +19,7 @@ const Seckill = (() => {
     ORDER_NOT_FOUND: "We could not find that order.",
     ORDER_NOT_CANCELLABLE: "This order can no longer be cancelled.",
     RATE_LIMITED: "Too many tries. Please wait a few seconds.",
-    WAITLIST_FULL: "The waitlist is full.",
+    WAITLIST_FULL: "The waitlist is full: a place opens when someone in line leaves it or is given a unit.",
     ALREADY_WAITING: "You are already on the waitlist.",
     UNAVAILABLE: "The shop is busy right now. Please try again in a few seconds.",
     UNAUTHENTICATED: "Please sign in again.",
@@ -87,6 +87,11 @@ const Seckill = (() => {
     const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60, sec = s % 60;
     const pad = (n) => String(n).padStart(2, "0");
     return (d ? d + "d " : "") + (d || h ? pad(h) + ":" : "") + pad(m) + ":" + pad(sec);
+  }
+
+  // plural says a count with its noun: "1 buyer", "2 buyers".
+  function plural(n, one, many) {
+    return n + " " + (n === 1 ? one : many || one + "s");
   }
 
   function show(el, text, info) {
@@ -341,16 +346,28 @@ const Seckill = (() => {
     }
 
     // The waitlist card: offered on a sold-out sale to a signed-in buyer
-    // with no active order; while they wait it shows their live position.
+    // with no active order, unless the line is full (a join would be
+    // refused WAITLIST_FULL: the card says so instead); while they wait it
+    // shows their live position.
     function renderWaitlist(active, open) {
       const waiting = wait && wait.status === "WAITING";
+      const expired = wait && wait.status === "EXPIRED";
+      const line = sale.waitlist; // a sold-out sale's {waiting, max}
+      const full = !!line && line.waiting >= line.max;
       const offer = user() && open && !active && !waiting && sale.stock.remaining <= 0;
-      $("waitlist").hidden = !(offer || waiting || (wait && wait.status === "EXPIRED"));
-      $("join").hidden = !offer;
+      $("waitlist").hidden = !(offer || waiting || expired);
+      $("join").hidden = !offer || full;
       $("leave").hidden = !waiting;
-      let text = "Units come back when a buyer does not pay in time. Join the waitlist and the next one is yours, first come, first served.";
+      let text = "";
       if (waiting) text = wait.position === 1 ? "You are next in line." : "You are number " + wait.position + " in line.";
-      if (wait && wait.status === "EXPIRED") text = "The sale ended before a unit came back to you.";
+      else if (expired) text = "The sale ended before a unit came back to you.";
+      else if (full) text = "The waitlist is full: it holds " + plural(line.max, "buyer") + ", its most. " +
+        "A place opens when someone in line leaves it or is given a unit; you can join then.";
+      else {
+        text = "Units come back when a buyer does not pay in time or cancels, and go to the waitlist first come, first served.";
+        if (line && line.waiting === 0) text += " Nobody is in line: join, and the next one is yours.";
+        else if (line) text += " " + plural(line.waiting, "buyer") + (line.waiting === 1 ? " is" : " are") + " in line; you would be number " + (line.waiting + 1) + ".";
+      }
       $("wait-status").textContent = text;
     }
 
@@ -535,6 +552,7 @@ const Seckill = (() => {
         if (e.code === "ALREADY_WAITING") wait = { status: "WAITING", position: e.body.position };
         else if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         else show(msg, e.message);
+        if (e.code === "WAITLIST_FULL") await refreshSale(); // the line as it is now: no join offered while full
       }
       $("join").disabled = false;
       render();
@@ -565,6 +583,7 @@ const Seckill = (() => {
         clearTimeout(waitPoll);
         wait = null;
         show(msg, "You left the waitlist.", true);
+        refreshSale(); // the line without them
       } catch (e) { show(msg, e.message); }
       render();
     };
