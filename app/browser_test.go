@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,14 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	s, err := chromedp.Run(ctx, chromedp.Text(sel))
 	require.NoError(t, err, "text of %s", sel)
 	return strings.TrimSpace(s)
+}
+
+// hidden says whether the element sel is not displayed.
+func hidden(t *testing.T, ctx context.Context, sel string) bool {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector(`+strconv.Quote(sel)+`)).display === "none"`))
+	require.NoError(t, err, "display of %s", sel)
+	return v
 }
 
 // do runs steps, naming what failed.
