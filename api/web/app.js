@@ -30,8 +30,11 @@ const Seckill = (() => {
     LOBBY_NOT_OPEN: "The lobby is not open yet.",
   };
 
+  // QUEUED and AWAITING_PAYMENT read alike: both are payable, and the
+  // difference (whether the order's saga has written it yet) is the shop's,
+  // not the buyer's (README "Try it in a browser").
   const statusWords = {
-    QUEUED: "Yours: waiting for payment",
+    QUEUED: "Reserved for you: waiting for payment",
     AWAITING_PAYMENT: "Reserved for you: waiting for payment",
     PAID: "Paid. It is yours!",
     CLOSED: "Closed",
