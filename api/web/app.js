@@ -512,7 +512,8 @@ const Seckill = (() => {
       if (waiting && order.pay_by) $("payby-countdown").textContent = clock(Date.parse(order.pay_by) - Date.now());
       const stripe = uiConfig.payment_provider === "stripe";
       $("pay").hidden = !(waiting && (uiConfig.checkout_url || stripe));
-      $("pay").textContent = "Pay " + money(order.amount_cents, order.currency);
+      // Unknown while the order could not be read (showOrder's stand-in).
+      $("pay").textContent = order.currency ? "Pay " + money(order.amount_cents, order.currency) : "Pay";
       $("cancel").hidden = !waiting;
     }
 
