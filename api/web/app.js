@@ -323,7 +323,7 @@ const Seckill = (() => {
       else if (now < starts) why = "The sale starts " + at(starts) + ".";
       else if (now >= ends || sale.state === "ENDED") why = "The sale has ended.";
       else if (phase === "drawing") why = "The draw is running; any units it leaves can be bought here once it is done.";
-      else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when someone does not pay in time.";
+      else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when a buyer does not pay in time or cancels.";
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
@@ -351,7 +351,7 @@ const Seckill = (() => {
       if (!user()) {
         if (phase === "soon") return "The lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ": sign in to enter the draw then.";
         if (phase === "open") return "Sign in to enter the draw.";
-        return closed + (phase === "drawn" ? " Sign in to see your result." : "");
+        return closed + (phase === "drawn" ? " If you entered, sign in to see your result." : "");
       }
       if (!entry) {
         if (phase === "soon") return "The lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ".";
