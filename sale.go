@@ -130,6 +130,19 @@ type SaleJSON struct {
 	// ProofOfWork: claims, waitlist joins and lobby entries carry a proof
 	// of work (docs/API.md "Proof of work").
 	ProofOfWork *ProofOfWorkJSON `json:"proof_of_work,omitempty"`
+	// Waitlist: the sale's line while it is SOLD_OUT, shown by GET
+	// /sales/{id} only (docs/API.md "Waitlist"), so a shop offers a join
+	// only when one can succeed.
+	Waitlist *WaitlistJSON `json:"waitlist,omitempty"`
+}
+
+// WaitlistJSON is the sale object's view of its waitlist: a join is
+// refused WAITLIST_FULL while Waiting is Max or more.
+type WaitlistJSON struct {
+	// Waiting is how many buyers are in line.
+	Waiting int64 `json:"waiting"`
+	// Max is the line's bound (SECKILL_WAITLIST_MAX).
+	Max int `json:"max"`
 }
 
 // ProofOfWorkJSON is a sale's proof-of-work setting.

@@ -53,6 +53,7 @@ type Redis interface {
 	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms redisstore.Terms) (redisstore.JoinResult, error)
 	WaitStateOf(ctx context.Context, saleID int64, userID string) (redisstore.WaitState, error)
 	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
+	Waiting(ctx context.Context, saleID int64) (int64, error)
 	ActiveSales(ctx context.Context) ([]int64, error)
 	RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error)
 	Counts(ctx context.Context, saleIDs []int64) (map[int64]redisstore.SaleCounts, error)

@@ -513,6 +513,42 @@ func TestWaitlist_ABuyerWaitsInLineThenLeaves(t *testing.T) {
 	require.Equal(t, "SALE_NOT_FOUND", a.code())
 }
 
+// A sold-out sale shows its line and the line's bound, so a shop offers
+// no join that would be refused; the refusal says the bound in words.
+func TestWaitlist_AFullLineShowsOnTheSoldOutSale(t *testing.T) {
+	for _, tc := range []struct {
+		max    int
+		detail string
+	}{
+		{1, "the waitlist holds 1 buyer, its most"},
+		{2, "the waitlist holds 2 buyers, its most"},
+	} {
+		t.Run(strconv.Itoa(tc.max), func(t *testing.T) {
+			r := newHandlerRig(t, api.Config{WaitlistMax: tc.max})
+			sale := "/api/v1/sales/" + strconv.FormatInt(r.createSale(t, 1), 10)
+			a := r.do(t, "GET", sale, "", false, nil)
+			require.Equal(t, "ACTIVE", a.body["state"])
+			require.NotContains(t, a.body, "waitlist", "a join is admitted while a unit remains, whatever the line")
+
+			require.Equal(t, http.StatusAccepted, r.do(t, "POST", sale+"/claims", "ann", false, nil).status)
+			a = r.do(t, "GET", sale, "", false, nil)
+			require.Equal(t, "SOLD_OUT", a.body["state"])
+			require.Equal(t, map[string]any{"waiting": 0.0, "max": float64(tc.max)}, a.body["waitlist"])
+			for i := range tc.max {
+				a = r.do(t, "POST", sale+"/waitlist", "waiter-"+strconv.Itoa(i), false, nil)
+				require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+			}
+			a = r.do(t, "GET", sale, "", false, nil)
+			require.Equal(t, map[string]any{"waiting": float64(tc.max), "max": float64(tc.max)}, a.body["waitlist"])
+
+			a = r.do(t, "POST", sale+"/waitlist", "late", false, nil)
+			require.Equal(t, http.StatusConflict, a.status)
+			require.Equal(t, "WAITLIST_FULL", a.code())
+			require.Equal(t, tc.detail, a.body["detail"])
+		})
+	}
+}
+
 func TestReadyz_NotReadyWhileTemporalIsUnreachable(t *testing.T) {
 	r := newHandlerRig(t, api.Config{})
 	a := r.do(t, "GET", "/readyz", "", false, nil)

@@ -243,7 +243,23 @@ func (s *Server) getSale(c *fiber.Ctx) error {
 		return err
 	}
 	s.fillRemaining(ctx, []*seckill.Sale{sale})
-	return c.JSON(sale.JSON(time.Now()))
+	j := sale.JSON(time.Now())
+	if j.State == seckill.StateSoldOut {
+		j.Waitlist = s.waitlistOf(ctx, sale.ID)
+	}
+	return c.JSON(j)
+}
+
+// waitlistOf is a sold-out sale's line, read only then: while units
+// remain a join is admitted whatever the line. nil when Redis does not
+// answer: the shop offers the join, and the join's answer says.
+func (s *Server) waitlistOf(ctx context.Context, saleID int64) *seckill.WaitlistJSON {
+	n, err := s.cfg.Redis.Waiting(ctx, saleID)
+	if err != nil {
+		s.cfg.Log.Warn("count the waitlist", "saleID", saleID, "error", err)
+		return nil
+	}
+	return &seckill.WaitlistJSON{Waiting: n, Max: s.cfg.WaitlistMax}
 }
 
 type saleList struct {

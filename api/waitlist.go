@@ -96,12 +96,20 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	case seckill.SaleEnded:
 		return errSaleEnded
 	case seckill.WaitlistFull:
-		return seckill.Errorf(seckill.CodeWaitlistFull, "the waitlist holds %d buyers, its most", s.cfg.WaitlistMax)
+		return seckill.Errorf(seckill.CodeWaitlistFull, "the waitlist holds %s, its most", buyers(s.cfg.WaitlistMax))
 	default: // Unavailable: the sale is not loaded in Redis
 		return errWaitlistPaused
 	}
 	outcome = res.Outcome
 	return c.Status(fiber.StatusCreated).JSON(entry)
+}
+
+// buyers says n buyers in words: "1 buyer", "2 buyers".
+func buyers(n int) string {
+	if n == 1 {
+		return "1 buyer"
+	}
+	return strconv.Itoa(n) + " buyers"
 }
 
 // waitlistMe says where the caller stands: WAITING with a position,

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,14 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
+// hidden says whether the element sel is not displayed.
+func hidden(t *testing.T, ctx context.Context, sel string) bool {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector(`+strconv.Quote(sel)+`)).display === "none"`))
+	require.NoError(t, err, "display of %s", sel)
+	return v
+}
+
 // do runs steps, naming what failed.
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -95,12 +104,15 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 // The newcomer's path, in a real browser: open the shop, sign in with the
 // demo sign-in, claim, see the order reserved with its pay-by countdown,
 // pay on the dev provider's checkout page, and see it PAID live. Then the
-// words a shopper sees on a sold-out sale.
+// words a shopper sees on a sold-out sale, and on an order admitted but not
+// yet written by its saga (QUEUED), which README "Try it in a browser"
+// describes.
 func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	sale := s.createSale(3, 2*time.Minute)
 	soldOut := s.createSale(1, 2*time.Minute)
 	cancelled := s.createSale(1, 2*time.Minute)
+	queued := s.createSale(1, 2*time.Minute)
 	r := s.claim(soldOut, "early-bird")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 
@@ -199,6 +211,23 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#order-status[data-status="CLOSED"]`),
 	)
 	require.Equal(t, "You cancelled the order, and the unit went back on sale.", text(t, ctx, "#order-detail"))
+
+	// QUEUED, as the claim's answer leaves it until the order's events say
+	// more (here they never come): payable already, and worded as README
+	// "Try it in a browser" says, the same as once the saga has written it.
+	do(t, ctx, "claim, the order's events held back",
+		chromedp.Navigate(s.info.APIURL+"/sales/"+queued),
+		chromedp.WaitEnabled("#claim"),
+		chromedp.Evaluate[chromedp.Void](`{ const f = window.fetch;
+			window.fetch = (u, o) => String(u).endsWith("/events") ? new Promise(() => {}) : f(u, o); }`),
+		chromedp.Click("#claim"),
+		chromedp.WaitVisible(`#order-status[data-status="QUEUED"]`),
+		chromedp.WaitVisible("#payby-countdown"),
+		chromedp.WaitVisible("#pay"),
+	)
+	require.Equal(t, "Reserved for you: waiting for payment", text(t, ctx, "#order-status"))
+	require.Regexp(t, `^Pay .*9\.90`, text(t, ctx, "#pay"))
+	screenshot(t, ctx, "shopper-queued.png")
 	s.requireAudit(cancelled)
 	s.requireAudit(sale)
 }

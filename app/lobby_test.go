@@ -206,13 +206,17 @@ func TestLobby_UnitsLeftAfterTheDrawAreOpenToClaims(t *testing.T) {
 	s.requireAudit(sale)
 }
 
-// The fair start in a real browser: two shoppers enter the draw of a
-// one-unit sale from its page before the start; the draw gives the unit to
-// one (the page shows the won order and its countdown) and puts the other
-// first on the waitlist (the page shows the place in line); both see the
-// commitment and a link to the published draw.
-func TestShopper_LobbyDrawWonAndWaitingInBrowser(t *testing.T) {
-	s := startSystem(t, systemOptions{})
+// The fair start in a real browser, with a waitlist of one place: two
+// shoppers enter the draw of a one-unit sale from its page before the
+// start, a third by the API. The draw gives the unit to one (the page
+// shows the won order, payable), puts the next first on the waitlist (the
+// place in line) and leaves the third LOST: the line is full, so their page
+// offers no "Join the waitlist" and says why. Every page then shows the
+// published seed and how to verify the draw, no longer the promise made
+// before it. When the waiting shopper leaves the line, the lost one is
+// offered the place and takes it.
+func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.WaitlistMax = 1 }})
 	sale := s.createLobbySale(1, 12*time.Second, 2*time.Minute, 1)
 	shoppers := []string{"lobby-ann", "lobby-bob"}
 	tabs := map[string]context.Context{}
@@ -239,32 +243,84 @@ func TestShopper_LobbyDrawWonAndWaitingInBrowser(t *testing.T) {
 			screenshot(t, ctx, "lobby-entered.png")
 		}
 	}
+	r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token("lobby-cy", false), nil)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	shoppers = append(shoppers, "lobby-cy")
+
+	var published struct {
+		Seed string `json:"seed"`
+	}
+	require.Eventually(t, func() bool {
+		r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
+		return r.status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond, "the draw is published")
+	require.NoError(t, json.Unmarshal(r.body, &published))
+	ctx := browser(t)
+	tabs["lobby-cy"] = ctx
+	do(t, ctx, "lobby-cy opens the sale after the draw and signs in",
+		chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+		chromedp.WaitVisible("#signin-button"),
+		chromedp.SetValue("#signin-name", "lobby-cy"),
+		chromedp.Click("#signin-button"),
+		chromedp.WaitVisible("#who-user"),
+	)
+
 	outcomes := map[string]string{}
 	for _, name := range shoppers {
 		ctx := tabs[name]
 		var status string
 		require.Eventually(t, func() bool {
 			status = text(t, ctx, "#lobby-status")
-			return strings.HasPrefix(status, "You won") || strings.HasPrefix(status, "The draw put you on the waitlist")
+			return strings.HasPrefix(status, "You won") || strings.HasPrefix(status, "The draw put you on the waitlist") ||
+				strings.HasPrefix(status, "Not this time")
 		}, time.Minute, 200*time.Millisecond, "%s's page never showed the draw's result", name)
-		if strings.HasPrefix(status, "You won") {
+		switch {
+		case strings.HasPrefix(status, "You won"):
 			outcomes["won"] = name
 			do(t, ctx, "the won order is shown, payable",
 				chromedp.WaitVisible(`#order-status[data-status="AWAITING_PAYMENT"]`),
 				chromedp.WaitVisible("#payby-countdown"))
+			require.Equal(t, "Reserved for you: waiting for payment", text(t, ctx, "#order-status"))
 			screenshot(t, ctx, "lobby-draw-won.png")
-		} else {
+		case strings.HasPrefix(status, "Not this time"):
+			outcomes["lost"] = name
+			// The line holds its one place: a join would be WAITLIST_FULL,
+			// so the page offers none, and says why.
+			require.Eventually(t, func() bool {
+				return strings.HasPrefix(text(t, ctx, "#wait-status"), "The waitlist is full: it holds 1 buyer,")
+			}, 10*time.Second, 200*time.Millisecond, "the lost shopper is told the waitlist is full, got %q", text(t, ctx, "#wait-status"))
+			require.True(t, hidden(t, ctx, "#join"), "no Join the waitlist while the line is full")
+			screenshot(t, ctx, "lobby-draw-lost-full.png")
+		default:
 			outcomes["waiting"] = name
-			require.Contains(t, status, "you are number 1 in line")
+			require.Contains(t, status, "you are next in line")
 			screenshot(t, ctx, "lobby-draw-waiting.png")
 		}
+		// After the draw: the seed is out, and how to check it.
+		proof := text(t, ctx, "#lobby-proof")
+		require.NotContains(t, proof, "Before it opens", "%s sees the before-the-draw wording after the draw", name)
+		require.Contains(t, proof, "seed is published")
+		require.Contains(t, proof, "seckill draw verify --sale "+sale)
+		require.Equal(t, published.Seed, text(t, ctx, "#draw-seed"))
 	}
-	require.Len(t, outcomes, 2, "one shopper won, the other waits: %v", outcomes)
+	require.Len(t, outcomes, 3, "one shopper won, one waits, one lost: %v", outcomes)
 	href, err := chromedp.Run(tabs[outcomes["won"]], chromedp.AttributeValue("#verify-link", "href"))
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(href.Value, "/api/v1/sales/"+sale+"/draw"), href.Value)
-	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
-	require.Equal(t, http.StatusOK, r.status, "the page's link shows the published draw: %s", r.body)
+
+	// A place opens: the waiting shopper leaves the line (their page says
+	// so), and the lost one is offered the place and takes it.
+	waiter, lost := tabs[outcomes["waiting"]], tabs[outcomes["lost"]]
+	do(t, waiter, "the waiting shopper leaves the line",
+		chromedp.WaitVisible("#leave"), chromedp.Click("#leave"), chromedp.WaitNotVisible("#leave"))
+	require.Eventually(t, func() bool {
+		return strings.Contains(text(t, waiter, "#lobby-status"), "you left it")
+	}, 10*time.Second, 200*time.Millisecond, "got %q", text(t, waiter, "#lobby-status"))
+	do(t, lost, "the lost shopper joins the line",
+		chromedp.WaitVisible("#join"), chromedp.Click("#join"), chromedp.WaitVisible("#leave"))
+	require.Equal(t, "You are next in line.", text(t, lost, "#wait-status"))
+	screenshot(t, lost, "lobby-draw-lost-joined.png")
+	s.requireAudit(sale)
 }
 
 // A draw an operator terminated (or that failed) before it was done is

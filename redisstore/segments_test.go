@@ -460,6 +460,9 @@ func TestSegments_TheWaitlistBoundIsTheSales(t *testing.T) {
 	counts, err := sc.Counts(ctx, []int64{saleID})
 	require.NoError(t, err)
 	require.Equal(t, int64(10), counts[saleID].Waiting)
+	waiting, err := sc.Waiting(ctx, saleID)
+	require.NoError(t, err)
+	require.Equal(t, int64(10), waiting, "the line the bound is measured against, over every segment")
 }
 
 // aim.lua's write waits for the replicas like every step of a move: lost

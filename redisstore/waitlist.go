@@ -245,6 +245,31 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 	return WaitState{}, nil
 }
 
+// Waiting counts the buyers on saleID's waitlist, over all its segments, in
+// one round trip (split per node on a Cluster): what a join is measured
+// against SECKILL_WAITLIST_MAX by.
+func (s *Store) Waiting(ctx context.Context, saleID int64) (int64, error) {
+	n, err := s.Segments(ctx, saleID)
+	if err != nil {
+		return 0, err
+	}
+	lens := make([]*redis.IntCmd, n)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range n {
+			lens[q] = p.ZCard(ctx, s.SegmentKeys(saleID, q).Wait)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count the waitlist: %w", err)
+	}
+	var waiting int64
+	for _, l := range lens {
+		waiting += l.Val()
+	}
+	return waiting, nil
+}
+
 // Leave takes userID off saleID's waitlist for good (a later join starts
 // at the back) and forgets what the waitlist gave them; their order, if
 // any, is unaffected. It reports whether they were waiting.

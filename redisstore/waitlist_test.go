@@ -26,6 +26,13 @@ func waitState(t *testing.T, sc *redisstore.Store, user string) redisstore.WaitS
 	return st
 }
 
+func waiting(t *testing.T, sc *redisstore.Store) int64 {
+	t.Helper()
+	n, err := sc.Waiting(t.Context(), saleID)
+	require.NoError(t, err)
+	return n
+}
+
 func TestJoin_FirstComeFirstServedAndBounded(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)
@@ -38,12 +45,14 @@ func TestJoin_FirstComeFirstServedAndBounded(t *testing.T) {
 	}
 	require.Equal(t, redisstore.JoinResult{Outcome: seckill.AlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
 	require.Equal(t, seckill.WaitlistFull, join(t, sc, "eve").Outcome, "at most 3 entries")
+	require.Equal(t, int64(3), waiting(t, sc), "the line is at its bound")
 
 	left, err := sc.Leave(t.Context(), saleID, "bob")
 	require.NoError(t, err)
 	require.True(t, left)
 	require.Equal(t, redisstore.WaitState{}, waitState(t, sc, "bob"))
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, int64(2), waiting(t, sc), "a place opens")
 	require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
 }
 
@@ -96,6 +105,7 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	require.Equal(t, int64(5001), claimOf(t, sc, "bob"))
 	require.Equal(t, redisstore.WaitState{OrderID: 5001}, waitState(t, sc, "bob"))
 	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, int64(1), waiting(t, sc), "bob, given the unit, is out of the line")
 	entries := outbox(t, sc)
 	require.Len(t, entries, 2)
 	require.Equal(t, "5001", entries[1].Values["o"])

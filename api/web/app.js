@@ -19,16 +19,22 @@ const Seckill = (() => {
     ORDER_NOT_FOUND: "We could not find that order.",
     ORDER_NOT_CANCELLABLE: "This order can no longer be cancelled.",
     RATE_LIMITED: "Too many tries. Please wait a few seconds.",
-    WAITLIST_FULL: "The waitlist is full.",
+    WAITLIST_FULL: "The waitlist is full: a place opens when someone in line leaves it or is given a unit.",
     ALREADY_WAITING: "You are already on the waitlist.",
     UNAVAILABLE: "The shop is busy right now. Please try again in a few seconds.",
     UNAUTHENTICATED: "Please sign in again.",
     FORBIDDEN: "You are not allowed to do that.",
     PROOF_REQUIRED: "The shop could not check this browser's anti-bot puzzle. Please try again.",
+    DRAW_IN_PROGRESS: "The draw is running. Please try again in a few seconds.",
+    LOBBY_CLOSED: "The lobby closed at the start: the draw has begun.",
+    LOBBY_NOT_OPEN: "The lobby is not open yet.",
   };
 
+  // QUEUED and AWAITING_PAYMENT read alike: both are payable, and the
+  // difference (whether the order's saga has written it yet) is the shop's,
+  // not the buyer's (README "Try it in a browser").
   const statusWords = {
-    QUEUED: "Yours: waiting for payment",
+    QUEUED: "Reserved for you: waiting for payment",
     AWAITING_PAYMENT: "Reserved for you: waiting for payment",
     PAID: "Paid. It is yours!",
     CLOSED: "Closed",
@@ -87,6 +93,11 @@ const Seckill = (() => {
     const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, m = Math.floor(s / 60) % 60, sec = s % 60;
     const pad = (n) => String(n).padStart(2, "0");
     return (d ? d + "d " : "") + (d || h ? pad(h) + ":" : "") + pad(m) + ":" + pad(sec);
+  }
+
+  // plural says a count with its noun: "1 buyer", "2 buyers".
+  function plural(n, one, many) {
+    return n + " " + (n === 1 ? one : many || one + "s");
   }
 
   function show(el, text, info) {
@@ -232,6 +243,9 @@ const Seckill = (() => {
     // body of GET /lobby/me (ENTERED, WON, WAITING, LOST).
     let entry = null;
     let lobbyPoll = null;
+    // The published draw (GET /draw) once the sale's state says it has run:
+    // null until read, "pending" while the API says it is not done.
+    let drawn = null;
     const msg = $("message");
 
     renderWho(() => { render(); resume(); prepareProof(); });
@@ -248,8 +262,31 @@ const Seckill = (() => {
         return true; // keep polling through a hiccup
       }
       document.title = "seckill: " + sale.name;
+      if (sale.lobby_opens_at && drawPhase(Date.now()) === "drawn" && (drawn === null || drawn === "pending")) await loadDraw();
       render();
       return true;
+    }
+
+    // loadDraw reads the published draw: its seed and counts, for the
+    // lobby card's proof.
+    async function loadDraw() {
+      try {
+        drawn = (await api("GET", "/api/v1/sales/" + encodeURIComponent(saleID) + "/draw")).body;
+      } catch (e) {
+        if (e.code === "DRAW_IN_PROGRESS") drawn = "pending";
+      }
+    }
+
+    // Where a sale with a lobby stands, from its state (the API's clock)
+    // and, at the edges, this browser's clock, so that entering stops at
+    // zero: "soon" (the lobby opens later), "open" (entries until the
+    // start), "drawing", or "drawn" (ACTIVE, SOLD_OUT or ENDED: it has run).
+    function drawPhase(now) {
+      const st = sale.state;
+      if (st === "SCHEDULED" && now < Date.parse(sale.lobby_opens_at)) return "soon";
+      if ((st === "SCHEDULED" || st === "LOBBY") && now < Date.parse(sale.starts_at)) return "open";
+      if (st === "SCHEDULED" || st === "LOBBY" || st === "DRAWING") return "drawing";
+      return "drawn";
     }
 
     function render() {
@@ -273,45 +310,110 @@ const Seckill = (() => {
         $("countdown").textContent = "";
       }
       const active = order && (order.status === "QUEUED" || order.status === "AWAITING_PAYMENT" || order.status === "PAID");
+      const phase = sale.lobby_opens_at ? drawPhase(now) : "";
+      const at = (t) => new Date(t).toLocaleString();
       // Why "Buy now" cannot be pressed, said next to it; "" when it can.
       let why = "";
       if (!user()) why = "Sign in to buy.";
       else if (order && order.status === "PAID") why = "You bought this one: it is yours.";
       else if (active) why = "You have an order for this sale: see below.";
-      else if (sale.lobby_opens_at && now < starts) why = "This sale starts with a draw: enter it below before " + new Date(starts).toLocaleString() + ".";
-      else if (sale.state === "DRAWING") why = "The draw is running; the units left after it can be bought here.";
-      else if (now < starts) why = "The sale starts " + new Date(starts).toLocaleString() + ".";
-      else if (now >= ends) why = "The sale has ended.";
-      else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when someone does not pay in time.";
+      else if (phase === "soon") why = "This sale starts with a draw at " + at(starts) + "; its lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ".";
+      else if (phase === "open" && entry) why = "This sale starts with a draw at " + at(starts) + ", and you are in it.";
+      else if (phase === "open") why = "This sale starts with a draw: enter it below before " + at(starts) + ".";
+      else if (now < starts) why = "The sale starts " + at(starts) + ".";
+      else if (now >= ends || sale.state === "ENDED") why = "The sale has ended.";
+      else if (phase === "drawing") why = "The draw is running; any units it leaves can be bought here once it is done.";
+      else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when a buyer does not pay in time or cancels.";
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
-      renderWaitlist(active, now >= starts && now < ends && sale.state !== "DRAWING");
-      renderLobby(now, starts);
+      renderWaitlist(active, now >= starts && now < ends && (phase === "" || phase === "drawn"));
+      renderLobby(now, phase);
     }
 
     // The lobby card of a sale that starts with a draw (docs/API.md "Fair
-    // start"): enter until the start, then the caller's result.
-    function renderLobby(now, starts) {
+    // start"): enter until the start, then the caller's result, and the
+    // draw's proof.
+    function renderLobby(now, phase) {
       const box = $("lobby");
       if (!sale.lobby_opens_at) { box.hidden = true; return; }
       box.hidden = false;
-      const opens = Date.parse(sale.lobby_opens_at);
-      $("lobby-commitment").textContent = sale.draw ? sale.draw.commitment : "(shown when the lobby opens)";
-      $("verify-link").href = "/api/v1/sales/" + saleID + "/draw";
-      let text = "";
-      let canEnter = false;
-      if (!user()) text = "Sign in to enter the draw.";
-      else if (entry && entry.status === "WON") text = "You won a unit in the draw (rank " + entry.rank + "): pay before the time runs out.";
-      else if (entry && entry.status === "WAITING") text = "The draw put you on the waitlist (rank " + entry.rank + "): you are number " + entry.position + " in line.";
-      else if (entry && entry.status === "LOST") text = "Not this time: your rank in the draw was " + entry.rank + ".";
-      else if (entry && now >= starts) text = "You are in the draw. It is running now…";
-      else if (entry) text = "You are in the draw. It runs at " + new Date(starts).toLocaleString() + " (in " + clock(starts - now) + "); everyone who entered has the same chance.";
-      else if (now < opens) text = "The lobby opens " + new Date(opens).toLocaleString() + ".";
-      else if (now < starts) { text = "Enter before the start, in " + clock(starts - now) + ": units go by a draw among everyone who entered, not to the fastest click."; canEnter = true; }
-      else text = "The lobby closed at the start.";
-      $("lobby-status").textContent = text;
-      $("enter").hidden = !canEnter;
+      $("lobby-status").textContent = lobbyStatus(now, phase);
+      $("enter").hidden = !(user() && !entry && phase === "open");
+      renderProof(phase);
+    }
+
+    // lobbyStatus says where the caller stands in the draw.
+    function lobbyStatus(now, phase) {
+      const starts = Date.parse(sale.starts_at);
+      const at = (t) => new Date(t).toLocaleString();
+      const closed = phase === "drawn" ? "The lobby closed at the start, and the draw is done." : "The lobby closed at the start, and the draw is running.";
+      if (!user()) {
+        if (phase === "soon") return "The lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ": sign in to enter the draw then.";
+        if (phase === "open") return "Sign in to enter the draw.";
+        return closed + (phase === "drawn" ? " If you entered, sign in to see your result." : "");
+      }
+      if (!entry) {
+        if (phase === "soon") return "The lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ".";
+        if (phase === "open") return "Enter before the start, in " + clock(starts - now) + ": units go by a draw among everyone who entered, not to the fastest click.";
+        return closed;
+      }
+      const rank = " (rank " + entry.rank + ")";
+      switch (entry.status) {
+        case "WON": {
+          // Ranks past the stock were queued by the draw: their unit came
+          // from the waitlist later.
+          let text = entry.rank <= sale.stock.total ? "You won a unit in the draw" + rank
+            : "The draw put you on the waitlist" + rank + ", and a unit came to you from it";
+          const mine = order && order.order_id === entry.order_id ? order.status : "";
+          if (mine === "PAID") return text + ": it is yours.";
+          if (mine === "CLOSED") return text + ", but its order is closed: see below.";
+          return text + ": pay before the time runs out.";
+        }
+        case "WAITING": {
+          const text = "The draw put you on the waitlist" + rank;
+          if (sale.state === "ENDED") return text + "; the sale ended before a unit came to you.";
+          if (!entry.position) return text + "; you left it.";
+          return text + (entry.position === 1 ? ": you are next in line." : ": you are number " + entry.position + " in line.");
+        }
+        case "LOST":
+          return "Not this time: your rank in the draw was " + entry.rank + ", after every unit and every place on the waitlist.";
+      }
+      if (phase === "open") return "You are in the draw. It runs at " + at(starts) + " (in " + clock(starts - now) + "); everyone who entered has the same chance.";
+      if (phase === "drawn") return "You are in the draw, and it is done: your result comes in a moment…";
+      return "You are in the draw. It is running now…";
+    }
+
+    // renderProof says how the draw can be checked: the commitment before
+    // it, the published seed and the ways to verify after. Rebuilt only
+    // when it changes, so a reader can select the seed.
+    let proofShown = "";
+    function renderProof(phase) {
+      const commitment = sale.draw ? sale.draw.commitment : "";
+      const done = drawn && drawn !== "pending" ? drawn : null;
+      const key = [phase, commitment, done ? done.seed : drawn].join("|");
+      if (key === proofShown) return;
+      proofShown = key;
+      const code = (id, text) => Object.assign(document.createElement("code"), { id, textContent: text });
+      const link = () => Object.assign(document.createElement("a"), {
+        id: "verify-link", href: "/api/v1/sales/" + encodeURIComponent(sale.id) + "/draw", textContent: "the published draw" });
+      const verify = code("", "seckill draw verify --sale " + sale.id + " --api " + location.origin);
+      const p = $("lobby-proof");
+      if (phase === "soon") {
+        p.replaceChildren("When the lobby opens, the shop shows the SHA-256 of the draw's secret seed, its commitment. " +
+          "After the draw it publishes the seed and every entry, so anyone can recompute every rank.");
+      } else if (phase !== "drawn" || drawn === "pending") {
+        p.replaceChildren("The shop has committed to the draw's secret seed by showing its SHA-256: ", code("lobby-commitment", commitment),
+          ". When the draw is done it publishes the seed and every entry, so anyone can check the seed against this and recompute every rank.");
+      } else if (done) {
+        p.replaceChildren("The draw is done, and its seed is published: ", code("draw-seed", done.seed),
+          ". Its SHA-256 is the commitment shown before the draw, ", code("lobby-commitment", done.commitment),
+          ". Anyone can recompute every rank from ", link(), " (" + plural(done.entries, "entry", "entries") + ", " + done.admitted +
+          " admitted), or check the whole draw with ", verify, ".");
+      } else {
+        p.replaceChildren("The draw is done, and its seed is published with every entry: ", link(),
+          ". Anyone can recompute every rank from it, or check the whole draw with ", verify, ".");
+      }
     }
 
     // watchLobby reads the caller's entry: often around the draw, seldom
@@ -334,23 +436,37 @@ const Seckill = (() => {
         await showOrder(entry.order_id);
       }
       render();
-      if (entry && (entry.status === "ENTERED" || entry.status === "WAITING")) {
+      // Until the result, and while the draw's waitlist place lasts.
+      const waiting = entry && entry.status === "WAITING" && entry.position && Date.now() < Date.parse(sale.ends_at);
+      if (entry && (entry.status === "ENTERED" || waiting)) {
         const soon = Date.parse(sale.starts_at) - Date.now() < 5000;
-        lobbyPoll = setTimeout(watchLobby, soon || entry.status === "WAITING" ? 1000 : 5000);
+        lobbyPoll = setTimeout(watchLobby, soon || waiting ? 1000 : 5000);
       }
     }
 
     // The waitlist card: offered on a sold-out sale to a signed-in buyer
-    // with no active order; while they wait it shows their live position.
+    // with no active order, unless the line is full (a join would be
+    // refused WAITLIST_FULL: the card says so instead); while they wait it
+    // shows their live position.
     function renderWaitlist(active, open) {
       const waiting = wait && wait.status === "WAITING";
+      const expired = wait && wait.status === "EXPIRED";
+      const line = sale.waitlist; // a sold-out sale's {waiting, max}
+      const full = !!line && line.waiting >= line.max;
       const offer = user() && open && !active && !waiting && sale.stock.remaining <= 0;
-      $("waitlist").hidden = !(offer || waiting || (wait && wait.status === "EXPIRED"));
-      $("join").hidden = !offer;
+      $("waitlist").hidden = !(offer || waiting || expired);
+      $("join").hidden = !offer || full;
       $("leave").hidden = !waiting;
-      let text = "Units come back when a buyer does not pay in time. Join the waitlist and the next one is yours, first come, first served.";
+      let text = "";
       if (waiting) text = wait.position === 1 ? "You are next in line." : "You are number " + wait.position + " in line.";
-      if (wait && wait.status === "EXPIRED") text = "The sale ended before a unit came back to you.";
+      else if (expired) text = "The sale ended before a unit came back to you.";
+      else if (full) text = "The waitlist is full: it holds " + plural(line.max, "buyer") + ", its most. " +
+        "A place opens when someone in line leaves it or is given a unit; you can join then.";
+      else {
+        text = "Units come back when a buyer does not pay in time or cancels, and go to the waitlist first come, first served.";
+        if (line && line.waiting === 0) text += " Nobody is in line: join, and the next one is yours.";
+        else if (line) text += " " + plural(line.waiting, "buyer") + (line.waiting === 1 ? " is" : " are") + " in line; you would be number " + (line.waiting + 1) + ".";
+      }
       $("wait-status").textContent = text;
     }
 
@@ -396,7 +512,8 @@ const Seckill = (() => {
       if (waiting && order.pay_by) $("payby-countdown").textContent = clock(Date.parse(order.pay_by) - Date.now());
       const stripe = uiConfig.payment_provider === "stripe";
       $("pay").hidden = !(waiting && (uiConfig.checkout_url || stripe));
-      $("pay").textContent = "Pay " + money(order.amount_cents, order.currency);
+      // Unknown while the order could not be read (showOrder's stand-in).
+      $("pay").textContent = order.currency ? "Pay " + money(order.amount_cents, order.currency) : "Pay";
       $("cancel").hidden = !waiting;
     }
 
@@ -535,10 +652,12 @@ const Seckill = (() => {
         if (e.code === "ALREADY_WAITING") wait = { status: "WAITING", position: e.body.position };
         else if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         else show(msg, e.message);
+        if (e.code === "WAITLIST_FULL") await refreshSale(); // the line as it is now: no join offered while full
       }
       $("join").disabled = false;
       render();
       if (wait && wait.status === "WAITING") watchWaitlist();
+      if (sale.lobby_opens_at) watchLobby(); // a place in line again, after the draw's
     };
 
     $("enter").onclick = async () => {
@@ -565,6 +684,8 @@ const Seckill = (() => {
         clearTimeout(waitPoll);
         wait = null;
         show(msg, "You left the waitlist.", true);
+        refreshSale(); // the line without them
+        if (sale.lobby_opens_at) watchLobby(); // the draw's place given up
       } catch (e) { show(msg, e.message); }
       render();
     };
