@@ -73,7 +73,13 @@ type hold struct {
 	n     int64
 	node  *snowflake.Node
 	until time.Time // with a monotonic reading (time.Now), unless a test's clock
+	// lost: a renewal found the lease gone; nothing is minted until
+	// another is confirmed, whatever until says.
+	lost bool
 }
+
+// valid reports whether ids may be minted under h at now.
+func (h *hold) valid(now time.Time) bool { return !h.lost && !now.After(h.until) }
 
 // Generator mints ids. Safe for concurrent use.
 type Generator struct {
@@ -113,10 +119,26 @@ func New(ctx context.Context, leases Leases, log *slog.Logger, opts ...Option) (
 // be answered like a Redis that cannot be reached.
 func (g *Generator) Next() (int64, error) {
 	h := g.held.Load()
-	if g.now().After(h.until) {
+	if !h.valid(g.now()) {
 		return 0, fmt.Errorf("id node %d: %w", h.n, ErrLeaseExpired)
 	}
-	return h.node.Generate().Int64(), nil
+	id := h.node.Generate().Int64()
+	// Checked again after minting: a pause between the check and the
+	// mint (the same stalls the fence is for) must not slip one id past
+	// the expiry.
+	if !h.valid(g.now()) {
+		return 0, fmt.Errorf("id node %d: %w", h.n, ErrLeaseExpired)
+	}
+	return id, nil
+}
+
+// revoke stops Next at once: the lease was found lost, and until another
+// is confirmed this process may mint nothing (a newcomer may hold the
+// node).
+func (g *Generator) revoke() {
+	if h := g.held.Load(); h != nil {
+		g.held.Store(&hold{n: h.n, node: h.node, until: h.until, lost: true})
+	}
 }
 
 // NodeID is the node number this process holds.
@@ -144,7 +166,7 @@ func (g *Generator) confirmed(sent time.Time) {
 // request was sent, not after its answer came: Redis counted the lease
 // from some moment in between, and a slow answer must not stretch it.
 func (g *Generator) mintWith(n int64, node *snowflake.Node, sent time.Time) {
-	if prev := g.held.Load(); prev != nil && sent.After(prev.until) {
+	if prev := g.held.Load(); prev != nil && !prev.lost && sent.After(prev.until) {
 		// The process was paused, or Redis did not confirm a renewal
 		// for most of a lease: Next refused ids in between.
 		g.log.Warn("id node lease confirmed again after it ran out", "node", n,
@@ -235,6 +257,7 @@ func (g *Generator) Run(ctx context.Context) error {
 			g.confirmed(sent)
 			continue
 		}
+		g.revoke()
 		g.leaseAgain(ctx)
 	}
 }

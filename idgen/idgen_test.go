@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,4 +331,43 @@ func TestGenerator_TakesItsNodeBackAfterRedisLostTheLeases(t *testing.T) {
 		require.NoError(t, err, "and mints with it")
 		stop()
 	})
+}
+
+// takeFails is memLeases whose Take errors while failing is set (Redis
+// answering a renewal, then timing out on the next command).
+type takeFails struct {
+	*memLeases
+	failing atomic.Bool
+}
+
+func (f *takeFails) Take(ctx context.Context, n int64, token string, ttl time.Duration) (bool, error) {
+	if f.failing.Load() {
+		return false, errors.New("i/o timeout")
+	}
+	return f.memLeases.Take(ctx, n, token, ttl)
+}
+
+// A renewal that answers "not yours any more" stops Next at once: when
+// the Take that follows fails, the process must not go on minting with the
+// node it knows it lost until the old confirmed expiry (up to 54 s), while
+// the newcomer that holds it mints too.
+func TestGenerator_ALeaseKnownLostMintsNothing(t *testing.T) {
+	leases := &takeFails{memLeases: newMemLeases(nil)}
+	g, stop := runGenerator(t, leases)
+	defer stop()
+	n := g.NodeID()
+	leases.restartEmpty() // Redis restarted empty...
+	newcomer, err := idgen.New(t.Context(), leases.memLeases, discard)
+	require.NoError(t, err)
+	if newcomer.NodeID() != n { // ...and a newcomer leased n (force it for the test)
+		leases.restartEmpty()
+		ok, err := leases.memLeases.Take(t.Context(), n, "newcomer", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	leases.failing.Store(true)
+	time.Sleep(idgen.RenewEvery + 500*time.Millisecond) // the renewal found the lease gone; leaseAgain's Take failed
+	require.Equal(t, n, g.NodeID())
+	_, err = g.Next()
+	require.ErrorIs(t, err, idgen.ErrLeaseExpired, "the process knows node %d is not its own, yet mints with it", n)
 }
