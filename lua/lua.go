@@ -44,6 +44,8 @@ var (
 	Forget string
 	//go:embed unlock.lua
 	Unlock string
+	//go:embed useproof.lua
+	UseProof string
 	//go:embed sequence.lua
 	Sequence string
 	//go:embed warm.lua

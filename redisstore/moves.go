@@ -33,12 +33,13 @@ import (
 // unit is counted once, wherever it is.
 
 var (
-	takeScript    = redis.NewScript(lua.Take)
-	giveScript    = redis.NewScript(lua.Give)
-	forgetScript  = redis.NewScript(lua.Forget)
-	aimScript     = redis.NewScript(lua.Aim)
-	restoreScript = redis.NewScript(lua.Restore)
-	unlockScript  = redis.NewScript(lua.Unlock)
+	takeScript     = redis.NewScript(lua.Take)
+	giveScript     = redis.NewScript(lua.Give)
+	forgetScript   = redis.NewScript(lua.Forget)
+	aimScript      = redis.NewScript(lua.Aim)
+	restoreScript  = redis.NewScript(lua.Restore)
+	unlockScript   = redis.NewScript(lua.Unlock)
+	useProofScript = redis.NewScript(lua.UseProof)
 )
 
 // move is one move's record, kept in the moves hash of the segment its units

@@ -2,11 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // ProofGrace keeps the record of a used proof of work a little longer
@@ -64,22 +61,25 @@ func (s *Store) UseProof(ctx context.Context, saleID int64, userID, challenge st
 		return ProofUsed, err
 	}
 	mark := proofMark(retry)
-	prev, err := s.rdb.SetArgs(ctx, key, mark, redis.SetArgs{Mode: "NX", Get: true, ExpireAt: expires.Add(ProofGrace)}).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return ProofTaken, nil // not used before: recorded now
-	case err != nil:
+	got, err := useProofScript.Run(ctx, s.rdb, []string{key}, mark, expires.Add(ProofGrace).UnixMilli()).Int()
+	if err != nil {
 		return ProofUsed, fmt.Errorf("record the use of a proof of work: %w", err)
-	case retry != "" && prev == mark:
-		return ProofRetried, nil
+	}
+	switch got {
+	case 1:
+		return ProofTaken, nil // not used before: recorded now
+	case 2:
+		return ProofRetried, nil // and the taker can no longer give it back
 	}
 	return ProofUsed, nil
 }
 
 // GiveProofBack deletes the record of a use UseProof answered ProofTaken
 // (the same saleID, userID, challenge and retry), while it is still that
-// use's (one compare-and-delete, unlock.lua): the proof counts again. It
-// is for a request answered "try again", which decided nothing.
+// use's alone (one compare-and-delete, unlock.lua): the proof counts
+// again. It is for a request answered "try again", which decided nothing.
+// Once a copy of the request used the proof again (ProofRetried), it stays
+// spent: that copy may have bought a decision with it.
 func (s *Store) GiveProofBack(ctx context.Context, saleID int64, userID, challenge, retry string) error {
 	key, err := s.ProofKey(ctx, saleID, userID, challenge)
 	if err != nil {
