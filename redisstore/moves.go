@@ -285,6 +285,10 @@ func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 	key := s.SaleKeys(saleID).tag() + "landing"
 	token := strconv.FormatInt(time.Now().UnixNano(), 36) + "." + strconv.FormatInt(rand.Int64(), 36)
 	holder, deadline := "", time.Now().Add(landingLockTTL)
+	// Waiters back off (2 ms doubling to 16 ms, with jitter): a queue of
+	// movers polling every 2 ms cost each handover hundreds of commands on
+	// the sale's slot, which serves its claims too.
+	pause := 2 * time.Millisecond
 	for {
 		ok, err := s.rdb.SetNX(ctx, key, token, landingLockTTL).Result()
 		if err != nil {
@@ -299,7 +303,8 @@ func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return func() {}
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(pause + rand.N(pause/2))
+		pause = min(2*pause, 16*time.Millisecond)
 	}
 }
 
