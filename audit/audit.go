@@ -442,6 +442,20 @@ func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, er
 	for _, e := range wonEmpty {
 		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s) is told WON with no order", e.Rank, e.UserID))
 	}
+	var othersOrder []struct {
+		Rank    int
+		UserID  string
+		OrderID int64
+		Holder  string
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.rank, e.user_id, e.order_id, o.user_id AS holder FROM lobby_entries e
+		JOIN orders o ON o.id = e.order_id
+		WHERE e.sale_id = ? AND (o.user_id <> e.user_id OR o.sale_id <> e.sale_id) ORDER BY e.rank`, saleID).Scan(&othersOrder).Error; err != nil {
+		return c, fmt.Errorf("read the draw's orders by holder: %w", err)
+	}
+	for _, e := range othersOrder {
+		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s) is told order %d, which is %s's", e.Rank, e.UserID, e.OrderID, e.Holder))
+	}
 	var misinformed []struct {
 		OrderID int64
 		UserID  string

@@ -215,7 +215,7 @@ func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
-	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob", "cy", "dan"))
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob", "cy", "dan", "eve"))
 	testenv.Warm(t, rs, sale, 3)
 	now := time.Now().UTC()
 	order := func(id int64, user string, drawn bool) {
@@ -235,6 +235,7 @@ func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
 	entry(3, "cy", store.EntryWon, nil) // told WON, holding nothing
 	order(base+4, "dan", false)         // claimed after the draw
 	entry(4, "dan", store.EntryLost, nil)
+	entry(5, "eve", store.EntryWaiting, &annOrder) // told another's order
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
@@ -243,6 +244,7 @@ func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
 	require.Contains(t, failed(rep), 9, "%s", rep)
 	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 2 (bob) holds order %d the draw admitted, but is told LOST with no order", base+2))
 	require.Contains(t, rep.String(), "draw rank 3 (cy) is told WON with no order")
+	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 5 (eve) is told order %d, which is ann's", annOrder))
 	require.NotContains(t, rep.String(), "(ann)")
 	require.NotContains(t, rep.String(), "(dan)")
 }
