@@ -567,6 +567,32 @@ func TestVariants(t *testing.T) {
 	}
 }
 
+// Every alert's runbook_url points at metrics.prometheusRule.runbookURL,
+// its own section appended.
+func TestPrometheusRule_RunbookURLIsAValue(t *testing.T) {
+	const base = "https://wiki.shop.example/seckill/runbook"
+	r := render(t, "--set", "metrics.prometheusRule.enabled=true,metrics.prometheusRule.runbookURL="+base)
+	rules := all[monitoringv1.PrometheusRule](r)
+	if len(rules) != 1 {
+		t.Fatalf("%d PrometheusRules, want 1", len(rules))
+	}
+	n := 0
+	for _, g := range rules[0].Spec.Groups {
+		for _, rule := range g.Rules {
+			if rule.Alert == "" {
+				continue
+			}
+			n++
+			if want := base + "#" + strings.ToLower(rule.Alert); rule.Annotations["runbook_url"] != want {
+				t.Errorf("%s: runbook_url %q, want %q", rule.Alert, rule.Annotations["runbook_url"], want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alert rendered")
+	}
+}
+
 // Values that cannot start seckill fail the render, with the reason.
 func TestRefused(t *testing.T) {
 	for name, set := range map[string]string{
