@@ -11,7 +11,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/store"
 )
 
 // The draw works in batches, so it never holds PostgreSQL or Redis in one
@@ -33,9 +32,9 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
 	}
 	switch d.State {
-	case store.DrawDone:
+	case seckill.DrawDone:
 		return seckill.DrawProgress{Entries: d.Entries, NextRank: d.Entries + 1, Done: true}, nil
-	case store.DrawRanked:
+	case seckill.DrawRanked:
 		return seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank}, nil
 	}
 	// Every entry answered 201 is in the table once the lobby is closed.
@@ -86,10 +85,10 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	}
 	progress := seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank, WaitlistFull: in.WaitlistFull, Ended: in.Ended}
 	switch {
-	case d.State == store.DrawDone:
+	case d.State == seckill.DrawDone:
 		progress.Done = true
 		return progress, nil
-	case d.State != store.DrawRanked:
+	case d.State != seckill.DrawRanked:
 		return progress, fmt.Errorf("the draw of sale %d is %s, not ranked", in.SaleID, d.State)
 	case d.NextRank > d.Entries:
 		progress.Done = true
@@ -151,7 +150,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// Admitted by an earlier attempt of this step, and its order
 			// since closed (a live one Redis answers ALREADY_CLAIMED): the
 			// winner keeps it, and is not admitted twice.
-			e.Outcome, e.OrderID = store.EntryWon, held[e.UserID]
+			e.Outcome, e.OrderID = seckill.EntryWon, held[e.UserID]
 		case e.Rank <= units:
 			err = a.admitDrawn(ctx, rs, sale.ID, e, terms)
 		default:
@@ -173,7 +172,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 // heldOrders are the orders the winners (ranks within units) of batch
 // already hold: an attempt of this step cut off before recording its
 // batch admitted them.
-func (a *Activities) heldOrders(ctx context.Context, saleID int64, batch []*store.LobbyEntry, units int) (map[string]int64, error) {
+func (a *Activities) heldOrders(ctx context.Context, saleID int64, batch []*seckill.LobbyEntry, units int) (map[string]int64, error) {
 	var winners []string
 	for _, e := range batch {
 		if e.Rank <= units {
@@ -212,7 +211,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 		return from, err
 	}
 	for _, e := range batch {
-		e.Outcome, e.OrderID = store.EntryLost, 0
+		e.Outcome, e.OrderID = seckill.EntryLost, 0
 		orderID, err := a.rstore.ClaimOf(ctx, saleID, e.UserID)
 		if err != nil {
 			return from, err
@@ -230,9 +229,9 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 			activity.RecordHeartbeat(ctx, e.Rank)
 			continue
 		}
-		e.Outcome, e.OrderID = store.EntryWon, orderID
+		e.Outcome, e.OrderID = seckill.EntryWon, orderID
 		if e.Rank > units {
-			e.Outcome = store.EntryWaiting // served by the waitlist
+			e.Outcome = seckill.EntryWaiting // served by the waitlist
 		}
 		activity.RecordHeartbeat(ctx, e.Rank)
 	}
@@ -250,7 +249,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, terms redisstore.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, terms redisstore.Terms) error {
 	orderID, err := a.ids.Next()
 	if err != nil {
 		return err
@@ -271,10 +270,10 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 	}
 	switch res.Outcome {
 	case seckill.Admitted, seckill.AlreadyClaimed:
-		e.Outcome, e.OrderID = store.EntryWon, res.OrderID
+		e.Outcome, e.OrderID = seckill.EntryWon, res.OrderID
 		return nil
 	case seckill.SaleEnded: // holding no order: claim.lua tells a held one first
-		e.Outcome = store.EntryLost
+		e.Outcome = seckill.EntryLost
 		return nil
 	case seckill.SoldOut:
 		if res.Tentative && !res.Owed {
@@ -290,15 +289,15 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 }
 
 // queueDrawn puts an entrant ranked past the units on the waitlist.
-func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, bound int, terms redisstore.Terms, p *seckill.DrawProgress) error {
+func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, p *seckill.DrawProgress) error {
 	if p.WaitlistFull {
-		e.Outcome = store.EntryLost
+		e.Outcome = seckill.EntryLost
 		return nil
 	}
 	return a.queueDrawnFull(ctx, rs, saleID, e, bound, terms, &p.WaitlistFull)
 }
 
-func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *store.LobbyEntry, bound int, terms redisstore.Terms, full *bool) error {
+func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, full *bool) error {
 	if bound <= 0 {
 		bound = 1 << 30
 	}
@@ -312,17 +311,17 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	}
 	switch res.Outcome {
 	case seckill.Waiting, seckill.AlreadyWaiting:
-		e.Outcome = store.EntryWaiting
+		e.Outcome = seckill.EntryWaiting
 	case seckill.Admitted, seckill.AlreadyClaimed:
 		// A unit came back before this rank was queued (a winner cancelled
 		// meanwhile): the waitlist serves it at once. It is not one of the
 		// draw's K admissions, which the published draw lists; GET
 		// /lobby/me shows its order.
-		e.Outcome, e.OrderID = store.EntryWaiting, res.OrderID
+		e.Outcome, e.OrderID = seckill.EntryWaiting, res.OrderID
 	case seckill.WaitlistFull:
-		e.Outcome, *full = store.EntryLost, true
+		e.Outcome, *full = seckill.EntryLost, true
 	case seckill.SaleEnded:
-		e.Outcome = store.EntryLost
+		e.Outcome = seckill.EntryLost
 	default:
 		return fmt.Errorf("queue rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 	}

@@ -123,7 +123,7 @@ func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 	require.Equal(t, stock, orders[len(orders)-1].Rank)
 	queued, err := r.st.EntriesFrom(ctx, r.sale.ID, stock+1, 1)
 	require.NoError(t, err)
-	require.Equal(t, store.EntryWaiting, queued[0].Outcome, "served by the waitlist")
+	require.Equal(t, seckill.EntryWaiting, queued[0].Outcome, "served by the waitlist")
 	require.NotZero(t, queued[0].OrderID, "with the unit that came back")
 }
 
@@ -144,7 +144,7 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
 	for i := range 5 {
 		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
 		require.NoError(t, err)
-		require.Equal(t, store.EntryLost, e.Outcome)
+		require.Equal(t, seckill.EntryLost, e.Outcome)
 	}
 }
 
@@ -175,10 +175,10 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
 		require.NoError(t, err)
 		if orderID, ok := held[e.UserID]; ok {
-			require.Equal(t, store.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
+			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
 			require.Equal(t, orderID, e.OrderID)
 		} else {
-			require.Equal(t, store.EntryLost, e.Outcome, "rank %d", e.Rank)
+			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
 		}
 	}
 	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
@@ -236,10 +236,10 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
 		require.NoError(t, err)
 		if orderID, ok := held[e.UserID]; ok {
-			require.Equal(t, store.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
+			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
 			require.Equal(t, orderID, e.OrderID)
 		} else {
-			require.Equal(t, store.EntryLost, e.Outcome, "rank %d", e.Rank)
+			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
 		}
 	}
 	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
@@ -347,7 +347,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 	require.Less(t, len(errs), 3, "every retry fails the same way (the draw stays DRAWING until the sale ends): %v", errs)
 	e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, first.UserID)
 	require.NoError(t, err)
-	require.Equal(t, store.EntryWon, e.Outcome, "rank 1 was admitted: it keeps its (closed) order")
+	require.Equal(t, seckill.EntryWon, e.Outcome, "rank 1 was admitted: it keeps its (closed) order")
 	require.Equal(t, orders[first.UserID], e.OrderID)
 }
 

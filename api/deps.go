@@ -6,7 +6,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/redisstore"
-	"github.com/seckill/seckill/store"
 )
 
 // What the API asks of the database, Redis, Temporal and payment delivery,
@@ -33,10 +32,10 @@ type Store interface {
 	RecordPaymentEvent(ctx context.Context, e seckill.PaymentRecord) (*seckill.PaymentRecord, bool, error)
 	// The lobby and the draw (docs/API.md "Fair start").
 	Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error)
-	LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*store.LobbyEntry, error)
-	DrawOf(ctx context.Context, saleID int64) (*store.Draw, error)
+	LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*seckill.LobbyEntry, error)
+	DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([][]byte, error)
-	DrawOrders(ctx context.Context, saleID int64) ([]store.DrawOrder, error)
+	DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error)
 }
 
 // Redis is the API's view of the Redis hot path (redisstore.Store): the

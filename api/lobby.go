@@ -11,7 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/draw"
 )
 
 // The lobby and the draw (docs/API.md "Fair start").
@@ -52,7 +52,7 @@ func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 	// if it was made, and answers it again (200).
 	defer func() { s.giveProofBack(c, proof, err) }()
 	entry, created, err := s.cfg.Store.Enter(ctx, sale.ID, user)
-	if errors.Is(err, store.ErrLobbyClosed) {
+	if errors.Is(err, seckill.ErrLobbyClosed) {
 		return errLobbyClosed
 	}
 	if err != nil {
@@ -102,11 +102,11 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	switch e.Outcome {
 	case "":
 		out.Status, out.Entry, out.Rank = lobbyEntered, hex.EncodeToString(e.Entry), 0
-	case store.EntryWon:
+	case seckill.EntryWon:
 		out.OrderID = strconv.FormatInt(e.OrderID, 10)
-	case store.EntryWaiting:
+	case seckill.EntryWaiting:
 		if e.OrderID != 0 { // served by the waitlist as the draw queued them
-			out.Status, out.OrderID = store.EntryWon, strconv.FormatInt(e.OrderID, 10)
+			out.Status, out.OrderID = seckill.EntryWon, strconv.FormatInt(e.OrderID, 10)
 			break
 		}
 		// The waitlist may have given them a unit since.
@@ -116,7 +116,7 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 		}
 		switch {
 		case st.OrderID != 0:
-			out.Status, out.OrderID = store.EntryWon, strconv.FormatInt(st.OrderID, 10)
+			out.Status, out.OrderID = seckill.EntryWon, strconv.FormatInt(st.OrderID, 10)
 		case st.Waiting:
 			out.Position = st.Position
 		}
@@ -133,7 +133,7 @@ type drawAnswer struct {
 
 // doneDraw is the sale's draw once done; DRAW_IN_PROGRESS (with a
 // Retry-After) before, NO_LOBBY for a sale without one.
-func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*store.Draw, error) {
+func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, error) {
 	id, ok := parseID(c.Params("id"))
 	if !ok {
 		return nil, errNoSale
@@ -148,7 +148,7 @@ func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*store.Draw, error
 	if err != nil {
 		return nil, err
 	}
-	if d.State != store.DrawDone {
+	if d.State != seckill.DrawDone {
 		c.Set(fiber.HeaderRetryAfter, "5")
 		return nil, seckill.Errorf(seckill.CodeDrawInProgress, "the draw is not done: its seed is published when it is")
 	}
@@ -164,7 +164,7 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(drawAnswer{Commitment: d.Commitment(), Seed: hex.EncodeToString(d.Seed), Entries: d.Entries, Admitted: d.Admitted})
+	return c.JSON(drawAnswer{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: d.Entries, Admitted: d.Admitted})
 }
 
 // drawEntries publishes every entry of a done draw, one hex per line,

@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/store"
 )
 
 // The draw survives a SIGKILL of its worker in the middle of settling its
@@ -68,19 +68,19 @@ func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
 	// SIGKILL the worker once the draw has settled some ranks, not all.
 	require.Eventually(t, func() bool {
 		d, err := s.store.DrawOf(context.Background(), saleID)
-		return err == nil && d.State == store.DrawRanked && d.NextRank > 1
+		return err == nil && d.State == seckill.DrawRanked && d.NextRank > 1
 	}, time.Minute, 5*time.Millisecond, "the draw never began to settle")
 	require.NoError(t, worker.cmd.Process.Kill())
 	<-worker.done
 	d, err := s.store.DrawOf(context.Background(), saleID)
 	require.NoError(t, err)
 	t.Logf("worker killed with the draw %s at rank %d of %d", d.State, d.NextRank, d.Entries)
-	require.NotEqual(t, store.DrawDone, d.State, "killed before the draw was done")
+	require.NotEqual(t, seckill.DrawDone, d.State, "killed before the draw was done")
 
 	startSeckill(t, bin, "worker", env).waitLog(t, "worker and relay running", time.Minute)
 	require.Eventually(t, func() bool {
 		d, err = s.store.DrawOf(context.Background(), saleID)
-		return err == nil && d.State == store.DrawDone
+		return err == nil && d.State == seckill.DrawDone
 	}, 3*time.Minute, 100*time.Millisecond, "the draw never finished after the restart")
 	require.Equal(t, entrants, d.Entries)
 	require.Equal(t, stock, d.Admitted)

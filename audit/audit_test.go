@@ -191,7 +191,7 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 	old := idgen.At(now.Add(-time.Hour))
 	for rank, u := range []string{"ann", "bob"} {
 		require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
-			rank+1, store.EntryWon, old+int64(rank), sale.ID, u).Error)
+			rank+1, seckill.EntryWon, old+int64(rank), sale.ID, u).Error)
 	}
 	// bob's admission is in Redis, on its way to its saga.
 	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", redisstore.TermsOf(*sale))
@@ -229,13 +229,13 @@ func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
 	}
 	annOrder := base + 1
 	order(annOrder, "ann", true)
-	entry(1, "ann", store.EntryWon, &annOrder)
+	entry(1, "ann", seckill.EntryWon, &annOrder)
 	order(base+2, "bob", true) // admitted by the draw, recorded LOST
-	entry(2, "bob", store.EntryLost, nil)
-	entry(3, "cy", store.EntryWon, nil) // told WON, holding nothing
-	order(base+4, "dan", false)         // claimed after the draw
-	entry(4, "dan", store.EntryLost, nil)
-	entry(5, "eve", store.EntryWaiting, &annOrder) // told another's order
+	entry(2, "bob", seckill.EntryLost, nil)
+	entry(3, "cy", seckill.EntryWon, nil) // told WON, holding nothing
+	order(base+4, "dan", false)           // claimed after the draw
+	entry(4, "dan", seckill.EntryLost, nil)
+	entry(5, "eve", seckill.EntryWaiting, &annOrder) // told another's order
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})

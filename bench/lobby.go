@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/draw/drawcli"
@@ -594,11 +595,11 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 		}
 		now := time.Now()
 		switch d.State {
-		case store.DrawClosed:
+		case seckill.DrawClosed:
 			if r.Draw.ClosedSeconds == 0 {
 				r.Draw.ClosedSeconds = since(now)
 			}
-		case store.DrawRanked, store.DrawDone:
+		case seckill.DrawRanked, seckill.DrawDone:
 			if r.Draw.ClosedSeconds == 0 {
 				r.Draw.ClosedSeconds = since(now)
 			}
@@ -606,7 +607,7 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 				r.Draw.RankedSeconds = since(now)
 			}
 		}
-		if d.State == store.DrawDone {
+		if d.State == seckill.DrawDone {
 			// Done: then wait for every winner's saga.
 			waiting, err := winnersNotPayable(ctx, db, sale)
 			if err != nil {

@@ -15,34 +15,6 @@ import (
 	"github.com/seckill/seckill/draw"
 )
 
-// The states of a sale's draw (sales.draw_state): entries are taken while
-// OPEN (and before starts_at); RANKED once every entry has its rank (no
-// entry is taken any more; CLOSED before it, while the draw ranks); DONE once every rank is settled and the sale
-// is open to claims.
-const (
-	DrawOpen   = "OPEN"
-	DrawClosed = "CLOSED"
-	DrawRanked = "RANKED"
-	DrawDone   = "DONE"
-)
-
-// The outcomes of an entry, once the draw has settled its rank.
-const (
-	EntryWon     = "WON"
-	EntryWaiting = "WAITING"
-	EntryLost    = "LOST"
-)
-
-// LobbyEntry is one buyer's entry in a sale's lobby.
-type LobbyEntry struct {
-	SaleID  int64
-	UserID  string
-	Entry   []byte
-	Rank    int    // 0 until the draw has ranked it
-	Outcome string // "" until the draw has settled it
-	OrderID int64  // the order a WON entry was given
-}
-
 type lobbyEntryRow struct {
 	SaleID    int64
 	UserID    string
@@ -55,8 +27,8 @@ type lobbyEntryRow struct {
 
 func (lobbyEntryRow) TableName() string { return "lobby_entries" }
 
-func (r *lobbyEntryRow) entry() *LobbyEntry {
-	e := &LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry}
+func (r *lobbyEntryRow) entry() *seckill.LobbyEntry {
+	e := &seckill.LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry}
 	if r.Rank != nil {
 		e.Rank = *r.Rank
 	}
@@ -69,16 +41,12 @@ func (r *lobbyEntryRow) entry() *LobbyEntry {
 	return e
 }
 
-// ErrLobbyClosed: the sale's lobby takes no more entries (its draw has
-// begun or the sale has started).
-var ErrLobbyClosed = errors.New("the lobby is closed")
-
 // Enter puts userID in the sale's lobby with a fresh random entry, or
 // returns the entry the user already has (created false). An entry is
 // taken only while the draw is OPEN and before starts_at, under a share
 // lock on the sale's row: the draw closes the lobby by updating that row,
 // so it waits for every entry in flight and no entry lands after the draw
-// has read the lobby. ErrLobbyClosed otherwise.
+// has read the lobby. seckill.ErrLobbyClosed otherwise.
 func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error) {
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var sale struct {
@@ -99,8 +67,8 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 		if !errors.Is(err, gorm.ErrRecordNotFound) {
 			return err
 		}
-		if sale.DrawState == nil || *sale.DrawState != DrawOpen || !sale.Now.Before(sale.StartsAt) {
-			return ErrLobbyClosed
+		if sale.DrawState == nil || *sale.DrawState != seckill.DrawOpen || !sale.Now.Before(sale.StartsAt) {
+			return seckill.ErrLobbyClosed
 		}
 		// Two first entries of one user at once: the second waits for the
 		// first's row (the primary key) and answers its entry.
@@ -119,7 +87,7 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 		entry, created = row.Entry, true
 		return nil
 	})
-	if err != nil && !errors.Is(err, ErrLobbyClosed) {
+	if err != nil && !errors.Is(err, seckill.ErrLobbyClosed) {
 		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
 	}
 	return entry, created, err
@@ -127,7 +95,7 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 
 // LobbyEntryOf returns userID's entry in the sale's lobby; ErrNotFound
 // when the user never entered.
-func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*LobbyEntry, error) {
+func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*seckill.LobbyEntry, error) {
 	var row lobbyEntryRow
 	err := s.db.WithContext(ctx).Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -139,22 +107,8 @@ func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (
 	return row.entry(), nil
 }
 
-// Draw is what the database holds of a sale's draw.
-type Draw struct {
-	SaleID   int64
-	Seed     []byte // secret until State is DrawDone
-	State    string
-	NextRank int // the first rank not yet settled
-	Entries  int // set once RANKED
-	Admitted int // set once DONE
-	DrawnAt  *time.Time
-}
-
-// Commitment is the published SHA-256 of the seed.
-func (d *Draw) Commitment() string { return draw.Commitment(d.Seed) }
-
 // DrawOf returns the sale's draw; ErrNotFound for a sale without a lobby.
-func (s *Store) DrawOf(ctx context.Context, saleID int64) (*Draw, error) {
+func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error) {
 	var row struct {
 		DrawSeed     []byte
 		DrawState    *string
@@ -171,7 +125,7 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*Draw, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the draw of sale %d: %w", saleID, err)
 	}
-	d := &Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt)}
+	d := &seckill.Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt)}
 	if row.DrawEntries != nil {
 		d.Entries = *row.DrawEntries
 	}
@@ -189,7 +143,7 @@ func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
 	// The update takes the row's exclusive lock even when it changes
 	// nothing, so it also waits for entries in flight after a retry.
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = CASE WHEN draw_state = ? THEN ? ELSE draw_state END
-		WHERE id = ?`, DrawOpen, DrawClosed, saleID).Error
+		WHERE id = ?`, seckill.DrawOpen, seckill.DrawClosed, saleID).Error
 	if err != nil {
 		return fmt.Errorf("close the lobby of sale %d: %w", saleID, err)
 	}
@@ -240,7 +194,7 @@ func (s *Store) SetRanks(ctx context.Context, saleID int64, ranked []draw.Ranked
 // MarkRanked records that every entry of the sale has its rank.
 func (s *Store) MarkRanked(ctx context.Context, saleID int64, entries int) error {
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, draw_entries = ? WHERE id = ? AND draw_state IN (?, ?)`,
-		DrawRanked, entries, saleID, DrawOpen, DrawClosed).Error
+		seckill.DrawRanked, entries, saleID, seckill.DrawOpen, seckill.DrawClosed).Error
 	if err != nil {
 		return fmt.Errorf("mark the draw of sale %d ranked: %w", saleID, err)
 	}
@@ -249,13 +203,13 @@ func (s *Store) MarkRanked(ctx context.Context, saleID int64, entries int) error
 
 // EntriesFrom returns up to limit entries of the sale from rank from on,
 // in rank order.
-func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) ([]*LobbyEntry, error) {
+func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) ([]*seckill.LobbyEntry, error) {
 	var rows []lobbyEntryRow
 	if err := s.db.WithContext(ctx).Where("sale_id = ? AND rank >= ?", saleID, from).
 		Order("rank").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read ranks from %d of sale %d: %w", from, saleID, err)
 	}
-	out := make([]*LobbyEntry, len(rows))
+	out := make([]*seckill.LobbyEntry, len(rows))
 	for i := range rows {
 		out[i] = rows[i].entry()
 	}
@@ -265,7 +219,7 @@ func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) 
 // SettleEntries records the outcomes of a run of ranks and moves the
 // draw's next rank past them, in one transaction: a draw stopped after
 // it goes on from next.
-func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*LobbyEntry, next int) error {
+func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seckill.LobbyEntry, next int) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for _, e := range settled {
 			var order any
@@ -286,22 +240,15 @@ func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*Lobb
 func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
 		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?)
-		WHERE id = ?`, DrawDone, saleID, EntryWon, saleID).Error
+		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID).Error
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}
 	return nil
 }
 
-// DrawOrder is an order the draw gave: the entry that won it and its rank.
-type DrawOrder struct {
-	OrderID int64
-	Entry   []byte
-	Rank    int
-}
-
 // DrawOrders returns the orders the sale's draw gave, by rank.
-func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, error) {
+func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error) {
 	var rows []struct {
 		OrderID int64
 		Entry   []byte
@@ -317,12 +264,12 @@ func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, erro
 		WHERE o.sale_id = ? AND o.drawn
 		UNION
 		SELECT order_id, entry, rank FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND order_id IS NOT NULL
-		ORDER BY rank NULLS LAST, order_id`, saleID, saleID, EntryWon).Scan(&rows).Error; err != nil {
+		ORDER BY rank NULLS LAST, order_id`, saleID, saleID, seckill.EntryWon).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the draw's orders of sale %d: %w", saleID, err)
 	}
-	out := make([]DrawOrder, len(rows))
+	out := make([]seckill.DrawOrder, len(rows))
 	for i, r := range rows {
-		out[i] = DrawOrder{OrderID: r.OrderID, Entry: r.Entry}
+		out[i] = seckill.DrawOrder{OrderID: r.OrderID, Entry: r.Entry}
 		if r.Rank != nil {
 			out[i].Rank = *r.Rank
 		}
@@ -333,13 +280,13 @@ func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]DrawOrder, erro
 // UnwrittenDrawOrders returns the sale's entrants told an order (won, or
 // served from the waitlist) that has no row, by rank: admissions Redis
 // lost before their saga wrote them.
-func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*LobbyEntry, error) {
+func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*seckill.LobbyEntry, error) {
 	var rows []lobbyEntryRow
 	if err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM lobby_entries e LEFT JOIN orders o ON o.id = e.order_id
 		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, saleID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the unwritten orders of sale %d's draw: %w", saleID, err)
 	}
-	out := make([]*LobbyEntry, len(rows))
+	out := make([]*seckill.LobbyEntry, len(rows))
 	for i := range rows {
 		out[i] = rows[i].entry()
 	}
@@ -350,7 +297,7 @@ func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*Lobby
 // worker to make sure each has its draw workflow.
 func (s *Store) LobbySales(ctx context.Context) ([]int64, error) {
 	var ids []int64
-	if err := s.db.WithContext(ctx).Model(&saleRow{}).Where("draw_state IS NOT NULL AND draw_state <> ?", DrawDone).
+	if err := s.db.WithContext(ctx).Model(&saleRow{}).Where("draw_state IS NOT NULL AND draw_state <> ?", seckill.DrawDone).
 		Order("id").Pluck("id", &ids).Error; err != nil {
 		return nil, fmt.Errorf("list the sales with a draw to run: %w", err)
 	}
@@ -363,7 +310,7 @@ func (s *Store) LobbySales(ctx context.Context) ([]int64, error) {
 func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec(`UPDATE lobby_entries SET outcome = ? WHERE sale_id = ? AND rank BETWEEN ? AND ?`,
-			EntryLost, saleID, from, to).Error; err != nil {
+			seckill.EntryLost, saleID, from, to).Error; err != nil {
 			return fmt.Errorf("settle ranks %d-%d of sale %d as lost: %w", from, to, saleID, err)
 		}
 		return tx.Exec(`UPDATE sales SET draw_next_rank = GREATEST(draw_next_rank, ?) WHERE id = ?`, to+1, saleID).Error

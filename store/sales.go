@@ -93,7 +93,7 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 	}
 	if n.LobbyOpensAt != nil {
 		at := n.LobbyOpensAt.UTC()
-		open := DrawOpen
+		open := seckill.DrawOpen
 		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -733,11 +733,11 @@ func TestDrawOrders_ListsEveryOrderTheDrawAdmitted(t *testing.T) {
 		user, outcome string
 		order         int64
 		drawn         bool
-	}{{"ann", store.EntryWon, 101, true}, {"bob", store.EntryLost, 102, true}, {"cy", store.EntryLost, 103, false}} {
+	}{{"ann", seckill.EntryWon, 101, true}, {"bob", seckill.EntryLost, 102, true}, {"cy", seckill.EntryLost, 103, false}} {
 		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: e.order, SaleID: sale.ID, UserID: e.user, CreatedAt: now, Drawn: e.drawn})
 		require.NoError(t, err)
 		var told *int64
-		if e.outcome == store.EntryWon {
+		if e.outcome == seckill.EntryWon {
 			told = &e.order
 		}
 		require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,

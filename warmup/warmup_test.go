@@ -134,7 +134,7 @@ func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = CASE user_id WHEN 'ann' THEN 1 ELSE 2 END WHERE sale_id = ?`, sale.ID).Error)
 	require.NoError(t, st.MarkRanked(ctx, sale.ID, len(entries)))
-	won := []*store.LobbyEntry{{UserID: "ann", Rank: 1, Outcome: store.EntryWon, OrderID: 5001}, {UserID: "bob", Rank: 2, Outcome: store.EntryWon, OrderID: 5002}}
+	won := []*seckill.LobbyEntry{{UserID: "ann", Rank: 1, Outcome: seckill.EntryWon, OrderID: 5001}, {UserID: "bob", Rank: 2, Outcome: seckill.EntryWon, OrderID: 5002}}
 	require.NoError(t, st.SettleEntries(ctx, sale.ID, won, 3))
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
 	// bob's saga wrote his order; ann's admission was lost with Redis.

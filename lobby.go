@@ -1,0 +1,60 @@
+package seckill
+
+import (
+	"errors"
+	"time"
+)
+
+// A sale's lobby and its draw (docs/API.md "Fair start"): the vocabulary
+// the store records, the draw's activities settle, the API publishes and
+// the audit checks.
+
+// The states of a sale's draw (sales.draw_state): entries are taken while
+// OPEN (and before starts_at); CLOSED once the draw has closed the lobby,
+// while it ranks; RANKED once every entry has its rank; DONE once every
+// rank is settled and the sale is open to claims.
+const (
+	DrawOpen   = "OPEN"
+	DrawClosed = "CLOSED"
+	DrawRanked = "RANKED"
+	DrawDone   = "DONE"
+)
+
+// The outcomes of an entry, once the draw has settled its rank.
+const (
+	EntryWon     = "WON"
+	EntryWaiting = "WAITING"
+	EntryLost    = "LOST"
+)
+
+// LobbyEntry is one buyer's entry in a sale's lobby.
+type LobbyEntry struct {
+	SaleID  int64
+	UserID  string
+	Entry   []byte
+	Rank    int    // 0 until the draw has ranked it
+	Outcome string // "" until the draw has settled it
+	OrderID int64  // the order a WON entry was given
+}
+
+// Draw is what is recorded of a sale's draw.
+type Draw struct {
+	SaleID   int64
+	Seed     []byte // secret until State is DrawDone
+	State    string
+	NextRank int // the first rank not yet settled
+	Entries  int // set once RANKED
+	Admitted int // set once DONE
+	DrawnAt  *time.Time
+}
+
+// DrawOrder is an order the draw gave: the entry that won it and its rank.
+type DrawOrder struct {
+	OrderID int64
+	Entry   []byte
+	Rank    int
+}
+
+// ErrLobbyClosed: the sale's lobby takes no more entries (its draw has
+// begun or the sale has started).
+var ErrLobbyClosed = errors.New("the lobby is closed")
