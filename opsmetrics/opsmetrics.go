@@ -79,10 +79,29 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// Database is what the gauges read of PostgreSQL (store.Store implements
+// it). Each method returns the database's error as it is.
+type Database interface {
+	OverdueOrders(ctx context.Context, grace time.Duration) (store.Backlog, error)
+	PendingRefunds(ctx context.Context) (store.Backlog, error)
+	UndeliveredPayments(ctx context.Context) (map[bool]store.Backlog, error)
+	SaleTotals(ctx context.Context, ids []int64) (map[int64]int64, error)
+}
+
+// Redis is what the gauges read of Redis (redisstore.Store implements it).
+// Each method returns Redis' error as it is.
+type Redis interface {
+	ActiveSales(ctx context.Context) ([]int64, error)
+	OldestAdmissions(ctx context.Context, saleIDs []int64) (map[int64]time.Time, error)
+	Replicas(ctx context.Context) (int, error)
+	MinReplicas() int
+	UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]redisstore.Held, error)
+}
+
 // Collector is the prometheus.Collector of the health gauges.
 type Collector struct {
-	store *store.Store
-	redis *redisstore.Store
+	store Database
+	redis Redis
 	opts  Options
 
 	outboxAge, overdue, overdueAge, refunds, refundAge *prometheus.Desc
@@ -98,7 +117,7 @@ type Collector struct {
 }
 
 // New returns the collector reading st and rs.
-func New(st *store.Store, rs *redisstore.Store, opts Options) *Collector {
+func New(st Database, rs Redis, opts Options) *Collector {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Second
 	}
