@@ -89,6 +89,34 @@ func (r *drawRig) settle(t *testing.T) seckill.DrawProgress {
 	return p
 }
 
+// settleAll settles the rest of the draw as SaleDraw does, each step given
+// what the last one found, then finishes it.
+func (r *drawRig) settleAll(t *testing.T) {
+	t.Helper()
+	for p := r.settle(t); !p.Done; {
+		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&p))
+	}
+	_, err := r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+}
+
+// requireRanksAdmitted checks what the published draw promises: k
+// admitted, one order for each rank 1..k.
+func (r *drawRig) requireRanksAdmitted(t *testing.T, k int) {
+	t.Helper()
+	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, k, d.Admitted, "admitted is min(stock, entries)")
+	orders, err := r.st.DrawOrders(t.Context(), r.sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, k)
+	for i, o := range orders {
+		require.Equal(t, i+1, o.Rank, "each rank 1..K has one order")
+	}
+}
+
 // A unit that comes back before the draw queues the next ranks (a winner
 // cancelled meanwhile) goes to the first queued rank through the
 // waitlist: it is not one of the draw's admissions, so the published
@@ -108,19 +136,9 @@ func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 	_, err = r.rs.Release(ctx, r.sale.ID, first[0].UserID, orderID,
 		&redisstore.NextOrder{ID: 99_999, Terms: redisstore.TermsOf(*r.sale)})
 	require.NoError(t, err)
-	for !p.Done {
-		p = r.settle(t)
-	}
-	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
-	require.NoError(t, err)
+	r.settleAll(t)
 
-	d, err := r.st.DrawOf(ctx, r.sale.ID)
-	require.NoError(t, err)
-	require.Equal(t, stock, d.Admitted, "the draw admitted ranks 1..K, no more")
-	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
-	require.NoError(t, err)
-	require.Len(t, orders, stock)
-	require.Equal(t, stock, orders[len(orders)-1].Rank)
+	r.requireRanksAdmitted(t, stock)
 	queued, err := r.st.EntriesFrom(ctx, r.sale.ID, stock+1, 1)
 	require.NoError(t, err)
 	require.Equal(t, seckill.EntryWaiting, queued[0].Outcome, "served by the waitlist")
@@ -227,11 +245,7 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	// The sale ends on Redis' clock only.
 	require.NoError(t, r.rdb.HSet(ctx, r.rs.SaleKeys(r.sale.ID).Meta, "ends_ms", time.Now().Add(-time.Second).UnixMilli()).Err())
 
-	for p := r.settle(t); !p.Done; {
-		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&p))
-	}
+	r.settleAll(t)
 	for i := range 5 {
 		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
 		require.NoError(t, err)
@@ -263,23 +277,9 @@ func TestSettleDraw_AWinnerIsNotQueuedBehindAUnitInFlight(t *testing.T) {
 	require.Positive(t, left)
 	testenv.TakenNotGiven(t, r.rdb, r.rs, r.sale.ID, 1, 0, "b-cut-off", left, time.Now())
 
-	for p := r.settle(t); !p.Done; {
-		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&p))
-	}
-	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
-	require.NoError(t, err)
+	r.settleAll(t)
 
-	d, err := r.st.DrawOf(ctx, r.sale.ID)
-	require.NoError(t, err)
-	require.Equal(t, units, d.Admitted, "admitted is min(stock, entries)")
-	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
-	require.NoError(t, err)
-	require.Len(t, orders, units)
-	for i, o := range orders {
-		require.Equal(t, i+1, o.Rank, "each rank 1..K has one order")
-	}
+	r.requireRanksAdmitted(t, units)
 }
 
 // A SettleDraw attempt admitted the winners of its batch and queued the
