@@ -58,3 +58,25 @@ type DrawOrder struct {
 // ErrLobbyClosed: the sale's lobby takes no more entries (its draw has
 // begun or the sale has started).
 var ErrLobbyClosed = errors.New("the lobby is closed")
+
+// PublishedDrawJSON is GET /api/v1/sales/{id}/draw, a done draw as
+// published: the API writes it, `seckill draw verify` and the bench read
+// it.
+type PublishedDrawJSON struct {
+	Commitment string `json:"commitment"`
+	Seed       string `json:"seed"`
+	Entries    int64  `json:"entries"`
+	Admitted   int64  `json:"admitted"`
+}
+
+// DrawOrderJSON is one order of GET /api/v1/sales/{id}/draw/orders.
+type DrawOrderJSON struct {
+	OrderID string `json:"order_id"`
+	Entry   string `json:"entry"`
+	Rank    int64  `json:"rank"`
+}
+
+// DrawOrdersJSON is GET /api/v1/sales/{id}/draw/orders.
+type DrawOrdersJSON struct {
+	Orders []DrawOrderJSON `json:"orders"`
+}

@@ -124,13 +124,6 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-type drawAnswer struct {
-	Commitment string `json:"commitment"`
-	Seed       string `json:"seed"`
-	Entries    int    `json:"entries"`
-	Admitted   int    `json:"admitted"`
-}
-
 // doneDraw is the sale's draw once done; DRAW_IN_PROGRESS (with a
 // Retry-After) before, NO_LOBBY for a sale without one.
 func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, error) {
@@ -164,7 +157,7 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(drawAnswer{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: d.Entries, Admitted: d.Admitted})
+	return c.JSON(seckill.PublishedDrawJSON{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: int64(d.Entries), Admitted: int64(d.Admitted)})
 }
 
 // drawEntries publishes every entry of a done draw, one hex per line,
@@ -206,14 +199,9 @@ func (s *Server) drawEntries(c *fiber.Ctx) error {
 	return nil
 }
 
-type drawOrder struct {
-	OrderID string `json:"order_id"`
-	Entry   string `json:"entry"`
-	Rank    int    `json:"rank"`
-}
-
-// drawOrders lists, for an admin, the orders a done draw gave, in the
-// order it admitted them (by order id), with the entry each was won by.
+// drawOrders lists, for an admin, the orders a done draw gave, by rank,
+// with the entry each was won by (store.DrawOrders: every order the draw
+// admitted, whatever its record says).
 func (s *Server) drawOrders(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -225,11 +213,9 @@ func (s *Server) drawOrders(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Orders []drawOrder `json:"orders"`
-	}{Orders: make([]drawOrder, len(orders))}
+	out := seckill.DrawOrdersJSON{Orders: make([]seckill.DrawOrderJSON, len(orders))}
 	for i, o := range orders {
-		out.Orders[i] = drawOrder{OrderID: strconv.FormatInt(o.OrderID, 10), Entry: hex.EncodeToString(o.Entry), Rank: o.Rank}
+		out.Orders[i] = seckill.DrawOrderJSON{OrderID: strconv.FormatInt(o.OrderID, 10), Entry: hex.EncodeToString(o.Entry), Rank: int64(o.Rank)}
 	}
 	return c.JSON(out)
 }

@@ -645,16 +645,23 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 	}
 
 	// What the API publishes.
-	pub, err := getDrawJSON(ctx, o, sale)
+	c := drawClient(o)
+	pub, err := c.Draw(ctx, strconv.FormatInt(sale, 10))
 	if err != nil {
 		return err
 	}
-	r.Draw.Entries, r.Draw.Admitted = pub.Entries, pub.Admitted
-	r.Draw.AdmittedOK = pub.Admitted == min(o.Units, pub.Entries)
-	r.Draw.EntriesOK = pub.Entries >= r.Entries.Entered && pub.Entries <= r.Entries.Sent
-	orders, err := getDrawOrders(ctx, o, sale)
+	r.Draw.Entries, r.Draw.Admitted = int(pub.Entries), int(pub.Admitted)
+	r.Draw.AdmittedOK = r.Draw.Admitted == min(o.Units, r.Draw.Entries)
+	r.Draw.EntriesOK = r.Draw.Entries >= r.Entries.Entered && r.Draw.Entries <= r.Entries.Sent
+	listed, err := c.Orders(ctx, strconv.FormatInt(sale, 10))
 	if err != nil {
 		return err
+	}
+	orders := make([]int64, len(listed))
+	for i, x := range listed {
+		if orders[i], err = strconv.ParseInt(x.ID, 10, 64); err != nil {
+			return fmt.Errorf("GET /draw/orders: order id %q", x.ID)
+		}
 	}
 	r.Draw.Orders = len(orders)
 	var firstAdmit, lastAdmit time.Time
@@ -722,83 +729,20 @@ func winnersNotPayable(ctx context.Context, db *gorm.DB, sale int64) (int64, err
 	return n, err
 }
 
-type drawJSON struct {
-	Commitment string `json:"commitment"`
-	Seed       string `json:"seed"`
-	Entries    int    `json:"entries"`
-	Admitted   int    `json:"admitted"`
-}
-
-func getDrawJSON(ctx context.Context, o LobbyOptions, sale int64) (*drawJSON, error) {
-	b, err := apiGet(ctx, o, "/api/v1/sales/"+strconv.FormatInt(sale, 10)+"/draw", false)
-	if err != nil {
-		return nil, err
-	}
-	var d drawJSON
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("GET /draw: %w", err)
-	}
-	return &d, nil
-}
-
-// getDrawOrders returns the draw's order ids, as the admin list gives them.
-func getDrawOrders(ctx context.Context, o LobbyOptions, sale int64) ([]int64, error) {
-	b, err := apiGet(ctx, o, "/api/v1/sales/"+strconv.FormatInt(sale, 10)+"/draw/orders", true)
-	if err != nil {
-		return nil, err
-	}
-	var list struct {
-		Orders []struct {
-			OrderID string `json:"order_id"`
-		} `json:"orders"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("GET /draw/orders: %w", err)
-	}
-	ids := make([]int64, 0, len(list.Orders))
-	for _, x := range list.Orders {
-		id, err := strconv.ParseInt(x.OrderID, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("GET /draw/orders: order id %q", x.OrderID)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
-func apiGet(ctx context.Context, o LobbyOptions, path string, admin bool) ([]byte, error) {
-	req, _ := http.NewRequestWithContext(ctx, "GET", o.APIURL+path, nil)
-	if admin {
-		tok, err := auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s %s", path, resp.Status, b)
-	}
-	return b, nil
+// drawClient reads the published draw as `seckill draw verify` does, with
+// an admin token for the order list.
+func drawClient(o LobbyOptions) *drawcli.Client {
+	return &drawcli.Client{Base: o.APIURL, HTTP: &http.Client{Timeout: 10 * time.Minute}, AdminToken: func() (string, error) {
+		return auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
+	}}
 }
 
 // verifyDraw reads the published draw as `seckill draw verify` does and
 // checks it, timing both.
 func verifyDraw(ctx context.Context, o LobbyOptions, sale int64) *DrawVerify {
-	c := &drawcli.Client{Base: o.APIURL, HTTP: &http.Client{Timeout: 10 * time.Minute}, AdminToken: func() (string, error) {
-		return auth.SignToken(o.Config.JWTSecret, "bench-admin", true, time.Hour)
-	}}
 	v := &DrawVerify{}
 	t := time.Now()
-	p, err := c.Fetch(ctx, strconv.FormatInt(sale, 10))
+	p, err := drawClient(o).Fetch(ctx, strconv.FormatInt(sale, 10))
 	v.FetchSeconds = time.Since(t).Seconds()
 	if err != nil {
 		v.Error = err.Error()

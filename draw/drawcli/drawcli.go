@@ -116,31 +116,6 @@ type Client struct {
 	AdminToken func() (string, error) // nil: the order list is not read
 }
 
-// drawJSON is GET /api/v1/sales/{id}/draw.
-type drawJSON struct {
-	Commitment string `json:"commitment"`
-	Seed       string `json:"seed"`
-	Entries    int64  `json:"entries"`
-	Admitted   int64  `json:"admitted"`
-}
-
-// saleJSON is what the check needs of GET /api/v1/sales/{id}.
-type saleJSON struct {
-	Stock struct {
-		Total int64 `json:"total"`
-	} `json:"stock"`
-	Draw *struct {
-		Commitment string `json:"commitment"`
-	} `json:"draw"`
-}
-
-// orderJSON is one of GET /api/v1/sales/{id}/draw/orders's orders.
-type orderJSON struct {
-	OrderID string `json:"order_id"`
-	Entry   string `json:"entry"`
-	Rank    int64  `json:"rank"`
-}
-
 // apiError is an answer other than 2xx.
 type apiError struct {
 	Status int
@@ -165,22 +140,13 @@ const maxEntriesHint = 1 << 24
 func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, error) {
 	p := draw.Published{SaleID: saleID}
 	base := "/api/v1/sales/" + url.PathEscape(saleID)
-	var d drawJSON
-	if err := c.getJSON(ctx, base+"/draw", "", &d); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) {
-			switch ae.Code {
-			case seckill.CodeDrawInProgress:
-				return p, fmt.Errorf("sale %s has not drawn yet (%w): try again once the draw is done", saleID, err)
-			case seckill.CodeNoLobby:
-				return p, fmt.Errorf("sale %s has no lobby, so no draw (%w)", saleID, err)
-			}
-		}
-		return p, fmt.Errorf("reading the draw: %w", err)
+	d, err := c.Draw(ctx, saleID)
+	if err != nil {
+		return p, err
 	}
 	p.Commitment, p.Seed, p.DeclaredEntries, p.Admitted = d.Commitment, d.Seed, d.Entries, d.Admitted
 
-	var s saleJSON
+	var s seckill.SaleJSON
 	if err := c.getJSON(ctx, base, "", &s); err != nil {
 		return p, fmt.Errorf("reading the sale: %w", err)
 	}
@@ -199,25 +165,57 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 		return p, fmt.Errorf("reading the entries: %w", err)
 	}
 
-	if c.AdminToken == nil {
-		p.OrdersUnavailable = "no admin token"
+	p.Orders, err = c.Orders(ctx, saleID)
+	var unavailable *ordersUnavailable
+	if errors.As(err, &unavailable) {
+		p.Orders, p.OrdersUnavailable = nil, unavailable.why
 		return p, nil
 	}
-	tok, err := c.AdminToken()
 	if err != nil {
-		p.OrdersUnavailable = "no admin token: " + err.Error()
-		return p, nil
-	}
-	p.Orders, err = c.orders(ctx, base+"/draw/orders", tok)
-	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
-			p.Orders, p.OrdersUnavailable = nil, err.Error()+" (the order list needs an admin token: is SECKILL_JWT_SECRET the API's, or SECKILL_ADMIN_TOKEN set?)"
-			return p, nil
-		}
 		return p, fmt.Errorf("reading the admitted orders: %w", err)
 	}
 	return p, nil
+}
+
+// Draw reads GET /api/v1/sales/{id}/draw: the sale's draw, once done.
+func (c *Client) Draw(ctx context.Context, saleID string) (seckill.PublishedDrawJSON, error) {
+	var d seckill.PublishedDrawJSON
+	err := c.getJSON(ctx, "/api/v1/sales/"+url.PathEscape(saleID)+"/draw", "", &d)
+	var ae *apiError
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.As(err, &ae) && ae.Code == seckill.CodeDrawInProgress:
+		return d, fmt.Errorf("sale %s has not drawn yet (%w): try again once the draw is done", saleID, err)
+	case errors.As(err, &ae) && ae.Code == seckill.CodeNoLobby:
+		return d, fmt.Errorf("sale %s has no lobby, so no draw (%w)", saleID, err)
+	}
+	return d, fmt.Errorf("reading the draw: %w", err)
+}
+
+// ordersUnavailable: the order list cannot be read for want of an admin
+// token (none, or one the API refuses); why says which.
+type ordersUnavailable struct{ why string }
+
+func (e *ordersUnavailable) Error() string { return e.why }
+
+// Orders reads GET /api/v1/sales/{id}/draw/orders as an admin: the orders
+// the draw admitted. Without an admin token, or with one the API refuses,
+// the error is an *ordersUnavailable saying why.
+func (c *Client) Orders(ctx context.Context, saleID string) ([]draw.Order, error) {
+	if c.AdminToken == nil {
+		return nil, &ordersUnavailable{"no admin token"}
+	}
+	tok, err := c.AdminToken()
+	if err != nil {
+		return nil, &ordersUnavailable{"no admin token: " + err.Error()}
+	}
+	orders, err := c.orders(ctx, "/api/v1/sales/"+url.PathEscape(saleID)+"/draw/orders", tok)
+	var ae *apiError
+	if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+		return nil, &ordersUnavailable{err.Error() + " (the order list needs an admin token: is SECKILL_JWT_SECRET the API's, or SECKILL_ADMIN_TOKEN set?)"}
+	}
+	return orders, err
 }
 
 // orders streams {"orders": [...]} one order at a time.
@@ -251,7 +249,7 @@ func (c *Client) orders(ctx context.Context, path, token string) ([]draw.Order, 
 			return nil, bad(err)
 		}
 		for dec.More() {
-			var o orderJSON
+			var o seckill.DrawOrderJSON
 			if err := dec.Decode(&o); err != nil {
 				return nil, bad(err)
 			}
