@@ -21,6 +21,7 @@ type line struct {
 	Segments int     `json:"segments"`
 	Waitlist float64 `json:"waitlist"`
 	Payments string  `json:"payments"`
+	Lobby    bool    `json:"lobby"`
 
 	// Admitted: 202s given. Paid, Closed: orders of the sale in the
 	// database, the waitlist's included.
@@ -48,6 +49,16 @@ type line struct {
 	// grace after settling.
 	OrdersStuck int  `json:"orders_stuck"`
 	AuditOK     bool `json:"audit_ok"`
+	// A lobby run's (absent otherwise): DrawVerified, the published draw
+	// passes `seckill draw verify`; EntrantsMisinformed, entrants told
+	// WON without an order of theirs, or told LOST or WAITING while
+	// holding an order the draw admitted (or never told); RanksSkipped,
+	// ranks within min(units, entries) not admitted that the sale's end
+	// does not explain. Draw says more.
+	DrawVerified        *bool     `json:"draw_verified,omitempty"`
+	EntrantsMisinformed *int      `json:"entrants_misinformed,omitempty"`
+	RanksSkipped        *int      `json:"ranks_skipped,omitempty"`
+	Draw                *drawLine `json:"draw,omitempty"`
 	// OK: every one of the above held (admitted_but_lost only where Redis
 	// has a replica to fail over to).
 	OK         bool     `json:"ok"`
@@ -103,6 +114,23 @@ func (l *line) judge(replicated bool) {
 	}
 	if replicated && l.AdmittedButLost > 0 {
 		v = append(v, fmt.Sprintf("%d admitted but lost with a replica to fail over to", l.AdmittedButLost))
+	}
+	if d := l.Draw; d != nil {
+		if !d.Done {
+			v = append(v, "the draw was not done in time")
+		}
+		if !*l.DrawVerified {
+			v = append(v, "the published draw fails draw verify")
+		}
+		if *l.EntrantsMisinformed > 0 {
+			v = append(v, fmt.Sprintf("%d entrants misinformed", *l.EntrantsMisinformed))
+		}
+		if *l.RanksSkipped > 0 {
+			v = append(v, fmt.Sprintf("%d ranks skipped", *l.RanksSkipped))
+		}
+		if d.EntriesLost > 0 {
+			v = append(v, fmt.Sprintf("%d entries answered 201 lost", d.EntriesLost))
+		}
 	}
 	l.Violations, l.OK = v, len(v) == 0
 }

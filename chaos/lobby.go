@@ -1,0 +1,589 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/proc"
+)
+
+// The lobby run (--lobby, docs/API.md "Fair start"): the buyers enter the
+// sale's lobby instead of claiming, the draw runs at starts_at while the
+// driver SIGKILLs the worker at steps of the draw the seed picks (and fails
+// the Redis primary over), and the draw's record is then held to the
+// orders.
+
+// lobbyWaitlistMax is SECKILL_WAITLIST_MAX in a lobby run, as a multiple of
+// the units: ranks past the units and that many more are LOST, so the draw
+// also settles ranks past the waitlist's bound.
+const lobbyWaitlistMax = 1
+
+// drawStep is a moment of the draw at which the driver strikes.
+type drawStep struct {
+	// Kind: "closed" (the lobby is closed and nobody admitted yet: the draw
+	// ranks, or is about to settle), "rank" (the draw's progress in Redis,
+	// admissions plus places queued, reached Rank), "borrow" (the draw's
+	// admissions borrow between the sale's segments: a move in flight, or a
+	// segment empty while another holds units) or "done" (the database
+	// records the draw done: FinishDraw may not have opened the sale in
+	// Redis yet).
+	Kind string
+	Rank int
+}
+
+func (s drawStep) String() string {
+	if s.Kind == "rank" {
+		return "rank " + strconv.Itoa(s.Rank)
+	}
+	return s.Kind
+}
+
+// lobbyPlan is what the seed decides of a lobby run.
+type lobbyPlan struct {
+	// window: from the lobby's opening (the sale's creation) to starts_at.
+	window time.Duration
+	// endsAfter: from starts_at to ends_at. Short when endInDraw: the sale
+	// ends while the draw settles.
+	endsAfter time.Duration
+	endInDraw bool
+	// kills: the worker's SIGKILLs, in the draw's order; failover: the
+	// Redis primary's (Sentinel, Cluster), nil on one server.
+	kills    []drawStep
+	failover *drawStep
+	// failoverSegment: on a Cluster, the segment whose slot's primary
+	// fails over.
+	failoverSegment int
+	// waitlistMax is SECKILL_WAITLIST_MAX.
+	waitlistMax int
+}
+
+// drawWithin bounds the wait for the draw: each SIGKILL in the middle of a
+// step holds it up for Temporal's heartbeat timeout (30 s).
+const drawWithin = 5 * time.Minute
+
+// entryWindow is how long the lobby stays open: the entries are sent over
+// its first half (the entry rate measured here with faults: some 150 a
+// second, far fewer while the API or PostgreSQL is down), so that entries
+// retried through a fault still land before starts_at.
+func entryWindow(buyers int) time.Duration {
+	return 6*time.Second + time.Duration(buyers)*6*time.Millisecond
+}
+
+// planLobby draws the lobby run's plan from the seed, from a source of its
+// own so that the fault schedule of the other streams stays the seed's.
+//
+// The worker is SIGKILLed once at a rank (in the middle of a settle step),
+// and in one run of two once more, at the lobby's close, at another rank,
+// while the draw borrows between segments, or once it is recorded done.
+// Seeds divisible by 3 end the sale inside the draw: ends_at is starts_at +
+// 10-14 s. A SIGKILL in the middle of a settle step holds the draw up until Temporal
+// times the step out (its heartbeat timeout, 30 s after its first
+// heartbeat) and retries it, by when the sale has ended: the end falls
+// inside the draw whenever the draw reaches that rank before ends_at (it
+// does within a few seconds of starts_at unless a Temporal or PostgreSQL
+// fault holds it up first, and then the end falls earlier in the draw).
+// The JSON line says where it fell (draw.sale_ended_in_draw).
+func planLobby(o options, seed uint64) lobbyPlan {
+	rng := newRand(seed ^ 0x10bb1)
+	p := lobbyPlan{window: entryWindow(o.buyers), endsAfter: time.Hour, waitlistMax: max(1, lobbyWaitlistMax*o.units)}
+	k := min(o.units, o.buyers)
+	reach := k + min(p.waitlistMax, o.buyers-k) // the ranks whose settling Redis shows
+	rank := func() drawStep { return drawStep{Kind: "rank", Rank: 1 + rng.IntN(reach)} }
+	// Always once in the middle of a settle step, where a batch is cut
+	// off; in one run of two, once more at a step of any kind.
+	p.kills = []drawStep{rank()}
+	if rng.IntN(2) == 0 {
+		switch x := rng.IntN(4); {
+		case x == 0:
+			p.kills = append(p.kills, drawStep{Kind: "closed"})
+		case x == 1:
+			p.kills = append(p.kills, drawStep{Kind: "done"})
+		case x == 2 && o.segments > 1:
+			p.kills = append(p.kills, drawStep{Kind: "borrow"})
+		default:
+			p.kills = append(p.kills, rank())
+		}
+	}
+	if p.endInDraw = seed%3 == 0; p.endInDraw {
+		p.endsAfter = 10*time.Second + time.Duration(rng.IntN(4000))*time.Millisecond
+	}
+	order := func(s drawStep) int {
+		switch s.Kind {
+		case "closed":
+			return 0
+		case "borrow":
+			return k / 2
+		case "done":
+			return reach + 1
+		}
+		return s.Rank
+	}
+	sort.SliceStable(p.kills, func(i, j int) bool { return order(p.kills[i]) < order(p.kills[j]) })
+	if o.replicated() {
+		f := rank()
+		p.failover, p.failoverSegment = &f, rng.IntN(o.segments)
+	}
+	return p
+}
+
+func (p lobbyPlan) String() string {
+	kills := make([]string, len(p.kills))
+	for i, k := range p.kills {
+		kills[i] = k.String()
+	}
+	s := fmt.Sprintf("lobby open %s; worker SIGKILLed at the draw's steps %v", p.window.Round(100*time.Millisecond), kills)
+	if p.failover != nil {
+		s += fmt.Sprintf(", Redis primary failed over at %s", p.failover)
+	}
+	if p.endInDraw {
+		s += fmt.Sprintf("; the sale ends %s after starts_at, inside the draw", p.endsAfter.Round(100*time.Millisecond))
+	}
+	return s
+}
+
+// createLobbySale creates the run's sale with a lobby open from now, the
+// draw at starts_at and no proof of work; it returns the sale's id and its
+// starts_at.
+func createLobbySale(base, admin string, o options, p lobbyPlan) (string, time.Time, error) {
+	now := time.Now().UTC()
+	startsAt := now.Add(p.window)
+	fields := map[string]any{
+		"name": "chaos lobby", "price_cents": 990, "stock": o.units,
+		"lobby_opens_at":          now.Add(-time.Second).Format(time.RFC3339Nano),
+		"starts_at":               startsAt.Format(time.RFC3339Nano),
+		"ends_at":                 startsAt.Add(p.endsAfter).Format(time.RFC3339Nano),
+		"payment_timeout_seconds": int(o.timeout / time.Second),
+	}
+	if o.segments > 1 {
+		fields["stock_segments"] = o.segments
+	}
+	id, err := postSale(base, admin, fields)
+	return id, startsAt, err
+}
+
+// lobbyAnswer is what GET /lobby/me and POST /lobby answer (docs/API.md
+// "Fair start").
+type lobbyAnswer struct {
+	Status  string `json:"status"`
+	Code    string `json:"code"`
+	Rank    int    `json:"rank"`
+	OrderID string `json:"order_id"`
+}
+
+// enterAll enters every buyer in the lobby once, spread over the first
+// half of the lobby's window, each retried through faults until answered
+// (bounded by starts_at: an entry is then refused, LOBBY_CLOSED).
+func (s *shop) enterAll(window time.Duration, startsAt time.Time) {
+	spread := window / 2
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= s.o.buyers {
+					return
+				}
+				time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(s.o.buyers))))
+				s.enter(i, startsAt)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// enter is buyer i's entry, retried until answered or a little past
+// startsAt. An entry answered 201 or 200 is one the draw must rank.
+func (s *shop) enter(i int, startsAt time.Time) {
+	token := s.token(i)
+	for time.Now().Before(startsAt.Add(2 * time.Second)) {
+		req, _ := http.NewRequest("POST", s.base+"/api/v1/sales/"+s.saleID+"/lobby", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			time.Sleep(300 * time.Millisecond)
+			continue
+		}
+		var body lobbyAnswer
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
+			s.mu.Lock()
+			s.entered[i] = true
+			s.entryAnswers[strconv.Itoa(resp.StatusCode)]++
+			s.mu.Unlock()
+			return
+		case resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusNotFound:
+			s.mu.Lock()
+			s.entryAnswers[body.Code]++
+			s.mu.Unlock()
+			return
+		}
+		time.Sleep(300 * time.Millisecond) // 503, 5xx: try again
+	}
+	s.mu.Lock()
+	s.entryAnswers["gave-up"]++
+	s.mu.Unlock()
+}
+
+// learnOutcomes asks every buyer's GET /lobby/me once the draw is done, as
+// the shop page does: a winner pays (or fails, or leaves) the order it
+// names by the buyer's fate, as a 202's; an entrant told LOST claims once,
+// as any buyer may after the draw (a SOLD_OUT joins the waitlist by
+// --waitlist's share); WAITING entrants get their orders from the
+// waitlist (followWaitlist). Each answer is kept for the referee.
+func (s *shop) learnOutcomes() {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lost []int
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= s.o.buyers {
+					return
+				}
+				a, ok := s.lobbyMe(i)
+				if !ok {
+					continue
+				}
+				s.mu.Lock()
+				s.told[i] = a
+				s.mu.Unlock()
+				switch a.Status {
+				case "WON":
+					if a.OrderID != "" {
+						s.drawOrder(a.OrderID, i)
+					}
+				case "LOST":
+					mu.Lock()
+					lost = append(lost, i)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Ints(lost)
+	// The losers' claims, a little spread: most are SOLD_OUT (or
+	// SALE_ENDED); a unit no waiting buyer took may be theirs.
+	start := time.Now()
+	var claims sync.WaitGroup
+	work := make(chan int)
+	for range 16 {
+		claims.Add(1)
+		go func() {
+			defer claims.Done()
+			for i := range work {
+				s.claim(i)
+			}
+		}()
+	}
+	for n, i := range lost {
+		time.Sleep(time.Until(start.Add(3 * time.Second * time.Duration(n) / time.Duration(len(lost)))))
+		work <- i
+	}
+	close(work)
+	claims.Wait()
+}
+
+// lobbyMe is buyer i's GET /lobby/me, retried through faults (bounded):
+// the answer, with Status "NOT_IN_LOBBY" for a buyer who has no entry.
+func (s *shop) lobbyMe(i int) (lobbyAnswer, bool) {
+	token := s.token(i)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("GET", s.base+"/api/v1/sales/"+s.saleID+"/lobby/me", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			time.Sleep(300 * time.Millisecond)
+			continue
+		}
+		var a lobbyAnswer
+		_ = json.NewDecoder(resp.Body).Decode(&a)
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return a, true
+		case resp.StatusCode == http.StatusNotFound && a.Code == string(seckill.CodeNotInLobby):
+			return lobbyAnswer{Status: a.Code}, true
+		}
+		time.Sleep(300 * time.Millisecond) // 503 (the waitlist unreadable), 5xx: try again
+	}
+	return lobbyAnswer{}, false
+}
+
+// drawOrder records order id, which the draw gave buyer i (GET /lobby/me
+// says WON), once, and pays it by i's fate, as a 202's.
+func (s *shop) drawOrder(id string, i int) {
+	f := fate(s.seed, i)
+	s.mu.Lock()
+	_, claimed := s.orders[id]
+	_, waited := s.waitlist[id]
+	if claimed || waited {
+		s.mu.Unlock()
+		return
+	}
+	s.orders[id] = f
+	s.mu.Unlock()
+	if f < 2 {
+		s.payments.add()
+		go func() {
+			defer s.payments.done()
+			s.pay(id, i, f == 1, payDelay(i))
+		}()
+	}
+}
+
+// drawRow is the draw's record in the database, as the watcher polls it.
+type drawRow struct {
+	State    string
+	NextRank int
+	Entries  int
+}
+
+// drawFault is one strike at a step of the draw, as the JSON line reports
+// it.
+type drawFault struct {
+	Step  string `json:"step"`
+	Fault string `json:"fault"` // "worker" or "redis-primary"
+	// Taken: the draw reached the step and the fault struck; false: the
+	// draw was done (or the sale ended) before it.
+	Taken     bool    `json:"taken"`
+	AtSeconds float64 `json:"at_s,omitempty"`
+	// State and NextRank: the draw's record just before the strike;
+	// Progress: its admissions plus places queued, as Redis showed them.
+	State    string `json:"draw_state,omitempty"`
+	NextRank int    `json:"next_rank,omitempty"`
+	Progress int64  `json:"progress,omitempty"`
+}
+
+// drawWatch follows one sale's draw and strikes at the plan's steps.
+type drawWatch struct {
+	ref      *referee
+	dbName   string
+	sale     int64
+	units    int
+	segments int
+	start    time.Time // the run's, for the log's seconds
+	worker   *proc.Proc
+	// failover fails the Redis primary over (nil on one server); it runs
+	// in a goroutine of its own, and returns when the primary is back.
+	failover func() error
+	faults   []drawFault
+}
+
+// run follows the draw from starts_at until the database records it done
+// (and the last strike planned there has struck), or until within has
+// passed: it reads the draw's record in PostgreSQL and its progress in
+// Redis (the claims and waitlist entries it has made) every 5 ms, and
+// SIGKILLs the worker at each of the plan's steps once the draw has moved
+// since the last one (so two kills never fall into one gap). It returns
+// whether the draw is done.
+func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	pending := append([]drawStep(nil), p.kills...)
+	failover := p.failover
+	var (
+		conn     *pgx.Conn
+		progress int64 // the most seen: releases (a winner's timeout) lower the counts
+		lastKill = int64(-1)
+		lastRow  drawRow
+		killedAt string // the state at the last kill
+		moves    time.Time
+		failing  sync.WaitGroup
+		done     bool
+	)
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
+	}()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+		if conn == nil {
+			c, err := connectDB(ctx, w.dbName)
+			if err != nil {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			conn = c
+		}
+		row, err := readDraw(ctx, conn, w.sale)
+		if err != nil {
+			_ = conn.Close(context.Background())
+			conn = nil
+			continue
+		}
+		lastRow = row
+		if row.State == "OPEN" {
+			continue
+		}
+		done = row.State == "DONE"
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		admitted, waiting, stocks, err := w.ref.drawProgress(rctx)
+		borrowing := false
+		if err == nil && hasKind(pending, "borrow") && !done && admitted < int64(w.units) {
+			empty, holding := false, int64(0)
+			for _, v := range stocks {
+				empty = empty || v == 0
+				holding += max(v, 0)
+			}
+			borrowing = empty && holding > 0
+			if !borrowing && time.Since(moves) > 20*time.Millisecond {
+				moves = time.Now()
+				if ms, err := w.ref.rs.Moves(rctx, w.sale); err == nil && len(ms) > 0 {
+					borrowing = true
+				}
+			}
+		}
+		cancel()
+		if err == nil {
+			progress = max(progress, admitted+waiting)
+		}
+		if failover != nil && progress >= int64(failover.Rank) {
+			f := drawFault{Step: failover.String(), Fault: "redis-primary", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
+				State: row.State, NextRank: row.NextRank, Progress: progress}
+			w.faults = append(w.faults, f)
+			fmt.Printf("  %5.1fs draw fault: redis-primary failover at %s (draw %s, next rank %d, progress %d)\n", f.AtSeconds, failover, row.State, row.NextRank, progress)
+			failover = nil
+			failing.Add(1)
+			go func() {
+				defer failing.Done()
+				if err := w.failover(); err != nil {
+					fmt.Printf("  %5.1fs draw fault: redis-primary: %v\n", time.Since(w.start).Seconds(), err)
+				}
+			}()
+		}
+		strike := func(n int) {
+			step := pending[n]
+			w.worker.Kill()
+			f := drawFault{Step: step.String(), Fault: "worker", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
+				State: row.State, NextRank: row.NextRank, Progress: progress}
+			w.faults = append(w.faults, f)
+			fmt.Printf("  %5.1fs draw fault: worker SIGKILLed at %s (draw %s, next rank %d, progress %d, stocks %v)\n",
+				f.AtSeconds, step, row.State, row.NextRank, progress, stocks)
+			pending = append(pending[:n], pending[n+1:]...)
+			lastKill, killedAt = progress, row.State
+		}
+		if done {
+			// The draw is recorded done: "done" strikes now, a step the
+			// draw never reached is not taken.
+			for n, step := range pending {
+				if step.Kind == "done" {
+					strike(n)
+					break
+				}
+			}
+			for _, step := range pending {
+				w.faults = append(w.faults, drawFault{Step: step.String(), Fault: "worker"})
+			}
+			break
+		}
+		// The draw must have moved since the last kill: progress in Redis,
+		// or a new state (the step retried, or done).
+		if progress <= lastKill && row.State == killedAt {
+			continue
+		}
+		for n, step := range pending {
+			if strikes(step, row, progress, borrowing) {
+				strike(n)
+				break
+			}
+		}
+	}
+	if failover != nil {
+		w.faults = append(w.faults, drawFault{Step: failover.String(), Fault: "redis-primary"})
+	}
+	failing.Wait()
+	fmt.Printf("  %5.1fs the draw is %s (next rank %d of %d entries)\n", time.Since(w.start).Seconds(), lastRow.State, lastRow.NextRank, lastRow.Entries)
+	return done
+}
+
+// strikes says whether step has come: the draw's record is row and its
+// progress in Redis progress.
+func strikes(step drawStep, row drawRow, progress int64, borrowing bool) bool {
+	switch step.Kind {
+	case "closed":
+		return row.State != "DONE" && progress == 0
+	case "rank":
+		return progress >= int64(step.Rank)
+	case "borrow":
+		return borrowing
+	case "done":
+		return row.State == "DONE"
+	}
+	return false
+}
+
+func hasKind(steps []drawStep, kind string) bool {
+	for _, s := range steps {
+		if s.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func readDraw(ctx context.Context, conn *pgx.Conn, sale int64) (drawRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var r drawRow
+	var entries *int
+	err := conn.QueryRow(ctx, `SELECT draw_state, draw_next_rank, draw_entries FROM sales WHERE id = $1`, sale).
+		Scan(&r.State, &r.NextRank, &entries)
+	if entries != nil {
+		r.Entries = *entries
+	}
+	return r, err
+}
+
+// drawProgress reads what the draw has made in Redis: the claims (its
+// admissions) and the waitlist's entries (its places queued) over every
+// segment, and the segments' stocks (-1: not loaded).
+func (r *referee) drawProgress(ctx context.Context) (admitted, waiting int64, stocks []int64, err error) {
+	claims := make([]*redis.IntCmd, r.segments)
+	waits := make([]*redis.IntCmd, r.segments)
+	stock := make([]*redis.StringCmd, r.segments)
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q := range r.segments {
+			k := r.rs.SegmentKeys(r.sale, q)
+			claims[q], waits[q], stock[q] = p.HLen(ctx, k.Claims), p.ZCard(ctx, k.Wait), p.Get(ctx, k.Stock)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, nil, err
+	}
+	stocks = make([]int64, r.segments)
+	for q := range r.segments {
+		admitted += claims[q].Val()
+		waiting += waits[q].Val()
+		v, err := stock[q].Int64()
+		if err != nil {
+			v = -1
+		}
+		stocks[q] = v
+	}
+	return admitted, waiting, stocks, nil
+}
