@@ -50,6 +50,7 @@ type drawLine struct {
 	Misinformed []string    `json:"misinformed,omitempty"`
 	Skipped     []string    `json:"skipped,omitempty"`
 	Faults      []drawFault `json:"faults"`
+	Watch       watchSeen   `json:"watch"`
 }
 
 // maxNamed bounds the entrants and ranks a line names.
@@ -69,7 +70,7 @@ func measureDraw(dbName, base, admin, saleID string, sh *shop, watch *drawWatch,
 	}
 	defer func() { _ = conn.Close(ctx) }()
 	sale, _ := strconv.ParseInt(saleID, 10, 64)
-	d = &drawLine{Plan: plan.String(), Done: done, Outcomes: map[string]int{}, Told: map[string]int{}, Faults: watch.faults}
+	d = &drawLine{Plan: plan.String(), Done: done, Outcomes: map[string]int{}, Told: map[string]int{}, Faults: watch.faults, Watch: watch.seen}
 
 	var (
 		state            *string

@@ -41,13 +41,20 @@ type drawStep struct {
 	// Redis yet).
 	Kind string
 	Rank int
+	// HoldToEnd: the worker is kept down from the kill until the sale has
+	// ended (SIGKILLed again as soon as its supervisor restarts it).
+	HoldToEnd bool
 }
 
 func (s drawStep) String() string {
+	name := s.Kind
 	if s.Kind == "rank" {
-		return "rank " + strconv.Itoa(s.Rank)
+		name = "rank " + strconv.Itoa(s.Rank)
 	}
-	return s.Kind
+	if s.HoldToEnd {
+		name += ", held down until the sale ends"
+	}
+	return name
 }
 
 // lobbyPlan is what the seed decides of a lobby run.
@@ -84,17 +91,20 @@ func entryWindow(buyers int) time.Duration {
 // planLobby draws the lobby run's plan from the seed, from a source of its
 // own so that the fault schedule of the other streams stays the seed's.
 //
-// The worker is SIGKILLed once at a rank (in the middle of a settle step),
-// and in one run of two once more, at the lobby's close, at another rank,
-// while the draw borrows between segments, or once it is recorded done.
-// Seeds divisible by 3 end the sale inside the draw: ends_at is starts_at +
-// 10-14 s. A SIGKILL in the middle of a settle step holds the draw up until Temporal
-// times the step out (its heartbeat timeout, 30 s after its first
-// heartbeat) and retries it, by when the sale has ended: the end falls
-// inside the draw whenever the draw reaches that rank before ends_at (it
-// does within a few seconds of starts_at unless a Temporal or PostgreSQL
-// fault holds it up first, and then the end falls earlier in the draw).
-// The JSON line says where it fell (draw.sale_ended_in_draw).
+// The worker is SIGKILLed once at a rank, in the middle of a settle step
+// (Temporal times the step out 30 s after its first heartbeat and retries
+// it), and in one run of two once more, at the lobby's close, at another
+// rank, while the draw borrows between segments, or once it is recorded
+// done.
+//
+// Seeds divisible by 3 end the sale inside the draw instead: ends_at is
+// starts_at + 60-70 s, and from the SIGKILL at the rank the worker is kept
+// down until the sale has ended, so the end falls between that rank's
+// admission and the rest of the draw whenever the draw reaches the rank
+// before ends_at. It does within seconds of starts_at, unless the fault
+// stream holds it up (a Temporal restart, PostgreSQL stalls: up to some 50
+// s seen here); the end then falls earlier in the draw. The JSON line says
+// whether the sale ended before the draw was done (draw.sale_ended_in_draw).
 func planLobby(o options, seed uint64) lobbyPlan {
 	rng := newRand(seed ^ 0x10bb1)
 	p := lobbyPlan{window: entryWindow(o.buyers), endsAfter: time.Hour, waitlistMax: max(1, lobbyWaitlistMax*o.units)}
@@ -102,9 +112,14 @@ func planLobby(o options, seed uint64) lobbyPlan {
 	reach := k + min(p.waitlistMax, o.buyers-k) // the ranks whose settling Redis shows
 	rank := func() drawStep { return drawStep{Kind: "rank", Rank: 1 + rng.IntN(reach)} }
 	// Always once in the middle of a settle step, where a batch is cut
-	// off; in one run of two, once more at a step of any kind.
+	// off. A sale that ends in the draw ends there: the worker stays down
+	// until ends_at. Otherwise, in one run of two, once more at a step of
+	// any kind.
 	p.kills = []drawStep{rank()}
-	if rng.IntN(2) == 0 {
+	if p.endInDraw = seed%3 == 0; p.endInDraw {
+		p.endsAfter = 60*time.Second + time.Duration(rng.IntN(10000))*time.Millisecond
+		p.kills[0].HoldToEnd = true
+	} else if rng.IntN(2) == 0 {
 		switch x := rng.IntN(4); {
 		case x == 0:
 			p.kills = append(p.kills, drawStep{Kind: "closed"})
@@ -115,9 +130,6 @@ func planLobby(o options, seed uint64) lobbyPlan {
 		default:
 			p.kills = append(p.kills, rank())
 		}
-	}
-	if p.endInDraw = seed%3 == 0; p.endInDraw {
-		p.endsAfter = 10*time.Second + time.Duration(rng.IntN(4000))*time.Millisecond
 	}
 	order := func(s drawStep) int {
 		switch s.Kind {
@@ -386,11 +398,26 @@ type drawWatch struct {
 	units    int
 	segments int
 	start    time.Time // the run's, for the log's seconds
+	endsAt   time.Time // the sale's
 	worker   *proc.Proc
 	// failover fails the Redis primary over (nil on one server); it runs
 	// in a goroutine of its own, and returns when the primary is back.
 	failover func() error
 	faults   []drawFault
+	seen     watchSeen
+}
+
+// watchSeen is how well the watcher saw the draw, as the JSON line reports
+// it: a step is struck at the first read that shows it, so a long gap
+// between two reads is a step struck late.
+type watchSeen struct {
+	Reads       int     `json:"reads"`
+	DBErrors    int     `json:"db_errors"`
+	RedisErrors int     `json:"redis_errors"`
+	LongestGap  float64 `json:"longest_gap_ms"` // between two reads of both, while the draw ran
+	// States: when the watcher first saw each state of the draw, seconds
+	// from the run's start.
+	States map[string]float64 `json:"states"`
 }
 
 // run follows the draw from starts_at until the database records it done
@@ -419,6 +446,8 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 			_ = conn.Close(context.Background())
 		}
 	}()
+	w.seen.States = map[string]float64{}
+	var lastRead time.Time
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 		if conn == nil {
@@ -431,11 +460,15 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 		}
 		row, err := readDraw(ctx, conn, w.sale)
 		if err != nil {
+			w.seen.DBErrors++
 			_ = conn.Close(context.Background())
 			conn = nil
 			continue
 		}
 		lastRow = row
+		if _, ok := w.seen.States[row.State]; !ok {
+			w.seen.States[row.State] = time.Since(w.start).Seconds()
+		}
 		if row.State == "OPEN" {
 			continue
 		}
@@ -458,8 +491,15 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 			}
 		}
 		cancel()
-		if err == nil {
+		if err != nil {
+			w.seen.RedisErrors++
+		} else {
 			progress = max(progress, admitted+waiting)
+			w.seen.Reads++
+			if !lastRead.IsZero() {
+				w.seen.LongestGap = max(w.seen.LongestGap, float64(time.Since(lastRead).Microseconds())/1000)
+			}
+			lastRead = time.Now()
 		}
 		if failover != nil && progress >= int64(failover.Rank) {
 			f := drawFault{Step: failover.String(), Fault: "redis-primary", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
@@ -485,6 +525,10 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 				f.AtSeconds, step, row.State, row.NextRank, progress, stocks)
 			pending = append(pending[:n], pending[n+1:]...)
 			lastKill, killedAt = progress, row.State
+			if step.HoldToEnd {
+				w.holdDown()
+			}
+			lastRead = time.Time{} // a gap the watcher made is not one it missed
 		}
 		if done {
 			// The draw is recorded done: "done" strikes now, a step the
@@ -518,6 +562,21 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 	failing.Wait()
 	fmt.Printf("  %5.1fs the draw is %s (next rank %d of %d entries)\n", time.Since(w.start).Seconds(), lastRow.State, lastRow.NextRank, lastRow.Entries)
 	return done
+}
+
+// holdDown keeps the worker down until a second after the sale's end: its
+// supervisor restarts it half a second after each kill, and it is killed
+// again within 100 ms of starting, before it can poll Temporal.
+func (w *drawWatch) holdDown() {
+	killed := w.worker.Pid() // just killed
+	for time.Now().Before(w.endsAt.Add(time.Second)) {
+		time.Sleep(100 * time.Millisecond)
+		if pid := w.worker.Pid(); pid != killed {
+			w.worker.Kill()
+			killed = pid
+		}
+	}
+	fmt.Printf("  %5.1fs draw fault: the worker is up again, the sale has ended\n", time.Since(w.start).Seconds())
 }
 
 // strikes says whether step has come: the draw's record is row and its

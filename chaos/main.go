@@ -63,10 +63,12 @@
 // With --redis sentinel or cluster the Redis primary (on a Cluster, of a
 // segment the seed picks) also fails over at a rank the seed picks. Seeds
 // divisible by 3 end the sale inside the draw: ends_at is starts_at +
-// 10-14 s, and the SIGKILL in the middle of a settle step holds the draw
-// up past it (unless something held the draw up before that rank: the end
-// then falls earlier in the draw); the line says whether the sale ended
-// before the draw was done (draw.sale_ended_in_draw). Once it is, every
+// 60-70 s, and from the SIGKILL at the rank the worker is kept down (killed
+// again as soon as it restarts) until the sale has ended, so the end falls
+// after that rank's admission and before the rest of the draw whenever the
+// draw reaches the rank before ends_at (else earlier in the draw); the line
+// says whether the sale ended before the draw was done
+// (draw.sale_ended_in_draw). Once the draw is done, every
 // buyer asks GET /lobby/me: a winner pays, fails or leaves the order it
 // names by the fate rule of the 202s, an entrant told LOST claims once (a
 // SOLD_OUT joins the waitlist by --waitlist's share), and WAITING entrants
@@ -79,9 +81,10 @@
 // paid their order through their PaymentIntent nor have a SUCCEEDED
 // refund, orders without a row included), units_stranded (the database's
 // available minus what Redis holds, signed, plus the units left in stock
-// while buyers wait), orders_stuck (QUEUED or AWAITING_PAYMENT past pay_by
-// plus the grace), audit_ok (`seckill audit --wait` passed), ok (all of
-// these held), and the faults, refunds, waitlist and stock figures. A
+// while buyers wait before the sale ends), orders_stuck (QUEUED or
+// AWAITING_PAYMENT past pay_by plus the grace), audit_ok (`seckill audit
+// --wait` passed), ok (all of these held), and the faults, refunds,
+// waitlist and stock figures. A
 // lobby run adds draw_verified (the published draw, read through the API
 // with drawcli's client and an admin token as `seckill draw verify` reads
 // it, passes draw.Verify), entrants_misinformed (entrants told WON whose

@@ -43,7 +43,8 @@ type line struct {
 	// have a SUCCEEDED refund, orders without a row included.
 	PaymentsKeptWithoutRefund int `json:"payments_kept_without_refund"`
 	// UnitsStranded: the database's available minus what Redis holds
-	// (signed), plus the units left in stock while buyers wait.
+	// (signed), plus the units left in stock while buyers wait (until the
+	// sale ends).
 	UnitsStranded int64 `json:"units_stranded"`
 	// OrdersStuck: orders QUEUED or AWAITING_PAYMENT past pay_by plus the
 	// grace after settling.
@@ -267,9 +268,15 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		}
 	}
 	// What the database says is available and Redis does not hold, signed;
-	// and a unit in stock while a buyer waits is stranded too.
+	// and a unit in stock while a buyer waits is stranded too, until the
+	// sale ends (a lobby run's may end inside its draw): the waitlist then
+	// serves nobody, and its entries are answered EXPIRED.
 	l.UnitsStranded = rep.Stock.Available - rep.Stock.Remaining
-	if rep.Waiting > 0 && rep.Stock.Remaining > 0 {
+	var ended bool
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(bool_and(ends_at <= now()), false) FROM sales`).Scan(&ended); err != nil {
+		return nil, fmt.Errorf("sale ended: %w", err)
+	}
+	if rep.Waiting > 0 && rep.Stock.Remaining > 0 && !ended {
 		l.UnitsStranded += min(rep.Stock.Remaining, rep.Waiting)
 	}
 	return l, nil

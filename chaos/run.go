@@ -410,7 +410,8 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	// the lobby instead, the draw runs (struck at its steps), and then
 	// they learn what it gave them.
 	if o.lobby {
-		res.watch = &drawWatch{ref: ref, dbName: dbName, sale: sale, units: o.units, segments: o.segments, start: start, worker: worker}
+		res.watch = &drawWatch{ref: ref, dbName: dbName, sale: sale, units: o.units, segments: o.segments, start: start,
+			endsAt: startsAt.Add(res.plan.endsAfter), worker: worker}
 		if o.replicated() {
 			res.watch.failover = func() error {
 				topology.Lock()
