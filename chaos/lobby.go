@@ -451,7 +451,9 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 		if conn == nil {
-			c, err := connectDB(ctx, w.dbName)
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			c, err := connectDB(cctx, w.dbName)
+			cancel()
 			if err != nil {
 				time.Sleep(200 * time.Millisecond)
 				continue

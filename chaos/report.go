@@ -144,8 +144,18 @@ func parseAudit(out []byte) (*audit.Report, error) {
 	return &r, nil
 }
 
+// connectDB connects the referee to the run's database, trying again for
+// up to 30 s: the machine's PostgreSQL is shared, restarted by the faults,
+// and may be out of connections for a moment ("too many clients").
 func connectDB(ctx context.Context, dbName string) (*pgx.Conn, error) {
-	return pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return conn, err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // openOrders counts the orders waiting for their saga or their payment.
