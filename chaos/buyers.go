@@ -196,7 +196,10 @@ func (s *shop) claim(i int) {
 			return
 		case resp.StatusCode == http.StatusConflict && body.Code == string(seckill.CodeDrawInProgress):
 			// The draw is recorded done and the sale not yet open in
-			// Redis: try again, as Retry-After says.
+			// Redis (FinishDraw's worker died in between: its retry is up
+			// to 30 s away): try again, later than for an outage.
+			time.Sleep(time.Second)
+			continue
 		case resp.StatusCode == http.StatusConflict:
 			if body.Code == string(seckill.CodeSoldOut) && joinsWaitlist(s.seed, i, s.o.waitlist) {
 				s.join(i, token)

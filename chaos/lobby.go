@@ -256,10 +256,11 @@ func (s *shop) enter(i int, startsAt time.Time) {
 
 // learnOutcomes asks every buyer's GET /lobby/me once the draw is done, as
 // the shop page does: a winner pays (or fails, or leaves) the order it
-// names by the buyer's fate, as a 202's; an entrant told LOST claims once,
-// as any buyer may after the draw (a SOLD_OUT joins the waitlist by
-// --waitlist's share); WAITING entrants get their orders from the
-// waitlist (followWaitlist). Each answer is kept for the referee.
+// names by the buyer's fate, as a 202's; an entrant told LOST who would
+// pay (a third) claims once, as any buyer may after the draw (a SOLD_OUT
+// joins the waitlist by --waitlist's share); WAITING entrants get their
+// orders from the waitlist (followWaitlist). Each answer is kept for the
+// referee.
 func (s *shop) learnOutcomes() {
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -287,9 +288,11 @@ func (s *shop) learnOutcomes() {
 						s.drawOrder(a.OrderID, i)
 					}
 				case "LOST":
-					mu.Lock()
-					lost = append(lost, i)
-					mu.Unlock()
+					if fate(s.seed, i) == 0 { // the losers who would pay try their luck
+						mu.Lock()
+						lost = append(lost, i)
+						mu.Unlock()
+					}
 				}
 			}
 		}()
@@ -405,6 +408,18 @@ type drawWatch struct {
 	failover func() error
 	faults   []drawFault
 	seen     watchSeen
+
+	// What run keeps between two reads.
+	conn       *pgx.Conn
+	pending    []drawStep // the worker's kills still to come
+	failAt     *drawStep  // the failover still to come
+	failing    sync.WaitGroup
+	progress   int64 // the most seen: releases (a winner's timeout) lower the counts
+	lastKill   int64 // progress at the last kill
+	killedAt   string
+	lastRead   time.Time
+	lastMoves  time.Time
+	lastRecord drawRow
 }
 
 // watchSeen is how well the watcher saw the draw, as the JSON line reports
@@ -420,150 +435,174 @@ type watchSeen struct {
 	States map[string]float64 `json:"states"`
 }
 
-// run follows the draw from starts_at until the database records it done
-// (and the last strike planned there has struck), or until within has
-// passed: it reads the draw's record in PostgreSQL and its progress in
-// Redis (the claims and waitlist entries it has made) every 5 ms, and
-// SIGKILLs the worker at each of the plan's steps once the draw has moved
-// since the last one (so two kills never fall into one gap). It returns
-// whether the draw is done.
+// drawNow is one read of the draw: its record, and what Redis shows of it.
+type drawNow struct {
+	row       drawRow
+	progress  int64 // admissions plus places queued, the most seen
+	stocks    []int64
+	borrowing bool // a move in flight, or a segment empty while another holds units
+}
+
+// run follows the draw from starts_at until the database records it done,
+// or until within has passed: it reads the draw every 5 ms, fails the
+// Redis primary over at the plan's rank, and SIGKILLs the worker at each of
+// the plan's steps once the draw has moved since the last one (so two
+// kills never fall into one gap). It returns whether the draw is done.
 func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	pending := append([]drawStep(nil), p.kills...)
-	failover := p.failover
-	var (
-		conn     *pgx.Conn
-		progress int64 // the most seen: releases (a winner's timeout) lower the counts
-		lastKill = int64(-1)
-		lastRow  drawRow
-		killedAt string // the state at the last kill
-		moves    time.Time
-		failing  sync.WaitGroup
-		done     bool
-	)
-	defer func() {
-		if conn != nil {
-			_ = conn.Close(context.Background())
-		}
-	}()
+	w.pending, w.failAt, w.lastKill = append([]drawStep(nil), p.kills...), p.failover, -1
 	w.seen.States = map[string]float64{}
-	var lastRead time.Time
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	defer w.closeDB()
+	deadline := time.Now().Add(within)
+	done := false
+	for !done && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
-		if conn == nil {
-			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			c, err := connectDB(cctx, w.dbName)
-			cancel()
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			conn = c
-		}
-		row, err := readDraw(ctx, conn, w.sale)
-		if err != nil {
-			w.seen.DBErrors++
-			_ = conn.Close(context.Background())
-			conn = nil
+		now, ok := w.read(ctx)
+		if !ok {
 			continue
 		}
-		lastRow = row
-		if _, ok := w.seen.States[row.State]; !ok {
-			w.seen.States[row.State] = time.Since(w.start).Seconds()
-		}
-		if row.State == "OPEN" {
-			continue
-		}
-		done = row.State == "DONE"
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		admitted, waiting, stocks, err := w.ref.drawProgress(rctx)
-		borrowing := false
-		if err == nil && hasKind(pending, "borrow") && !done && admitted < int64(w.units) {
-			empty, holding := false, int64(0)
-			for _, v := range stocks {
-				empty = empty || v == 0
-				holding += max(v, 0)
-			}
-			borrowing = empty && holding > 0
-			if !borrowing && time.Since(moves) > 20*time.Millisecond {
-				moves = time.Now()
-				if ms, err := w.ref.rs.Moves(rctx, w.sale); err == nil && len(ms) > 0 {
-					borrowing = true
-				}
-			}
-		}
+		done = now.row.State == "DONE"
+		w.failOverAt(now)
+		w.strikeDue(now, done)
+	}
+	w.notTaken()
+	w.failing.Wait()
+	r := w.lastRecord
+	fmt.Printf("  %5.1fs the draw is %s (next rank %d of %d entries)\n", time.Since(w.start).Seconds(), r.State, r.NextRank, r.Entries)
+	return done
+}
+
+// read reads the draw's record in PostgreSQL and its progress in Redis (the
+// claims and waitlist entries it has made, the segments' stocks and, while
+// a "borrow" step waits, the moves between segments); false while the
+// record cannot be read or the lobby is still open.
+func (w *drawWatch) read(ctx context.Context) (drawNow, bool) {
+	if w.conn == nil {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := connectDB(cctx, w.dbName)
 		cancel()
 		if err != nil {
-			w.seen.RedisErrors++
-		} else {
-			progress = max(progress, admitted+waiting)
-			w.seen.Reads++
-			if !lastRead.IsZero() {
-				w.seen.LongestGap = max(w.seen.LongestGap, float64(time.Since(lastRead).Microseconds())/1000)
-			}
-			lastRead = time.Now()
+			time.Sleep(200 * time.Millisecond)
+			return drawNow{}, false
 		}
-		if failover != nil && progress >= int64(failover.Rank) {
-			f := drawFault{Step: failover.String(), Fault: "redis-primary", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
-				State: row.State, NextRank: row.NextRank, Progress: progress}
-			w.faults = append(w.faults, f)
-			fmt.Printf("  %5.1fs draw fault: redis-primary failover at %s (draw %s, next rank %d, progress %d)\n", f.AtSeconds, failover, row.State, row.NextRank, progress)
-			failover = nil
-			failing.Add(1)
-			go func() {
-				defer failing.Done()
-				if err := w.failover(); err != nil {
-					fmt.Printf("  %5.1fs draw fault: redis-primary: %v\n", time.Since(w.start).Seconds(), err)
-				}
-			}()
+		w.conn = c
+	}
+	row, err := readDraw(ctx, w.conn, w.sale)
+	if err != nil {
+		w.seen.DBErrors++
+		w.closeDB()
+		return drawNow{}, false
+	}
+	w.lastRecord = row
+	if _, ok := w.seen.States[row.State]; !ok {
+		w.seen.States[row.State] = time.Since(w.start).Seconds()
+	}
+	if row.State == "OPEN" {
+		return drawNow{}, false
+	}
+	now := drawNow{row: row}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	admitted, waiting, stocks, err := w.ref.drawProgress(rctx)
+	if err != nil {
+		w.seen.RedisErrors++
+		now.progress = w.progress
+		return now, true
+	}
+	w.progress = max(w.progress, admitted+waiting)
+	now.progress, now.stocks = w.progress, stocks
+	w.seen.Reads++
+	if !w.lastRead.IsZero() {
+		w.seen.LongestGap = max(w.seen.LongestGap, float64(time.Since(w.lastRead).Microseconds())/1000)
+	}
+	w.lastRead = time.Now()
+	if hasKind(w.pending, "borrow") && row.State != "DONE" && admitted < int64(w.units) {
+		empty, holding := false, int64(0)
+		for _, v := range stocks {
+			empty = empty || v == 0
+			holding += max(v, 0)
 		}
-		strike := func(n int) {
-			step := pending[n]
-			w.worker.Kill()
-			f := drawFault{Step: step.String(), Fault: "worker", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
-				State: row.State, NextRank: row.NextRank, Progress: progress}
-			w.faults = append(w.faults, f)
-			fmt.Printf("  %5.1fs draw fault: worker SIGKILLed at %s (draw %s, next rank %d, progress %d, stocks %v)\n",
-				f.AtSeconds, step, row.State, row.NextRank, progress, stocks)
-			pending = append(pending[:n], pending[n+1:]...)
-			lastKill, killedAt = progress, row.State
-			if step.HoldToEnd {
-				w.holdDown()
-			}
-			lastRead = time.Time{} // a gap the watcher made is not one it missed
-		}
-		if done {
-			// The draw is recorded done: "done" strikes now, a step the
-			// draw never reached is not taken.
-			for n, step := range pending {
-				if step.Kind == "done" {
-					strike(n)
-					break
-				}
-			}
-			for _, step := range pending {
-				w.faults = append(w.faults, drawFault{Step: step.String(), Fault: "worker"})
-			}
-			break
-		}
-		// The draw must have moved since the last kill: progress in Redis,
-		// or a new state (the step retried, or done).
-		if progress <= lastKill && row.State == killedAt {
-			continue
-		}
-		for n, step := range pending {
-			if strikes(step, row, progress, borrowing) {
-				strike(n)
-				break
-			}
+		now.borrowing = empty && holding > 0
+		if !now.borrowing && time.Since(w.lastMoves) > 20*time.Millisecond {
+			w.lastMoves = time.Now()
+			ms, err := w.ref.rs.Moves(rctx, w.sale)
+			now.borrowing = err == nil && len(ms) > 0
 		}
 	}
-	if failover != nil {
-		w.faults = append(w.faults, drawFault{Step: failover.String(), Fault: "redis-primary"})
+	return now, true
+}
+
+// failOverAt starts the Redis primary's failover once the draw's progress
+// reaches the plan's rank, in a goroutine of its own (run waits for it).
+func (w *drawWatch) failOverAt(now drawNow) {
+	if w.failAt == nil || now.progress < int64(w.failAt.Rank) {
+		return
 	}
-	failing.Wait()
-	fmt.Printf("  %5.1fs the draw is %s (next rank %d of %d entries)\n", time.Since(w.start).Seconds(), lastRow.State, lastRow.NextRank, lastRow.Entries)
-	return done
+	f := drawFault{Step: w.failAt.String(), Fault: "redis-primary", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
+		State: now.row.State, NextRank: now.row.NextRank, Progress: now.progress}
+	w.faults = append(w.faults, f)
+	fmt.Printf("  %5.1fs draw fault: redis-primary failover at %s (draw %s, next rank %d, progress %d)\n",
+		f.AtSeconds, w.failAt, now.row.State, now.row.NextRank, now.progress)
+	w.failAt = nil
+	w.failing.Add(1)
+	go func() {
+		defer w.failing.Done()
+		if err := w.failover(); err != nil {
+			fmt.Printf("  %5.1fs draw fault: redis-primary: %v\n", time.Since(w.start).Seconds(), err)
+		}
+	}()
+}
+
+// strikeDue SIGKILLs the worker at the first pending step that has come,
+// if the draw has moved since the last kill (progress in Redis, or a new
+// state: the step retried, or done). Once the draw is recorded done,
+// "done" strikes whatever came before.
+func (w *drawWatch) strikeDue(now drawNow, done bool) {
+	if !done && now.progress <= w.lastKill && now.row.State == w.killedAt {
+		return
+	}
+	for n, step := range w.pending {
+		if (done && step.Kind == "done") || (!done && strikes(step, now)) {
+			w.strike(n, now)
+			return
+		}
+	}
+}
+
+// strike SIGKILLs the worker at pending step n (its supervisor restarts it;
+// a HoldToEnd step keeps it down until the sale has ended).
+func (w *drawWatch) strike(n int, now drawNow) {
+	step := w.pending[n]
+	w.worker.Kill()
+	f := drawFault{Step: step.String(), Fault: "worker", Taken: true, AtSeconds: time.Since(w.start).Seconds(),
+		State: now.row.State, NextRank: now.row.NextRank, Progress: now.progress}
+	w.faults = append(w.faults, f)
+	fmt.Printf("  %5.1fs draw fault: worker SIGKILLed at %s (draw %s, next rank %d, progress %d, stocks %v)\n",
+		f.AtSeconds, step, now.row.State, now.row.NextRank, now.progress, now.stocks)
+	w.pending = append(w.pending[:n], w.pending[n+1:]...)
+	w.lastKill, w.killedAt = now.progress, now.row.State
+	if step.HoldToEnd {
+		w.holdDown()
+	}
+	w.lastRead = time.Time{} // a gap the watcher made is not one it missed
+}
+
+// notTaken records the steps the draw never reached (it was done, or the
+// sale ended, before them).
+func (w *drawWatch) notTaken() {
+	for _, step := range w.pending {
+		w.faults = append(w.faults, drawFault{Step: step.String(), Fault: "worker"})
+	}
+	if w.failAt != nil {
+		w.faults = append(w.faults, drawFault{Step: w.failAt.String(), Fault: "redis-primary"})
+	}
+	w.pending, w.failAt = nil, nil
+}
+
+func (w *drawWatch) closeDB() {
+	if w.conn != nil {
+		_ = w.conn.Close(context.Background())
+		w.conn = nil
+	}
 }
 
 // holdDown keeps the worker down until a second after the sale's end: its
@@ -581,18 +620,17 @@ func (w *drawWatch) holdDown() {
 	fmt.Printf("  %5.1fs draw fault: the worker is up again, the sale has ended\n", time.Since(w.start).Seconds())
 }
 
-// strikes says whether step has come: the draw's record is row and its
-// progress in Redis progress.
-func strikes(step drawStep, row drawRow, progress int64, borrowing bool) bool {
+// strikes says whether step has come, the draw being now.
+func strikes(step drawStep, now drawNow) bool {
 	switch step.Kind {
 	case "closed":
-		return row.State != "DONE" && progress == 0
+		return now.row.State != "DONE" && now.progress == 0
 	case "rank":
-		return progress >= int64(step.Rank)
+		return now.progress >= int64(step.Rank)
 	case "borrow":
-		return borrowing
+		return now.borrowing
 	case "done":
-		return row.State == "DONE"
+		return now.row.State == "DONE"
 	}
 	return false
 }

@@ -68,11 +68,11 @@
 // after that rank's admission and before the rest of the draw whenever the
 // draw reaches the rank before ends_at (else earlier in the draw); the line
 // says whether the sale ended before the draw was done
-// (draw.sale_ended_in_draw). Once the draw is done, every
-// buyer asks GET /lobby/me: a winner pays, fails or leaves the order it
-// names by the fate rule of the 202s, an entrant told LOST claims once (a
-// SOLD_OUT joins the waitlist by --waitlist's share), and WAITING entrants
-// get their orders from the waitlist, followed as with --waitlist.
+// (draw.sale_ended_in_draw). Once the draw is done, every buyer asks GET
+// /lobby/me: a winner pays, fails or leaves the order it names by the fate
+// rule of the 202s, an entrant told LOST whose fate is to pay claims once
+// (a SOLD_OUT joins the waitlist by --waitlist's share), and WAITING
+// entrants get their orders from the waitlist, followed as with --waitlist.
 //
 // Each seed's run ends with one JSON line, the only line of the output that
 // starts with "{": variant, seed, admitted (202s), paid, closed,
