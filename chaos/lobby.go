@@ -93,18 +93,21 @@ func entryWindow(buyers int) time.Duration {
 //
 // The worker is SIGKILLed once at a rank, in the middle of a settle step
 // (Temporal times the step out 30 s after its first heartbeat and retries
-// it), and in one run of two once more, at the lobby's close, at another
-// rank, while the draw borrows between segments, or once it is recorded
-// done.
+// it), and then by the seed's residue mod 3, so that seeds 1, 2 and 3
+// walk every kind of step: 1, once more at the lobby's close (while the
+// draw ranks) or once the draw is recorded done (before FinishDraw opens
+// the sale in Redis); 2, once more while the draw's admissions borrow
+// between segments (--segments), else at another rank; 0, the sale ends
+// inside the draw.
 //
-// Seeds divisible by 3 end the sale inside the draw instead: ends_at is
-// starts_at + 60-70 s, and from the SIGKILL at the rank the worker is kept
-// down until the sale has ended, so the end falls between that rank's
-// admission and the rest of the draw whenever the draw reaches the rank
-// before ends_at. It does within seconds of starts_at, unless the fault
-// stream holds it up (a Temporal restart, PostgreSQL stalls: up to some 50
-// s seen here); the end then falls earlier in the draw. The JSON line says
-// whether the sale ended before the draw was done (draw.sale_ended_in_draw).
+// There ends_at is starts_at + 60-70 s, and from the SIGKILL at the rank
+// the worker is kept down until the sale has ended, so the end falls
+// between that rank's admission and the rest of the draw whenever the
+// draw reaches the rank before ends_at. It does within seconds of
+// starts_at, unless the fault stream holds it up (a Temporal restart,
+// PostgreSQL stalls: up to some 60 s seen here); the end then falls
+// earlier in the draw. The JSON line says whether the sale ended before the
+// draw was done (draw.sale_ended_in_draw).
 func planLobby(o options, seed uint64) lobbyPlan {
 	rng := newRand(seed ^ 0x10bb1)
 	p := lobbyPlan{window: entryWindow(o.buyers), endsAfter: time.Hour, waitlistMax: max(1, lobbyWaitlistMax*o.units)}
@@ -112,22 +115,23 @@ func planLobby(o options, seed uint64) lobbyPlan {
 	reach := k + min(p.waitlistMax, o.buyers-k) // the ranks whose settling Redis shows
 	rank := func() drawStep { return drawStep{Kind: "rank", Rank: 1 + rng.IntN(reach)} }
 	// Always once in the middle of a settle step, where a batch is cut
-	// off. A sale that ends in the draw ends there: the worker stays down
-	// until ends_at. Otherwise, in one run of two, once more at a step of
-	// any kind.
+	// off. Then by the seed's residue mod 3, so that any three seeds in a
+	// row walk every kind: 0, the sale ends in the draw there (the worker
+	// stays down until ends_at); 1, once more at the lobby's close or once
+	// the draw is done; 2, once more while the draw borrows between
+	// segments, or at another rank on one segment.
 	p.kills = []drawStep{rank()}
-	if p.endInDraw = seed%3 == 0; p.endInDraw {
+	switch seed % 3 {
+	case 0:
+		p.endInDraw = true
 		p.endsAfter = 60*time.Second + time.Duration(rng.IntN(10000))*time.Millisecond
 		p.kills[0].HoldToEnd = true
-	} else if rng.IntN(2) == 0 {
-		switch x := rng.IntN(4); {
-		case x == 0:
-			p.kills = append(p.kills, drawStep{Kind: "closed"})
-		case x == 1:
-			p.kills = append(p.kills, drawStep{Kind: "done"})
-		case x == 2 && o.segments > 1:
+	case 1:
+		p.kills = append(p.kills, drawStep{Kind: []string{"closed", "done"}[rng.IntN(2)]})
+	case 2:
+		if o.segments > 1 {
 			p.kills = append(p.kills, drawStep{Kind: "borrow"})
-		default:
+		} else {
 			p.kills = append(p.kills, rank())
 		}
 	}

@@ -55,14 +55,15 @@
 // (claims plus waitlist entries) every 5 ms and SIGKILLs the worker at the
 // steps the seed picks (its own stream): always once at a rank, in the
 // middle of a settle step, where a batch is cut off and must be retried
-// (Temporal times the step out 30 s after its first heartbeat); in one run
-// of two once more, at the lobby's close (while the draw ranks), at another
-// rank, while the draw's admissions borrow between segments (--segments),
+// (Temporal times the step out 30 s after its first heartbeat); then, for
+// seeds 1, 4, 7, ..., once more at the lobby's close (while the draw ranks)
 // or once the draw is recorded done (before FinishDraw opens the sale in
-// Redis). The fault stream above then kills every process but the worker.
+// Redis); for seeds 2, 5, 8, ..., once more while the draw's admissions
+// borrow between segments (--segments), else at another rank. The fault
+// stream above then kills every process but the worker.
 // With --redis sentinel or cluster the Redis primary (on a Cluster, of a
 // segment the seed picks) also fails over at a rank the seed picks. Seeds
-// divisible by 3 end the sale inside the draw: ends_at is starts_at +
+// 3, 6, 9, ... end the sale inside the draw: ends_at is starts_at +
 // 60-70 s, and from the SIGKILL at the rank the worker is kept down (killed
 // again as soon as it restarts) until the sale has ended, so the end falls
 // after that rank's admission and before the rest of the draw whenever the
