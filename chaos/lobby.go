@@ -424,6 +424,7 @@ type drawWatch struct {
 	lastRead   time.Time
 	lastMoves  time.Time
 	lastRecord drawRow
+	lastDB     time.Time
 }
 
 // watchSeen is how well the watcher saw the draw, as the JSON line reports
@@ -448,7 +449,7 @@ type drawNow struct {
 }
 
 // run follows the draw from starts_at until the database records it done,
-// or until within has passed: it reads the draw every 5 ms, fails the
+// or until within has passed: it reads the draw every 2 ms, fails the
 // Redis primary over at the plan's rank, and SIGKILLs the worker at each of
 // the plan's steps once the draw has moved since the last one (so two
 // kills never fall into one gap). It returns whether the draw is done.
@@ -459,7 +460,7 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 	deadline := time.Now().Add(within)
 	done := false
 	for !done && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 		now, ok := w.read(ctx)
 		if !ok {
 			continue
@@ -475,11 +476,16 @@ func (w *drawWatch) run(ctx context.Context, p lobbyPlan, within time.Duration) 
 	return done
 }
 
-// read reads the draw's record in PostgreSQL and its progress in Redis (the
-// claims and waitlist entries it has made, the segments' stocks and, while
-// a "borrow" step waits, the moves between segments); false while the
-// record cannot be read or the lobby is still open.
+// read reads the draw's progress in Redis (the claims and waitlist entries
+// it has made, the segments' stocks and, while a "borrow" step waits, the
+// moves between segments) and, every 25 ms, its record in PostgreSQL: a
+// settle step admits a rank in a millisecond or so, and only Redis shows
+// it before the step ends. False while the record cannot be read or the
+// lobby is still open.
 func (w *drawWatch) read(ctx context.Context) (drawNow, bool) {
+	if time.Since(w.lastDB) < 25*time.Millisecond && w.lastRecord.State != "" && w.lastRecord.State != "OPEN" {
+		return w.readRedis(ctx, w.lastRecord), true
+	}
 	if w.conn == nil {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		c, err := connectDB(cctx, w.dbName)
@@ -496,13 +502,18 @@ func (w *drawWatch) read(ctx context.Context) (drawNow, bool) {
 		w.closeDB()
 		return drawNow{}, false
 	}
-	w.lastRecord = row
+	w.lastRecord, w.lastDB = row, time.Now()
 	if _, ok := w.seen.States[row.State]; !ok {
 		w.seen.States[row.State] = time.Since(w.start).Seconds()
 	}
 	if row.State == "OPEN" {
 		return drawNow{}, false
 	}
+	return w.readRedis(ctx, row), true
+}
+
+// readRedis reads the draw's progress in Redis; its record is row.
+func (w *drawWatch) readRedis(ctx context.Context, row drawRow) drawNow {
 	now := drawNow{row: row}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -510,7 +521,7 @@ func (w *drawWatch) read(ctx context.Context) (drawNow, bool) {
 	if err != nil {
 		w.seen.RedisErrors++
 		now.progress = w.progress
-		return now, true
+		return now
 	}
 	w.progress = max(w.progress, admitted+waiting)
 	now.progress, now.stocks = w.progress, stocks
@@ -532,7 +543,7 @@ func (w *drawWatch) read(ctx context.Context) (drawNow, bool) {
 			now.borrowing = err == nil && len(ms) > 0
 		}
 	}
-	return now, true
+	return now
 }
 
 // failOverAt starts the Redis primary's failover once the draw's progress
