@@ -61,18 +61,21 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	  echo "== $$p $$t"; $(GO) test ./$$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
-chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts, 20,000 cases
+chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); a lobby and its draw on Sentinel, and with 4 segments on a Cluster; 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts, 20,000 cases
 	$(GO) run ./chaos --seeds 1,2,3
 	$(GO) run ./chaos --seeds 1,2,3 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis cluster
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel --payments stripe
+	$(GO) run ./chaos --seeds 1,2,3 --lobby --redis sentinel
+	$(GO) run ./chaos --seeds 1,2,3 --lobby --segments 4 --redis cluster
 	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 90m
 
-chaos-short: services ## three short chaos runs (what CI runs): one Redis, a Sentinel group, and 4 segments + waitlist on Sentinel; 60 units, 600 buyers, 20 s of faults
+chaos-short: services ## four short chaos runs (what CI runs): one Redis, a Sentinel group, 4 segments + waitlist on Sentinel, and a lobby and its draw on Sentinel; 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --redis sentinel
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --segments 4 --waitlist 0.5 --redis sentinel
+	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --lobby --redis sentinel
 
 BENCH_ARGS ?=
 bench: services build ## the flash-sale benchmark with both anchors (BENCHMARKS.md); BENCH_ARGS adds flags

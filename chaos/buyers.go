@@ -33,13 +33,20 @@ type shop struct {
 	fresh    []string       // waitlist orders the settle loop has not seen yet
 	answers  map[string]int // waitlist join answers, by status or code
 
+	// A lobby run's entrants: who was answered 201 or 200, every entry's
+	// answer, and what GET /lobby/me told each buyer after the draw.
+	entered      map[int]bool
+	entryAnswers map[string]int
+	told         map[int]lobbyAnswer
+
 	joins    atomic.Int64 // buyers now on the waitlist (WAITING or ALREADY_WAITING)
 	payments inflight
 }
 
 func newShop(o options, seed uint64, base, saleID string) *shop {
 	return &shop{o: o, seed: seed, base: base, saleID: saleID, client: &http.Client{Timeout: 5 * time.Second},
-		orders: map[string]int{}, waitlist: map[string]int{}, answers: map[string]int{}}
+		orders: map[string]int{}, waitlist: map[string]int{}, answers: map[string]int{},
+		entered: map[int]bool{}, entryAnswers: map[string]int{}, told: map[int]lobbyAnswer{}}
 }
 
 func (s *shop) user(i int) string { return fmt.Sprintf("buyer-%d-%04d", s.seed, i) }
@@ -187,6 +194,12 @@ func (s *shop) claim(i int) {
 				}()
 			}
 			return
+		case resp.StatusCode == http.StatusConflict && body.Code == string(seckill.CodeDrawInProgress):
+			// The draw is recorded done and the sale not yet open in
+			// Redis (FinishDraw's worker died in between: its retry is up
+			// to 30 s away): try again, later than for an outage.
+			time.Sleep(time.Second)
+			continue
 		case resp.StatusCode == http.StatusConflict:
 			if body.Code == string(seckill.CodeSoldOut) && joinsWaitlist(s.seed, i, s.o.waitlist) {
 				s.join(i, token)

@@ -4,6 +4,7 @@
 //
 //	go run ./chaos --seeds 1,2,3
 //	go run ./chaos --seeds 1 --segments 4 --waitlist 0.5 --redis cluster --payments stripe
+//	go run ./chaos --seeds 3 --lobby --segments 4 --redis sentinel
 //
 // Per seed (reproducible: the seed picks the faults, their moments and the
 // buyers' fates): a sale of --units units meets --buyers buyers; a third
@@ -45,16 +46,59 @@
 // and then deliver a signed payment_intent.succeeded (or .payment_failed)
 // webhook naming it and metadata.order_id.
 //
+// --lobby starts the sale with a lobby (docs/API.md "Fair start"; no proof
+// of work): the buyers enter it over the first half of its window (6 s +
+// 6 ms per buyer; an entry is retried through faults until starts_at), and
+// at starts_at the draw runs. SECKILL_WAITLIST_MAX is the units, so the
+// draw admits ranks 1..units, queues as many more and loses the rest. A
+// watcher reads the draw's progress in Redis (claims plus waitlist entries)
+// every 2 ms and its record in PostgreSQL every 25 ms, and SIGKILLs the
+// worker at the steps the seed picks (its own stream): always once at a
+// rank, in the middle of a settle step, where a batch is cut off and must
+// be retried (Temporal times the step out 30 s after its first heartbeat);
+// then, for seeds 1, 4, 7, ..., once more at the lobby's close (while the
+// draw ranks) or once the draw is recorded done (before FinishDraw opens
+// the sale in Redis); for seeds 2, 5, 8, ..., once more while the draw's
+// admissions borrow between segments (--segments), else at another rank.
+// The fault stream above then kills every process but the worker. With
+// --redis sentinel or cluster the Redis primary (on a Cluster, of a segment
+// the seed picks) also fails over at a rank the seed picks. Seeds 3, 6, 9,
+// ... end the sale inside the draw: ends_at is starts_at + 60-70 s, and
+// from the SIGKILL at the rank the worker is kept down (killed again as
+// soon as it restarts) until the sale has ended, so the end falls after
+// that rank's admission and before the rest of the draw whenever the draw
+// reaches the rank before ends_at (else earlier in the draw); the line says
+// whether the sale ended before the draw was done
+// (draw.sale_ended_in_draw). Once the draw is done, every buyer asks GET
+// /lobby/me: a winner pays, fails or leaves the order it names by the fate
+// rule of the 202s, an entrant told LOST whose fate is to pay claims once
+// (a SOLD_OUT joins the waitlist by --waitlist's share), and WAITING
+// entrants get their orders from the waitlist, followed as with --waitlist.
+//
 // Each seed's run ends with one JSON line, the only line of the output that
 // starts with "{": variant, seed, admitted (202s), paid, closed,
 // admitted_but_lost (202s whose order never got a row), unsettled,
-// payments_kept_without_refund (successful payment events that neither
-// paid their order through their PaymentIntent nor have a SUCCEEDED
-// refund, orders without a row included), units_stranded (the database's
-// available minus what Redis holds, signed, plus the units left in stock
-// while buyers wait), orders_stuck (QUEUED or AWAITING_PAYMENT past pay_by
-// plus the grace), audit_ok (`seckill audit --wait` passed), ok (all of
-// these held), and the faults, refunds, waitlist and stock figures.
+// payments_kept_without_refund (successful payment events that neither paid
+// their order through their PaymentIntent nor have a SUCCEEDED refund,
+// orders without a row included), units_stranded (the database's available
+// minus what Redis holds, signed, plus the units left in stock while buyers
+// wait before the sale ends), orders_stuck (QUEUED or AWAITING_PAYMENT past
+// pay_by plus the grace), audit_ok (`seckill audit --wait` passed), ok (all
+// of these held), and the faults, refunds, waitlist and stock figures. A
+// lobby run adds draw_verified (the published draw, read through the API
+// with drawcli's client and an admin token as `seckill draw verify` reads
+// it, passes draw.Verify), entrants_misinformed (entrants told WON whose
+// order has no row of theirs; holding an order the draw admitted,
+// orders.drawn, and told LOST, or WAITING without it, or another order;
+// told WAITING with an order that has no row; never settled; and the same
+// of what GET /lobby/me answered each buyer after the draw, each entrant
+// once) and ranks_skipped (ranks within min(units, entries) not WON, except
+// ranks LOST after the last rank WON when the sale ended before the draw
+// was recorded done: the draw admits in rank order, so the end explains
+// those and nothing else), and "draw", which says what the draw did, where
+// each of its faults struck, what verify found and whom the two counts
+// name. ok then also needs the draw done, draw_verified, both counts 0, and
+// every entry answered 201 known to GET /lobby/me.
 // The command exits non-zero when a run is not ok.
 //
 // Everything listens on loopback; every loop is bounded in count and time.
@@ -92,12 +136,23 @@ type options struct {
 	waitlist  float64 // share of SOLD_OUT buyers who join the waitlist
 	payments  string  // "dev" or "stripe"
 	stripe    string  // the stripe-mock binary (--payments stripe)
+	lobby     bool    // the sale starts with a lobby and a draw
 }
 
 // variant names the configuration of a run, as the JSON line reports it.
 func (o options) variant() string {
-	return fmt.Sprintf("redis=%s segments=%d waitlist=%g payments=%s", o.redis, o.segments, o.waitlist, o.payments)
+	v := fmt.Sprintf("redis=%s segments=%d waitlist=%g payments=%s", o.redis, o.segments, o.waitlist, o.payments)
+	if o.lobby {
+		v += " lobby"
+	}
+	return v
 }
+
+// followsWaitlist: the sale's waitlist gives orders the buyers must learn
+// of (their --waitlist share joins it, or the draw queues entrants on it),
+// and the run settles only once no order waits and no admission is in the
+// outbox.
+func (o options) followsWaitlist() bool { return o.waitlist > 0 || o.lobby }
 
 // replicated: Redis has a replica to fail over to, so no 202 may be lost.
 func (o options) replicated() bool { return o.redis != "single" }
@@ -115,6 +170,7 @@ func main() {
 	flag.StringVar(&o.redis, "redis", "single", `"single": one Redis server, killed and restarted empty (the disaster case); "sentinel": a primary, two replicas and three Sentinels, whose primary is killed and failed over and whose replicas are killed; "cluster": a Redis Cluster of three primaries with replicas, the primary of a sale segment's slot killed and failed over`)
 	flag.IntVar(&o.segments, "segments", 1, "the sale's stock_segments (1..64); above 1 adds the opening burst and the api-borrow fault")
 	flag.Float64Var(&o.waitlist, "waitlist", 0, "share (0..1) of the buyers answered SOLD_OUT who join the sale's waitlist at once")
+	flag.BoolVar(&o.lobby, "lobby", false, "the sale starts with a lobby: the buyers enter it, the draw runs at starts_at while the worker is SIGKILLed at its steps (and, on Sentinel or Cluster, the Redis primary fails over); seeds 3, 6, 9, ... end the sale inside the draw")
 	flag.StringVar(&o.payments, "payments", "dev", `"dev": signed webhooks for the dev provider; "stripe": seckill on stripe-mock, payers pay through the order's PaymentIntent`)
 	flag.Parse()
 	var bad []string

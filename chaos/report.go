@@ -21,6 +21,7 @@ type line struct {
 	Segments int     `json:"segments"`
 	Waitlist float64 `json:"waitlist"`
 	Payments string  `json:"payments"`
+	Lobby    bool    `json:"lobby"`
 
 	// Admitted: 202s given. Paid, Closed: orders of the sale in the
 	// database, the waitlist's included.
@@ -42,12 +43,23 @@ type line struct {
 	// have a SUCCEEDED refund, orders without a row included.
 	PaymentsKeptWithoutRefund int `json:"payments_kept_without_refund"`
 	// UnitsStranded: the database's available minus what Redis holds
-	// (signed), plus the units left in stock while buyers wait.
+	// (signed), plus the units left in stock while buyers wait (until the
+	// sale ends).
 	UnitsStranded int64 `json:"units_stranded"`
 	// OrdersStuck: orders QUEUED or AWAITING_PAYMENT past pay_by plus the
 	// grace after settling.
 	OrdersStuck int  `json:"orders_stuck"`
 	AuditOK     bool `json:"audit_ok"`
+	// A lobby run's (absent otherwise): DrawVerified, the published draw
+	// passes `seckill draw verify`; EntrantsMisinformed, entrants told
+	// WON without an order of theirs, or told LOST or WAITING while
+	// holding an order the draw admitted (or never told); RanksSkipped,
+	// ranks within min(units, entries) not admitted that the sale's end
+	// does not explain. Draw says more.
+	DrawVerified        *bool     `json:"draw_verified,omitempty"`
+	EntrantsMisinformed *int      `json:"entrants_misinformed,omitempty"`
+	RanksSkipped        *int      `json:"ranks_skipped,omitempty"`
+	Draw                *drawLine `json:"draw,omitempty"`
 	// OK: every one of the above held (admitted_but_lost only where Redis
 	// has a replica to fail over to).
 	OK         bool     `json:"ok"`
@@ -104,6 +116,23 @@ func (l *line) judge(replicated bool) {
 	if replicated && l.AdmittedButLost > 0 {
 		v = append(v, fmt.Sprintf("%d admitted but lost with a replica to fail over to", l.AdmittedButLost))
 	}
+	if d := l.Draw; d != nil {
+		if !d.Done {
+			v = append(v, "the draw was not done in time")
+		}
+		if !*l.DrawVerified {
+			v = append(v, "the published draw fails draw verify")
+		}
+		if *l.EntrantsMisinformed > 0 {
+			v = append(v, fmt.Sprintf("%d entrants misinformed", *l.EntrantsMisinformed))
+		}
+		if *l.RanksSkipped > 0 {
+			v = append(v, fmt.Sprintf("%d ranks skipped", *l.RanksSkipped))
+		}
+		if d.EntriesLost > 0 {
+			v = append(v, fmt.Sprintf("%d entries answered 201 lost", d.EntriesLost))
+		}
+	}
 	l.Violations, l.OK = v, len(v) == 0
 }
 
@@ -115,8 +144,18 @@ func parseAudit(out []byte) (*audit.Report, error) {
 	return &r, nil
 }
 
+// connectDB connects the referee to the run's database, trying again for
+// up to 30 s: the machine's PostgreSQL is shared, restarted by the faults,
+// and may be out of connections for a moment ("too many clients").
 func connectDB(ctx context.Context, dbName string) (*pgx.Conn, error) {
-	return pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/"+dbName+"?sslmode=disable")
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return conn, err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // openOrders counts the orders waiting for their saga or their payment.
@@ -239,9 +278,15 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		}
 	}
 	// What the database says is available and Redis does not hold, signed;
-	// and a unit in stock while a buyer waits is stranded too.
+	// and a unit in stock while a buyer waits is stranded too, until the
+	// sale ends (a lobby run's may end inside its draw): the waitlist then
+	// serves nobody, and its entries are answered EXPIRED.
 	l.UnitsStranded = rep.Stock.Available - rep.Stock.Remaining
-	if rep.Waiting > 0 && rep.Stock.Remaining > 0 {
+	var ended bool
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(bool_and(ends_at <= now()), false) FROM sales`).Scan(&ended); err != nil {
+		return nil, fmt.Errorf("sale ended: %w", err)
+	}
+	if rep.Waiting > 0 && rep.Stock.Remaining > 0 && !ended {
 		l.UnitsStranded += min(rep.Stock.Remaining, rep.Waiting)
 	}
 	return l, nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,12 @@ type result struct {
 	unsettled  int
 	openInTime int // followed orders still before their pay_by (+ grace) when the settle window closed
 	line       line
+
+	// A lobby run's: its plan, the watcher of its draw, and whether the
+	// draw was recorded done in time.
+	plan     lobbyPlan
+	watch    *drawWatch
+	drawDone bool
 }
 
 func (r *result) ok() bool { return r.line.OK }
@@ -70,6 +77,10 @@ func (r *result) summary() string {
 	}
 	s := fmt.Sprintf("seed %d (redis %s): %s in %s; faults %s; admitted %d, orders %v, refunds %d, unsettled %d, admitted-but-lost %d",
 		r.seed, r.redis, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.line.AdmittedButLost)
+	if d := r.line.Draw; d != nil {
+		s += fmt.Sprintf("; draw of %d entries %s in %.0fs, outcomes %v, verified %v, entrants misinformed %d, ranks skipped %d, sale ended in the draw %v",
+			d.Entries, d.State, d.Seconds, d.Outcomes, *r.line.DrawVerified, *r.line.EntrantsMisinformed, *r.line.RanksSkipped, d.SaleEndedInDraw)
+	}
 	if r.line.Waitlist > 0 {
 		s += fmt.Sprintf(", waitlist joins %d, waitlist orders %d (paid %d)", r.line.WaitlistJoins, r.line.WaitlistOrders, r.line.WaitlistOrdersPaid)
 	}
@@ -157,6 +168,10 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		"SECKILL_CLAIM_RATE=0",
 		"SECKILL_LOG_LEVEL=warn",
 	}
+	if o.lobby {
+		res.plan = planLobby(o, seed)
+		env = append(env, "SECKILL_WAITLIST_MAX="+strconv.Itoa(res.plan.waitlistMax))
+	}
 	var procs []*proc.Proc
 	if o.payments == "stripe" {
 		httpPort, httpsPort := proc.FreePort(), proc.FreePort()
@@ -201,11 +216,22 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 
 	admin, _ := auth.SignToken([]byte(jwtSecret), "chaos-admin", true, time.Hour)
-	saleID, err := createSale(base, admin, o)
+	var (
+		saleID   string
+		startsAt time.Time
+	)
+	if o.lobby {
+		saleID, startsAt, err = createLobbySale(base, admin, o, res.plan)
+	} else {
+		saleID, err = createSale(base, admin, o)
+	}
 	if err != nil {
 		return nil, err
 	}
 	fmt.Printf("sale %s: %d units in %d segments, %d buyers, pay within %s; faults for %s\n", saleID, o.units, o.segments, o.buyers, o.timeout, o.faultsFor)
+	if o.lobby {
+		fmt.Printf("  %s\n", res.plan)
+	}
 	sale, _ := strconv.ParseInt(saleID, 10, 64)
 	ref, err := openReferee(redisURL, sale, o.segments)
 	if err != nil {
@@ -230,13 +256,17 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	followCtx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	var following sync.WaitGroup
-	if o.waitlist > 0 {
+	if o.followsWaitlist() {
 		following.Add(1)
 		go func() {
 			defer following.Done()
 			ref.followWaitlist(followCtx, sh)
 		}()
 	}
+
+	// The Redis topology's faults, the fault stream's and the draw's, one at
+	// a time: two failovers at once would each wait for the other's.
+	var topology sync.Mutex
 
 	// Faults, from the seed.
 	faultCtx, stopFaults := context.WithCancel(ctx)
@@ -253,6 +283,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		}
 		if o.pgRestart {
 			kinds = append(kinds, "postgres")
+		}
+		if o.lobby {
+			// The draw's watcher SIGKILLs the worker, at the draw's steps:
+			// each kill in the middle of a step holds the draw up for 30 s.
+			kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == "worker" })
 		}
 		// The Cluster's victim segment, from a source of its own so that the
 		// schedule of the other variants stays the seed's.
@@ -284,6 +319,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			case "redis":
 				redis.Kill() // restarts empty: no persistence
 			case "redis-primary":
+				topology.Lock()
 				if cluster != nil {
 					// The primary of one of the sale's segments' slots; the
 					// Cluster promotes one of its replicas; the killed node
@@ -294,6 +330,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 					} else {
 						fmt.Printf("  %5.1fs redis-primary of segment %d failed over, the node rejoined\n", time.Since(start).Seconds(), segment)
 					}
+					topology.Unlock()
 					break
 				}
 				// SIGKILL the primary; the Sentinels promote a replica; the
@@ -301,13 +338,16 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 				if err := killPrimary(group); err != nil {
 					fmt.Printf("  %5.1fs redis-primary: %v\n", time.Since(start).Seconds(), err)
 				}
+				topology.Unlock()
 			case "redis-replica":
+				topology.Lock()
 				if n, err := group.KillReplica(); err == nil {
 					time.Sleep(2 * time.Second)
 					if err := group.Rejoin(n); err != nil {
 						fmt.Printf("  %5.1fs redis-replica rejoin: %v\n", time.Since(start).Seconds(), err)
 					}
 				}
+				topology.Unlock()
 			case "postgres":
 				pg := exec.Command("bash", "-c", `pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main restart`)
 				pg.Stdout, pg.Stderr = logf, logf
@@ -353,7 +393,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 
 	// The API killed while claims borrow between the sale's segments.
 	claimsDone := make(chan struct{})
-	if o.segments > 1 {
+	if o.segments > 1 && !o.lobby {
 		faultsDone.Add(1)
 		go func() {
 			defer faultsDone.Done()
@@ -366,8 +406,38 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 
 	// Buyers, paced over most of the fault window (after the opening burst
-	// with segments); faults go on to its end.
-	sh.buy()
+	// with segments); faults go on to its end. In a lobby run they enter
+	// the lobby instead, the draw runs (struck at its steps), and then
+	// they learn what it gave them.
+	if o.lobby {
+		res.watch = &drawWatch{ref: ref, dbName: dbName, sale: sale, units: o.units, segments: o.segments, start: start,
+			endsAt: startsAt.Add(res.plan.endsAfter), worker: worker}
+		if o.replicated() {
+			res.watch.failover = func() error {
+				topology.Lock()
+				defer topology.Unlock()
+				if cluster != nil {
+					return killClusterPrimary(cluster, ref.stockKey(res.plan.failoverSegment), 2*time.Second)
+				}
+				return killPrimary(group)
+			}
+		}
+		drawn := make(chan bool, 1)
+		go func() {
+			time.Sleep(time.Until(startsAt.Add(-500 * time.Millisecond)))
+			drawn <- res.watch.run(ctx, res.plan, drawWithin)
+		}()
+		sh.enterAll(res.plan.window, startsAt)
+		sh.mu.Lock()
+		fmt.Printf("  %5.1fs entries done: %d entered, answers %v; the draw runs ...\n", time.Since(start).Seconds(), len(sh.entered), sh.entryAnswers)
+		sh.mu.Unlock()
+		if res.drawDone = <-drawn; res.drawDone {
+			sh.learnOutcomes()
+			fmt.Printf("  %5.1fs the buyers learned the draw's outcomes; the losers claimed\n", time.Since(start).Seconds())
+		}
+	} else {
+		sh.buy()
+	}
 	close(claimsDone)
 	faultsDone.Wait()
 	stopFaults()
@@ -385,7 +455,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	// for its saga or its payment and no admission waits in the outbox,
 	// twice 2 s apart.
 	settleFor := 3 * time.Minute
-	if o.waitlist > 0 {
+	if o.followsWaitlist() {
 		settleFor = 4 * time.Minute
 	}
 	settleBy := time.Now().Add(settleFor)
@@ -447,7 +517,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 			}
 		}
 		open, backlog := -1, int64(-1)
-		if o.waitlist > 0 {
+		if o.followsWaitlist() {
 			var err, berr error
 			open, err = openOrders(dbName)
 			backlog, berr = ref.outboxBacklog()
@@ -458,13 +528,13 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		if time.Since(lastSaid) >= 15*time.Second {
 			lastSaid = time.Now()
 			fmt.Printf("  %5.1fs settling: %d followed orders pending", time.Since(start).Seconds(), len(pending))
-			if o.waitlist > 0 {
+			if o.followsWaitlist() {
 				fmt.Printf(", %d orders open, %d admissions in the outbox, %d waitlist orders so far", open, backlog, len(fromWaitlist))
 			}
 			fmt.Println()
 		}
 		if len(pending) == 0 {
-			if o.waitlist == 0 {
+			if !o.followsWaitlist() {
 				break
 			}
 			if open == 0 && backlog == 0 {
@@ -517,12 +587,20 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 	res.refunds = m.Refunds
 	res.elapsed = time.Since(start)
-	m.Variant, m.Seed, m.Redis, m.Segments, m.Waitlist, m.Payments = o.variant(), seed, o.redis, o.segments, o.waitlist, o.payments
+	m.Variant, m.Seed, m.Redis, m.Segments, m.Waitlist, m.Payments, m.Lobby = o.variant(), seed, o.redis, o.segments, o.waitlist, o.payments, o.lobby
 	m.Admitted, m.Unsettled, m.OpenInTime, m.AuditOK = res.admitted, res.unsettled, res.openInTime, res.auditOK
 	m.AdmittedPolledLost, m.WaitlistOrdersPolledLost = res.lost, res.waitLost
 	m.WaitlistJoins, m.WaitlistJoinAnswers, m.WaitlistOrdersSeen = sh.joinCounts()
 	m.Faults = res.faults
 	m.APIBorrowKills = res.line.APIBorrowKills
+	if o.lobby {
+		d, verified, misinformed, skipped, err := measureDraw(dbName, base, admin, saleID, sh, res.watch, res.plan, res.drawDone)
+		if err != nil {
+			return nil, fmt.Errorf("measure the draw: %w", err)
+		}
+		m.Draw, m.DrawVerified, m.EntrantsMisinformed, m.RanksSkipped = d, &verified, &misinformed, &skipped
+		res.elapsed = time.Since(start)
+	}
 	m.ElapsedSeconds = res.elapsed.Round(100 * time.Millisecond).Seconds()
 	m.judge(o.replicated())
 	res.line = *m
@@ -546,6 +624,12 @@ func createSale(base, admin string, o options) (string, error) {
 	if o.segments > 1 {
 		fields["stock_segments"] = o.segments
 	}
+	return postSale(base, admin, fields)
+}
+
+// postSale creates a sale of the given fields (POST /api/v1/sales) and
+// returns its id.
+func postSale(base, admin string, fields map[string]any) (string, error) {
 	body, _ := json.Marshal(fields)
 	req, _ := http.NewRequest("POST", base+"/api/v1/sales", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+admin)
