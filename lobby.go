@@ -80,3 +80,15 @@ type DrawOrderJSON struct {
 type DrawOrdersJSON struct {
 	Orders []DrawOrderJSON `json:"orders"`
 }
+
+// LobbyEntryJSON is what POST /api/v1/sales/{id}/lobby and GET
+// /api/v1/sales/{id}/lobby/me answer: the entry, then the draw's outcome
+// for it.
+type LobbyEntryJSON struct {
+	SaleID   string `json:"sale_id,omitempty"`
+	Status   string `json:"status"`
+	Entry    string `json:"entry,omitempty"`
+	Rank     int    `json:"rank,omitempty"`
+	OrderID  string `json:"order_id,omitempty"`
+	Position int64  `json:"position,omitempty"`
+}

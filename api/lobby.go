@@ -16,15 +16,6 @@ import (
 
 // The lobby and the draw (docs/API.md "Fair start").
 
-type lobbyAnswer struct {
-	SaleID   string `json:"sale_id,omitempty"`
-	Status   string `json:"status"`
-	Entry    string `json:"entry,omitempty"`
-	Rank     int    `json:"rank,omitempty"`
-	OrderID  string `json:"order_id,omitempty"`
-	Position int64  `json:"position,omitempty"`
-}
-
 const lobbyEntered = "ENTERED"
 
 // enterLobby puts the caller in the sale's lobby: 201 with a fresh entry,
@@ -63,7 +54,7 @@ func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 		status = fiber.StatusCreated
 		s.logFor(c).Info("lobby entered", "saleID", sale.ID)
 	}
-	return c.Status(status).JSON(lobbyAnswer{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered, Entry: hex.EncodeToString(entry)})
+	return c.Status(status).JSON(seckill.LobbyEntryJSON{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered, Entry: hex.EncodeToString(entry)})
 }
 
 // lobbySaleOf is the sale of the request's :id, NO_LOBBY when it has no
@@ -98,7 +89,7 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := lobbyAnswer{Status: e.Outcome, Rank: e.Rank}
+	out := seckill.LobbyEntryJSON{Status: e.Outcome, Rank: e.Rank}
 	switch e.Outcome {
 	case "":
 		out.Status, out.Entry, out.Rank = lobbyEntered, hex.EncodeToString(e.Entry), 0

@@ -190,12 +190,10 @@ func createLobbySale(base, admin string, o options, p lobbyPlan) (string, time.T
 }
 
 // lobbyAnswer is what GET /lobby/me and POST /lobby answer (docs/API.md
-// "Fair start").
+// "Fair start"), or the problem's code when they refuse.
 type lobbyAnswer struct {
-	Status  string `json:"status"`
-	Code    string `json:"code"`
-	Rank    int    `json:"rank"`
-	OrderID string `json:"order_id"`
+	seckill.LobbyEntryJSON
+	Code string `json:"code"`
 }
 
 // enterAll enters every buyer in the lobby once, spread over the first
@@ -345,7 +343,7 @@ func (s *shop) lobbyMe(i int) (lobbyAnswer, bool) {
 		case resp.StatusCode == http.StatusOK:
 			return a, true
 		case resp.StatusCode == http.StatusNotFound && a.Code == string(seckill.CodeNotInLobby):
-			return lobbyAnswer{Status: a.Code}, true
+			return lobbyAnswer{LobbyEntryJSON: seckill.LobbyEntryJSON{Status: a.Code}}, true
 		}
 		time.Sleep(300 * time.Millisecond) // 503 (the waitlist unreadable), 5xx: try again
 	}
