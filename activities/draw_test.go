@@ -117,6 +117,22 @@ func (r *drawRig) requireRanksAdmitted(t *testing.T, k int) {
 	}
 }
 
+// requireWonIffHeld checks the first n entrants: those holding an order
+// in held are WON with it, the others LOST.
+func (r *drawRig) requireWonIffHeld(t *testing.T, n int, held map[string]int64) {
+	t.Helper()
+	for i := range n {
+		e, err := r.st.LobbyEntryOf(t.Context(), r.sale.ID, fmt.Sprint("e", i))
+		require.NoError(t, err)
+		if orderID, ok := held[e.UserID]; ok {
+			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
+			require.Equal(t, orderID, e.OrderID)
+		} else {
+			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
+		}
+	}
+}
+
 // A unit that comes back before the draw queues the next ranks (a winner
 // cancelled meanwhile) goes to the first queued rank through the
 // waitlist: it is not one of the draw's admissions, so the published
@@ -189,16 +205,7 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 
 	p := r.settle(t)
 	require.True(t, p.Done)
-	for i := range 5 {
-		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
-		require.NoError(t, err)
-		if orderID, ok := held[e.UserID]; ok {
-			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
-			require.Equal(t, orderID, e.OrderID)
-		} else {
-			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
-		}
-	}
+	r.requireWonIffHeld(t, 5, held)
 	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
 	require.NoError(t, err)
 	d, err := r.st.DrawOf(ctx, r.sale.ID)
@@ -246,16 +253,7 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	require.NoError(t, r.rdb.HSet(ctx, r.rs.SaleKeys(r.sale.ID).Meta, "ends_ms", time.Now().Add(-time.Second).UnixMilli()).Err())
 
 	r.settleAll(t)
-	for i := range 5 {
-		e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, fmt.Sprint("e", i))
-		require.NoError(t, err)
-		if orderID, ok := held[e.UserID]; ok {
-			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d holds order %d", e.Rank, orderID)
-			require.Equal(t, orderID, e.OrderID)
-		} else {
-			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
-		}
-	}
+	r.requireWonIffHeld(t, 5, held)
 	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, 2, "the published draw lists both")
