@@ -260,17 +260,26 @@ func (s *shop) join(i int, token string) {
 
 // waitlistOrder records order id, given by the waitlist to buyer i (at the
 // join, or later from a released unit), once, and pays it by i's fate.
-func (s *shop) waitlistOrder(id string, i int) {
+func (s *shop) waitlistOrder(id string, i int) { s.follow(id, i, true) }
+
+// follow records order id of buyer i, once (whether a claim, the draw or
+// the waitlist gave it), in the waitlist's book or the 202s', and pays it
+// by i's fate.
+func (s *shop) follow(id string, i int, fromWaitlist bool) {
 	f := fate(s.seed, i)
 	s.mu.Lock()
 	_, claimed := s.orders[id]
-	_, known := s.waitlist[id]
-	if claimed || known {
+	_, waited := s.waitlist[id]
+	if claimed || waited {
 		s.mu.Unlock()
 		return
 	}
-	s.waitlist[id] = f
-	s.fresh = append(s.fresh, id)
+	if fromWaitlist {
+		s.waitlist[id] = f
+		s.fresh = append(s.fresh, id)
+	} else {
+		s.orders[id] = f
+	}
 	s.mu.Unlock()
 	if f < 2 {
 		s.payments.add()

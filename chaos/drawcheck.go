@@ -245,23 +245,9 @@ func misinformedEntrants(ctx context.Context, conn *pgx.Conn, sale int64, sh *sh
 	}
 
 	// What /lobby/me told, against the orders.
-	drawnOf := map[string]int64{} // user -> an order the draw admitted
-	rows, err = conn.Query(ctx, `SELECT user_id, id FROM orders WHERE sale_id = $1 AND drawn`, sale)
+	drawnOf, err := userOrders(ctx, conn, `SELECT user_id, id FROM orders WHERE sale_id = $1 AND drawn`, sale) // user -> an order the draw admitted
 	if err != nil {
 		return nil, fmt.Errorf("the draw's orders: %w", err)
-	}
-	for rows.Next() {
-		var user string
-		var id int64
-		if err := rows.Scan(&user, &id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		drawnOf[user] = id
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	var wonUsers []string
 	var wonOrders []int64
@@ -283,23 +269,13 @@ func misinformedEntrants(ctx context.Context, conn *pgx.Conn, sale int64, sh *sh
 			by[user] = fmt.Sprintf("%s: /lobby/me still told ENTERED after the draw", user)
 		}
 	}
-	rows, err = conn.Query(ctx, `SELECT w.user_id, w.id FROM unnest($1::text[], $2::bigint[]) AS w(user_id, id)
+	rowless, err := userOrders(ctx, conn, `SELECT w.user_id, w.id FROM unnest($1::text[], $2::bigint[]) AS w(user_id, id)
 		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = w.id AND o.user_id = w.user_id AND o.sale_id = $3)`, wonUsers, wonOrders, sale)
 	if err != nil {
 		return nil, fmt.Errorf("orders told by /lobby/me: %w", err)
 	}
-	for rows.Next() {
-		var user string
-		var id int64
-		if err := rows.Scan(&user, &id); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	for user, id := range rowless {
 		by[user] = fmt.Sprintf("%s: /lobby/me told WON with order %d, which has no row of theirs", user, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	out := make([]string, 0, len(by))
 	for _, why := range by {
@@ -371,4 +347,24 @@ func optional[T any](p *T) string {
 		return "none"
 	}
 	return fmt.Sprint(*p)
+}
+
+// userOrders runs query, whose rows are (user id, order id), and returns
+// them by user (the last one read, for a user with several).
+func userOrders(ctx context.Context, conn *pgx.Conn, query string, args ...any) (map[string]int64, error) {
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var user string
+		var id int64
+		if err := rows.Scan(&user, &id); err != nil {
+			return nil, err
+		}
+		out[user] = id
+	}
+	return out, rows.Err()
 }

@@ -352,25 +352,7 @@ func (s *shop) lobbyMe(i int) (lobbyAnswer, bool) {
 
 // drawOrder records order id, which the draw gave buyer i (GET /lobby/me
 // says WON), once, and pays it by i's fate, as a 202's.
-func (s *shop) drawOrder(id string, i int) {
-	f := fate(s.seed, i)
-	s.mu.Lock()
-	_, claimed := s.orders[id]
-	_, waited := s.waitlist[id]
-	if claimed || waited {
-		s.mu.Unlock()
-		return
-	}
-	s.orders[id] = f
-	s.mu.Unlock()
-	if f < 2 {
-		s.payments.add()
-		go func() {
-			defer s.payments.done()
-			s.pay(id, i, f == 1, payDelay(i))
-		}()
-	}
-}
+func (s *shop) drawOrder(id string, i int) { s.follow(id, i, false) }
 
 // drawRow is the draw's record in the database, as the watcher polls it.
 type drawRow struct {
