@@ -226,24 +226,19 @@ func (s *shop) enterAll(window time.Duration, startsAt time.Time) {
 func (s *shop) enter(i int, startsAt time.Time) {
 	token := s.token(i)
 	for time.Now().Before(startsAt.Add(2 * time.Second)) {
-		req, _ := http.NewRequest("POST", s.base+"/api/v1/sales/"+s.saleID+"/lobby", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := s.client.Do(req)
+		status, body, err := s.lobbyCall("POST", "/lobby", token)
 		if err != nil {
 			time.Sleep(300 * time.Millisecond)
 			continue
 		}
-		var body lobbyAnswer
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		_ = resp.Body.Close()
 		switch {
-		case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
+		case status == http.StatusCreated || status == http.StatusOK:
 			s.mu.Lock()
 			s.entered[i] = true
-			s.entryAnswers[strconv.Itoa(resp.StatusCode)]++
+			s.entryAnswers[strconv.Itoa(status)]++
 			s.mu.Unlock()
 			return
-		case resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusNotFound:
+		case status == http.StatusConflict || status == http.StatusNotFound:
 			s.mu.Lock()
 			s.entryAnswers[body.Code]++
 			s.mu.Unlock()
@@ -329,25 +324,36 @@ func (s *shop) lobbyMe(i int) (lobbyAnswer, bool) {
 	token := s.token(i)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("GET", s.base+"/api/v1/sales/"+s.saleID+"/lobby/me", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := s.client.Do(req)
+		status, a, err := s.lobbyCall("GET", "/lobby/me", token)
 		if err != nil {
 			time.Sleep(300 * time.Millisecond)
 			continue
 		}
-		var a lobbyAnswer
-		_ = json.NewDecoder(resp.Body).Decode(&a)
-		_ = resp.Body.Close()
 		switch {
-		case resp.StatusCode == http.StatusOK:
+		case status == http.StatusOK:
 			return a, true
-		case resp.StatusCode == http.StatusNotFound && a.Code == string(seckill.CodeNotInLobby):
+		case status == http.StatusNotFound && a.Code == string(seckill.CodeNotInLobby):
 			return lobbyAnswer{LobbyEntryJSON: seckill.LobbyEntryJSON{Status: a.Code}}, true
 		}
 		time.Sleep(300 * time.Millisecond) // 503 (the waitlist unreadable), 5xx: try again
 	}
 	return lobbyAnswer{}, false
+}
+
+// lobbyCall sends method to the sale's lobby resource at path (/lobby,
+// /lobby/me) as the buyer of token, and reads the answer, or the
+// problem's code.
+func (s *shop) lobbyCall(method, path, token string) (int, lobbyAnswer, error) {
+	req, _ := http.NewRequest(method, s.base+"/api/v1/sales/"+s.saleID+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, lobbyAnswer{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var a lobbyAnswer
+	_ = json.NewDecoder(resp.Body).Decode(&a)
+	return resp.StatusCode, a, nil
 }
 
 // drawOrder records order id, which the draw gave buyer i (GET /lobby/me

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/lua"
 )
 
 // Units move between the segments of a sale in three steps, each a script on
@@ -31,16 +29,6 @@ import (
 // the destination and the record still names them: readHoldings counts a
 // record whose id is in its destination's moved set as given, so every
 // unit is counted once, wherever it is.
-
-var (
-	takeScript     = redis.NewScript(lua.Take)
-	giveScript     = redis.NewScript(lua.Give)
-	forgetScript   = redis.NewScript(lua.Forget)
-	aimScript      = redis.NewScript(lua.Aim)
-	restoreScript  = redis.NewScript(lua.Restore)
-	unlockScript   = redis.NewScript(lua.Unlock)
-	useProofScript = redis.NewScript(lua.UseProof)
-)
 
 // move is one move's record, kept in the moves hash of the segment its units
 // left (move.lua writes it).

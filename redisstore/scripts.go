@@ -20,6 +20,13 @@ var (
 	rewarmScript   = redis.NewScript(lua.Rewarm)
 	openScript     = redis.NewScript(lua.Open)
 	nowScript      = redis.NewScript(lua.Now)
+	takeScript     = redis.NewScript(lua.Take)
+	giveScript     = redis.NewScript(lua.Give)
+	forgetScript   = redis.NewScript(lua.Forget)
+	aimScript      = redis.NewScript(lua.Aim)
+	restoreScript  = redis.NewScript(lua.Restore)
+	unlockScript   = redis.NewScript(lua.Unlock)
+	useProofScript = redis.NewScript(lua.UseProof)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.
