@@ -57,8 +57,9 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of the first *Error in err's chain, or
-// CodeInternal for any other non-nil error.
+// ErrorCode returns the code of the first *Error in err's chain,
+// CodeUnavailable for an ErrUnavailable, or CodeInternal for any other
+// non-nil error.
 func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
@@ -66,6 +67,9 @@ func ErrorCode(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return CodeUnavailable
 	}
 	return CodeInternal
 }
@@ -85,6 +89,13 @@ var (
 	// saga, a refund's start): nothing happened, and it is tried again.
 	// Wrapped alongside the call's own error, which keeps its message.
 	ErrTemporal = errors.New("temporal")
+	// ErrUnavailable: a dependency cannot be reached now (PostgreSQL
+	// refused or dropped the connection, is shutting down, or no
+	// connection came free before the deadline): the call did not
+	// complete, and is to be tried again later. Wrapped alongside the
+	// cause, which keeps its message. The API answers it 503 UNAVAILABLE
+	// with Retry-After.
+	ErrUnavailable = errors.New("a dependency cannot be reached now; try again")
 )
 
 // Application error types of activities. A business refusal is returned as
