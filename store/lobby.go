@@ -48,7 +48,7 @@ func (r *lobbyEntryRow) entry() *seckill.LobbyEntry {
 // so it waits for every entry in flight and no entry lands after the draw
 // has read the lobby. seckill.ErrLobbyClosed otherwise.
 func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error) {
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		var sale struct {
 			DrawState *string
 			StartsAt  time.Time
@@ -220,7 +220,7 @@ func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) 
 // draw's next rank past them, in one transaction: a draw stopped after
 // it goes on from next.
 func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seckill.LobbyEntry, next int) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.transaction(ctx, func(tx *gorm.DB) error {
 		for _, e := range settled {
 			var order any
 			if e.OrderID != 0 {
@@ -308,7 +308,7 @@ func (s *Store) LobbySales(ctx context.Context) ([]int64, error) {
 // waitlist's bound) and moves the draw's next rank past them, in one
 // transaction.
 func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := tx.Exec(`UPDATE lobby_entries SET outcome = ? WHERE sale_id = ? AND rank BETWEEN ? AND ?`,
 			seckill.EntryLost, saleID, from, to).Error; err != nil {
 			return fmt.Errorf("settle ranks %d-%d of sale %d as lost: %w", from, to, saleID, err)

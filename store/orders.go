@@ -173,7 +173,7 @@ func (s *Store) withExtras(ctx context.Context, o *seckill.Order) (*seckill.Orde
 func (s *Store) lockedOrder(ctx context.Context, id int64, insert *orderRow, fn func(tx *gorm.DB, row *orderRow) error) (*seckill.Order, error) {
 	var row orderRow
 	soldOut := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		if insert != nil {
 			err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(insert).Error
 			if isUniqueViolation(err, "orders_one_active_per_user") {

@@ -48,7 +48,7 @@ func (s *Store) StartRefund(ctx context.Context, r NewRefund) (string, error) {
 		UpdatedAt: time.Now().UTC(),
 	}
 	var status string
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}}, DoNothing: true}).Create(&row).Error
 		if err != nil {
 			return fmt.Errorf("record refund of %q: %w", r.EventID, err)

@@ -96,7 +96,7 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 		open := seckill.DrawOpen
 		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := tx.Omit("ID", "CreatedAt").Create(&row).Error; err != nil {
 			return fmt.Errorf("insert sale: %w", err)
 		}

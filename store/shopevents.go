@@ -33,7 +33,7 @@ func (s *Store) KeepShopEvents(ctx context.Context, events []seckill.ShopEvent, 
 		return nil
 	}
 	now := time.Now().UTC()
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.transaction(ctx, func(tx *gorm.DB) error {
 		for _, ev := range events {
 			ev.Redelivery = false
 			b, err := json.Marshal(ev)

@@ -58,7 +58,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		Logger:                 logger.Discard,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
-	if err != nil {
+	if err != nil { // gorm.Open pings the server
+		return nil, fmt.Errorf("open database: %w", unavailable(err))
+	}
+	if err := registerUnavailable(db); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	sqlDB, err := db.DB()
@@ -74,7 +77,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, fmt.Errorf("connect to database: %w", unavailable(err))
 	}
 	return &Store{db: db}, nil
 }
@@ -88,13 +91,14 @@ func (s *Store) Close() error {
 	return sqlDB.Close()
 }
 
-// Ping checks the database answers.
+// Ping checks the database answers: seckill.ErrUnavailable when it
+// cannot be reached.
 func (s *Store) Ping(ctx context.Context) error {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err
 	}
-	return sqlDB.PingContext(ctx)
+	return unavailable(sqlDB.PingContext(ctx))
 }
 
 // Migrate applies the pending migrations.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill"
 )
 
@@ -43,29 +45,31 @@ func (s *Store) OpenSales(ctx context.Context, now time.Time) ([]*seckill.Sale, 
 // WarmSnapshot reads the sale, its admissible units and its active orders
 // in one repeatable-read transaction, so the three agree with each other.
 func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, error) {
-	tx := s.db.WithContext(ctx).Begin(&sqlTxOptionsRepeatableRead)
-	if tx.Error != nil {
-		return nil, fmt.Errorf("begin snapshot: %w", tx.Error)
-	}
-	defer tx.Rollback()
-	var row saleRow
-	if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
-		return nil, fmt.Errorf("load sale %d: %w", saleID, err)
-	}
-	// An order row still QUEUED holds no unit yet and will take one when
-	// its saga runs: only a run of the retired saga (docs/OPERATIONS.md,
-	// Upgrading) ever committed one, but one it left must not be sold
-	// twice.
-	var pending int64
-	if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
-		Count(&pending).Error; err != nil {
-		return nil, fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
-	}
-	snap := &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
-	if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
-		Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
-		Scan(&snap.Claims).Error; err != nil {
-		return nil, fmt.Errorf("load active orders of sale %d: %w", saleID, err)
+	var snap *WarmSnapshot
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
+		var row saleRow
+		if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
+			return fmt.Errorf("load sale %d: %w", saleID, err)
+		}
+		// An order row still QUEUED holds no unit yet and will take one
+		// when its saga runs: only a run of the retired saga
+		// (docs/OPERATIONS.md, Upgrading) ever committed one, but one it
+		// left must not be sold twice.
+		var pending int64
+		if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
+			Count(&pending).Error; err != nil {
+			return fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
+		}
+		snap = &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
+		if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
+			Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
+			Scan(&snap.Claims).Error; err != nil {
+			return fmt.Errorf("load active orders of sale %d: %w", saleID, err)
+		}
+		return nil
+	}, &sqlTxOptionsRepeatableRead)
+	if err != nil {
+		return nil, err
 	}
 	return snap, nil
 }
