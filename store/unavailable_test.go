@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
@@ -23,33 +20,6 @@ import (
 // error that means PostgreSQL cannot be used right now, and only for
 // those: the API turns it into 503 UNAVAILABLE with Retry-After, anything
 // else into a 500.
-
-// refuseConnections makes the database of dsn refuse every new connection
-// and ends the ones it has, until t ends. (CONNECTION LIMIT 0 would not:
-// the tests connect as a superuser, whom it does not bind.)
-func refuseConnections(t *testing.T, dsn string) {
-	t.Helper()
-	ctx := t.Context()
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	name := pgx.Identifier{strings.Trim(u.Path, "/")}
-	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, u.String())
-	require.NoError(t, err)
-	defer func() { _ = admin.Close(context.Background()) }()
-	_, err = admin.Exec(ctx, "ALTER DATABASE "+name.Sanitize()+" ALLOW_CONNECTIONS false")
-	require.NoError(t, err)
-	t.Cleanup(func() { // before the database is dropped
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, u.String()); err == nil {
-			_, _ = c.Exec(ctx, "ALTER DATABASE "+name.Sanitize()+" ALLOW_CONNECTIONS true")
-			_ = c.Close(ctx)
-		}
-	})
-	_, err = admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name[0])
-	require.NoError(t, err)
-}
 
 // everyKindOfCall is a call of the store of each kind gorm runs (query,
 // count, create, update, delete, raw statement, raw row, transaction)
@@ -87,7 +57,7 @@ func TestUnavailable_EveryCallWhilePostgresRefusesConnectionsIsUnavailable(t *te
 	t.Cleanup(func() { _ = st.Close() })
 	sale := createSale(t, st, 1)
 
-	refuseConnections(t, dsn)
+	testenv.RefuseConnections(t, dsn)
 
 	for name, call := range everyKindOfCall(st, sale.ID) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -92,6 +92,50 @@ func DatabaseURL(t testing.TB) string {
 	return dsn
 }
 
+// RefuseConnections makes the database of dsn (one DatabaseURL made)
+// refuse every new connection and ends the ones it has, as a PostgreSQL
+// that is restarting or out of connections does, until allow is called
+// or t ends. (CONNECTION LIMIT 0 would not do: the tests connect as a
+// superuser, whom it does not bind.)
+func RefuseConnections(t testing.TB, dsn string) (allow func()) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Trim(u.Path, "/")
+	alter := func(allowed bool) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin := *u
+		admin.Path = "/postgres"
+		conn, err := pgx.Connect(ctx, admin.String())
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		_, err = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" ALLOW_CONNECTIONS "+strconv.FormatBool(allowed))
+		if err != nil || allowed {
+			return err
+		}
+		_, err = conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
+		return err
+	}
+	if err := alter(false); err != nil {
+		t.Fatalf("refuse connections to %s: %v", name, err)
+	}
+	var once sync.Once
+	allow = func() {
+		once.Do(func() {
+			if err := alter(true); err != nil {
+				t.Errorf("allow connections to %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(allow) // before DatabaseURL's cleanup drops it
+	return allow
+}
+
 // Store opens a store on a fresh database, closed when t ends.
 func Store(t testing.TB) (*store.Store, string) {
 	t.Helper()
