@@ -14,7 +14,9 @@ import (
 // handler tests pass the real database and Redis and a fake Temporal.
 
 // Store is the API's view of the database (store.Store). Rows that do not
-// exist are seckill.ErrNotFound.
+// exist are seckill.ErrNotFound; a database that cannot be used now
+// (refused or dropped connections, no free connection before the
+// request's deadline) is seckill.ErrUnavailable.
 type Store interface {
 	Ping(ctx context.Context) error
 	CreateSale(ctx context.Context, n seckill.NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error)

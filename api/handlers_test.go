@@ -107,6 +107,7 @@ func (f *fakeDelivery) calls() []delivered {
 type handlerRig struct {
 	srv                *api.Server
 	st                 *store.Store
+	dsn                string // st's database
 	rs                 *redisstore.Store
 	sagas              *fakeSagas
 	delivery           *fakeDelivery
@@ -117,7 +118,7 @@ type handlerRig struct {
 // its own).
 func newHandlerRig(t *testing.T, cfg api.Config) *handlerRig {
 	t.Helper()
-	st, _ := testenv.Store(t)
+	st, dsn := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if cfg.IDs == nil {
@@ -125,7 +126,7 @@ func newHandlerRig(t *testing.T, cfg api.Config) *handlerRig {
 		require.NoError(t, err)
 		cfg.IDs = ids
 	}
-	r := &handlerRig{st: st, rs: rs, sagas: &fakeSagas{}, delivery: &fakeDelivery{outcome: seckill.OutcomeDelivered},
+	r := &handlerRig{st: st, dsn: dsn, rs: rs, sagas: &fakeSagas{}, delivery: &fakeDelivery{outcome: seckill.OutcomeDelivered},
 		jwt: []byte("handler-jwt-secret"), webhookSecret: []byte("handler-webhook-secret")}
 	if cfg.Store == nil { // else the test's, which may wrap r.st
 		cfg.Store = st
@@ -463,6 +464,44 @@ func TestWebhook_RecordsEachEventOnceThenDeliversIt(t *testing.T) {
 	a = r.send(t, req)
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.Equal(t, "MALFORMED_EVENT", a.code())
+}
+
+func TestUnavailable_WhilePostgresRefusesConnectionsTheWebhookAndAnOrderReadAnswer503(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	saleID := r.createSale(t, 5)
+	id := r.claim(t, saleID, "ann")
+	r.write(t, id, saleID, "ann")
+	allow := testenv.RefuseConnections(t, r.dsn)
+
+	hook := r.hook(t, paid("evt_down", 990), id, nil)
+	read := r.do(t, "GET", orderPath(id), "ann", false, nil)
+
+	for name, a := range map[string]answer{"webhook": hook, "order read": read} {
+		require.Equal(t, http.StatusServiceUnavailable, a.status, "%s: %v", name, a.body)
+		require.Equal(t, "UNAVAILABLE", a.code(), "%s", name)
+		require.NotEmpty(t, a.header.Get("Retry-After"), "%s", name)
+		detail, _ := a.body["detail"].(string)
+		require.NotContains(t, detail, "SQLSTATE", "%s: the cause is logged, not shown", name)
+		require.NotContains(t, detail, "postgres", "%s: the cause is logged, not shown", name)
+	}
+	require.Empty(t, r.delivery.calls(), "an event not recorded is not delivered")
+
+	// The provider retries a non-2xx: once PostgreSQL answers again, the
+	// retry records the event and delivers it. (A retry may still meet a
+	// connection PostgreSQL ended, and be answered 503 again: the
+	// provider then retries once more.)
+	allow()
+	for range 5 {
+		if hook = r.hook(t, paid("evt_down", 990), id, nil); hook.status != http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, http.StatusOK, hook.status, "%v", hook.body)
+	require.Equal(t, "DELIVERED", hook.body["outcome"])
+	require.Len(t, r.delivery.calls(), 1)
+	_, err := r.st.PaymentEvent(context.Background(), "evt_down")
+	require.NoError(t, err)
 }
 
 func TestWaitlist_ABuyerWaitsInLineThenLeaves(t *testing.T) {

@@ -64,8 +64,9 @@ func Status(code seckill.Code) int {
 }
 
 // errorHandler maps every error a handler returns to problem+json. Domain
-// errors keep their message; anything else is a 500 whose cause is logged,
-// never shown.
+// errors keep their message; seckill.ErrUnavailable is a 503 UNAVAILABLE
+// with Retry-After; anything else is a 500. The cause of either is
+// logged, never shown.
 func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		var (
@@ -86,6 +87,14 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		case errors.As(err, &dErr):
 		case errors.As(err, &fErr):
 			dErr = fromFiber(fErr)
+		case errors.Is(err, seckill.ErrUnavailable):
+			// The database (or another dependency) cannot be reached now:
+			// nothing is wrong with the request, and the same request
+			// later may succeed. A provider retries its webhook, a buyer's
+			// client the read.
+			log.Warn("dependency unavailable", "method", c.Method(), "path", c.Path(),
+				"requestID", c.Locals(requestid.ConfigDefault.ContextKey), "error", err)
+			dErr = seckill.Errorf(seckill.CodeUnavailable, "a dependency cannot be reached now; try again shortly")
 		default:
 			log.Error("request failed", "method", c.Method(), "path", c.Path(),
 				"requestID", c.Locals(requestid.ConfigDefault.ContextKey), "error", err)
