@@ -195,15 +195,31 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	s.requireAudit(sale)
 }
 
+// childDBConns bounds each child process's PostgreSQL pool
+// (SECKILL_DB_MAX_CONNS, 32 by default). The rollout runs four children
+// (two APIs, two workers) beside the shared embedded Temporal (up to 8
+// pools of 4 connections, devserver.Postgres.MaxConns) and the test's own
+// pools: four default pools alone would be 128 connections, past the
+// machine's max_connections of 100, and a child refused a connection
+// under load answers 503 (a bare 500 before store marked it
+// seckill.ErrUnavailable) to a buyer or a provider for no reason of the
+// test's. With 8 each the children take at most 32, everything together
+// well under 100 with room for migrations and an operator's psql. 8 is
+// ample here: a request or an activity holds a connection for
+// milliseconds, and 20 claims a second make a few hundred statements a
+// second at most. The draw-kill test's two children get the same.
+const childDBConns = 8
+
 // childEnv is the environment of a seckill child process on cfg's
 // database, Redis prefix and Temporal namespace (the test's own), with no
-// per-claim rate limit, and extra.
+// per-claim rate limit, a pool of childDBConns, and extra (which may
+// override any of them: the last value of a variable wins).
 func childEnv(cfg app.Config, extra ...string) []string {
 	env := append(environWithout("SECKILL_", "REDIS_URL", "DATABASE_URL", "TEMPORAL_", "OTEL_", "STRIPE_"),
 		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
 		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
 		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
-		"SECKILL_CLAIM_RATE=0")
+		"SECKILL_CLAIM_RATE=0", "SECKILL_DB_MAX_CONNS="+strconv.Itoa(childDBConns))
 	return append(env, extra...)
 }
 
