@@ -21,7 +21,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
@@ -219,7 +218,7 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 		return nil, err
 	}
 	defer deps.Close()
-	db := deps.Store.Gorm()
+	st := deps.Store
 	rep := &LobbyReport{Config: lobbyConfig(o), Started: time.Now().UTC(), Processes: map[string]*Memory{}}
 	mem := &Report{Processes: rep.Processes}
 	mem.sampleMemory(o.Processes, false)
@@ -280,9 +279,12 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 
 	// The table as the draw finds it (the lobby takes nothing more after
 	// the last answer, and nobody else writes it).
-	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries'), pg_table_size('lobby_entries'),
-		pg_indexes_size('lobby_entries'), (SELECT count(*) FROM lobby_entries WHERE sale_id = ?)`, sale).
-		Row().Scan(&rep.Table.BeforeDrawBytes, &rep.Table.BeforeHeapBytes, &rep.Table.BeforeIdxBytes, &rep.Table.Rows); err != nil {
+	size, err := st.LobbySize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Table.BeforeDrawBytes, rep.Table.BeforeHeapBytes, rep.Table.BeforeIdxBytes = size.Total, size.Heap, size.Indexes
+	if rep.Table.Rows, err = st.LobbyCount(ctx, sale); err != nil {
 		return nil, err
 	}
 
@@ -317,7 +319,7 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 	defer stopSampler()
 
 	say("the draw runs at starts_at ...")
-	if err := rep.followDraw(ctx, o, deps.Store, db, sale, startsAt, say); err != nil {
+	if err := rep.followDraw(ctx, o, st, sale, startsAt, say); err != nil {
 		return nil, err
 	}
 	stopSampler()
@@ -328,9 +330,10 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 			rep.Memory.HWMDuring = rep.Memory.EndHWM
 		}
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries')`).Row().Scan(&rep.Table.AfterDrawBytes); err != nil {
+	if size, err = st.LobbySize(ctx); err != nil {
 		return nil, err
 	}
+	rep.Table.AfterDrawBytes = size.Total
 	mem.sampleMemory(pids, true)
 
 	if o.Verify {
@@ -582,7 +585,7 @@ func (r *LobbyReport) sampleWorker(ctx context.Context, pid int, startsAt time.T
 
 // followDraw polls the draw every 100 ms until it is DONE and every
 // winner's order is AWAITING_PAYMENT, then reads the draw's figures.
-func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.Store, db *gorm.DB, sale int64,
+func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.Store, sale int64,
 	startsAt time.Time, say func(string, ...any)) error {
 	deadline := time.Now().Add(o.DrawWithin)
 	since := func(t time.Time) float64 { return t.Sub(startsAt).Seconds() }
@@ -609,7 +612,7 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 		}
 		if d.State == seckill.DrawDone {
 			// Done: then wait for every winner's saga.
-			waiting, err := winnersNotPayable(ctx, db, sale)
+			waiting, err := st.WinnersNotYetPayable(ctx, sale)
 			if err != nil {
 				return err
 			}
@@ -619,8 +622,10 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 				lastSay = time.Now()
 			}
 		} else if time.Since(lastSay) >= 5*time.Second {
-			var orders int64
-			_ = db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id = ? AND status <> 'QUEUED'`, sale).Row().Scan(&orders)
+			orders, err := countOrders(ctx, st, []int64{sale}, leftQueued)
+			if err != nil {
+				return err
+			}
 			say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", since(now), d.State, d.NextRank, d.Entries, orders)
 			lastSay = time.Now()
 		}
@@ -679,11 +684,8 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 	if len(orders) > 0 {
 		r.Draw.FirstAdmissionSeconds, r.Draw.LastAdmissionSeconds = since(firstAdmit), since(lastAdmit)
 	}
-	var rows []struct {
-		ID         int64
-		AwaitingAt *time.Time
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at FROM orders WHERE sale_id = ?`, sale).Scan(&rows).Error; err != nil {
+	rows, err := st.OrderTimelines(ctx, []int64{sale})
+	if err != nil {
 		return err
 	}
 	h := newHist()
@@ -701,32 +703,18 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 	if !lastAwait.IsZero() {
 		r.Draw.LastAwaitingSeconds = since(lastAwait)
 	}
-	var outcomes []struct {
-		Outcome *string
-		N       int
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT outcome, count(*) AS n FROM lobby_entries WHERE sale_id = ? GROUP BY outcome`, sale).
-		Scan(&outcomes).Error; err != nil {
+	outcomes, err := st.EntryOutcomes(ctx, sale)
+	if err != nil {
 		return err
 	}
 	r.Draw.Outcomes = map[string]int{}
-	for _, oc := range outcomes {
-		k := "NONE"
-		if oc.Outcome != nil {
-			k = *oc.Outcome
+	for outcome, n := range outcomes {
+		if outcome == "" {
+			outcome = "NONE"
 		}
-		r.Draw.Outcomes[k] = oc.N
+		r.Draw.Outcomes[outcome] = int(n)
 	}
 	return nil
-}
-
-// winnersNotPayable counts the draw's winners (lobby_entries WON) whose
-// order has not left QUEUED (its saga has not written it yet).
-func winnersNotPayable(ctx context.Context, db *gorm.DB, sale int64) (int64, error) {
-	var n int64
-	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM lobby_entries e WHERE e.sale_id = ? AND e.outcome = 'WON'
-		AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id AND o.status <> 'QUEUED')`, sale).Row().Scan(&n)
-	return n, err
 }
 
 // drawClient reads the published draw as `seckill draw verify` does, with
