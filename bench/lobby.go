@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -419,113 +418,81 @@ type lobbyResult struct {
 	entered201, all        *hdrhistogram.Histogram
 }
 
-// enterAll enters every buyer once, in an open loop (as burst does: each
-// entry's latency is measured from its due time, so queueing shows).
+// enterAll enters every buyer once, on an open loop (openLoop): buyer i's
+// entry is due at start + i/rate, and none is sent at or after starts_at.
 func enterAll(p lobbyPlan) *lobbyResult {
-	client := loadClient(p.host, p.conns)
 	path := []byte("/api/v1/sales/" + strconv.FormatInt(p.sale, 10) + "/lobby")
-	interval := float64(time.Second) / float64(p.rate)
 	n := len(p.tokens)
-	var (
-		next             atomic.Int64
-		answered, errs   atomic.Int64
-		notSent          atomic.Int64
-		mu               sync.Mutex
-		wg               sync.WaitGroup
-		res              = &lobbyResult{statuses: map[int]int{}, errors: map[string]int{}, entered201: newHist(), all: newHist()}
-		progressDone     = make(chan struct{})
-		lastAnswerUnixNs atomic.Int64
-	)
+	tally := &entryTally{}
+	loop := openLoop{host: p.host, requests: n, rate: p.rate, conns: p.conns, start: p.start, deadline: p.deadline}
 	if p.progress != nil {
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			prev := int64(0)
-			for {
-				select {
-				case <-progressDone:
-					return
-				case now := <-t.C:
-					a := answered.Load()
-					fmt.Fprintf(p.progress, "  %6.1fs  due %d/%d  answered %d (%d/s)  errors %d  starts_at in %s\n",
-						now.Sub(p.start).Seconds(), min(int64(now.Sub(p.start).Seconds()*float64(p.rate)), int64(n)), n,
-						a, a-prev, errs.Load(), time.Until(p.deadline).Round(time.Second))
-					prev = a
-				}
-			}
-		}()
+		prev := int64(0)
+		loop.progress = func(now time.Time) {
+			a := tally.answered.Load()
+			fmt.Fprintf(p.progress, "  %6.1fs  due %d/%d  answered %d (%d/s)  errors %d  starts_at in %s\n",
+				now.Sub(p.start).Seconds(), min(int64(now.Sub(p.start).Seconds()*float64(p.rate)), int64(n)), n,
+				a, a-prev, tally.errors.Load(), time.Until(p.deadline).Round(time.Second))
+			prev = a
+		}
 	}
-	for range p.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			entered, all := newHist(), newHist()
-			statuses, errCounts := map[int]int{}, map[string]int{}
-			sent, ok := 0, 0
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					break
-				}
-				due := p.start.Add(time.Duration(float64(i) * interval))
-				if !due.Before(p.deadline) || !time.Now().Before(p.deadline) {
-					notSent.Add(1)
-					continue
-				}
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
-				}
-				req.Reset()
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.Header.SetHost(p.host)
-				req.SetRequestURIBytes(path)
-				req.Header.SetBytesV("Authorization", p.tokens[i])
-				resp.Reset()
-				err := client.Do(req, resp)
-				now := time.Now()
-				lat := max(now.Sub(due).Microseconds(), 1)
-				sent++
-				answered.Add(1)
-				status := 0
-				if err == nil {
-					status = resp.StatusCode()
-					lastAnswerUnixNs.Store(max(lastAnswerUnixNs.Load(), now.UnixNano()))
-					_ = all.RecordValue(lat)
-				}
-				statuses[status]++
-				if status == fasthttp.StatusCreated {
-					ok++
-					_ = entered.RecordValue(lat)
-				} else {
-					errs.Add(1)
-					errCounts[answerKey(err, resp)]++
-				}
-			}
-			mu.Lock()
-			res.sent += sent
-			res.entered += ok
-			res.entered201.Merge(entered)
-			res.all.Merge(all)
-			for k, v := range statuses {
-				res.statuses[k] += v
-			}
-			for k, v := range errCounts {
-				res.errors[k] += v
-			}
-			mu.Unlock()
-		}()
+	lanes := make([]*entryLane, p.conns)
+	lr := loop.run(func(w int) lane {
+		lanes[w] = &entryLane{path: path, tokens: p.tokens, tally: tally, errors: map[string]int{},
+			entered201: newHist(), all: newHist()}
+		return lanes[w]
+	})
+	res := &lobbyResult{sent: lr.sent, notSent: lr.notSent, statuses: lr.statuses, errors: map[string]int{},
+		entered201: newHist(), all: newHist()}
+	for _, l := range lanes {
+		res.entered += l.entered
+		res.entered201.Merge(l.entered201)
+		res.all.Merge(l.all)
+		for k, v := range l.errors {
+			res.errors[k] += v
+		}
 	}
-	wg.Wait()
-	close(progressDone)
-	res.notSent = int(notSent.Load())
-	if ns := lastAnswerUnixNs.Load(); ns != 0 {
+	if ns := tally.lastAnswerUnixNs.Load(); ns != 0 {
 		res.lastAnswer = time.Unix(0, ns)
 		res.wall = res.lastAnswer.Sub(p.start)
 	}
 	return res
+}
+
+// entryTally is what every lane of the entries counts together: the
+// progress line's figures, and the last answer.
+type entryTally struct {
+	answered, errors atomic.Int64
+	lastAnswerUnixNs atomic.Int64
+}
+
+// entryLane is one worker of the entries: it records each answer's
+// latency, and names every answer other than 201.
+type entryLane struct {
+	path   []byte
+	tokens [][]byte
+	tally  *entryTally
+
+	entered         int
+	entered201, all *hdrhistogram.Histogram
+	errors          map[string]int
+}
+
+func (e *entryLane) target(i int) (path, token []byte) { return e.path, e.tokens[i] }
+
+func (e *entryLane) answered(x *exchange) {
+	lat := max(x.latency().Microseconds(), 1)
+	e.tally.answered.Add(1)
+	if x.err == nil {
+		e.tally.lastAnswerUnixNs.Store(max(e.tally.lastAnswerUnixNs.Load(), x.answered.UnixNano()))
+		_ = e.all.RecordValue(lat)
+	}
+	if x.status() == fasthttp.StatusCreated {
+		e.entered++
+		_ = e.entered201.RecordValue(lat)
+	} else {
+		e.tally.errors.Add(1)
+		e.errors[answerKey(x.err, x.resp)]++
+	}
 }
 
 // answerKey names an answer other than 201: "<status> <code>".
