@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/draw/drawcli"
@@ -212,50 +213,124 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	r, err := startLobbyRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.deps.Close()
+	if err := r.mintTokens(); err != nil {
+		return nil, err
+	}
+	if err := r.openLobby(ctx); err != nil {
+		return nil, err
+	}
+	workflowAfter := r.watchDrawWorkflow(ctx)
+	r.enterEveryBuyer()
+	if err := r.measureLobbyBeforeDraw(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.waitForStartsAt(ctx); err != nil {
+		return nil, err
+	}
+	worker := r.watchWorker(ctx)
+	defer worker.stop()
+	r.say("the draw runs at starts_at ...")
+	if err := r.followDraw(ctx); err != nil {
+		return nil, err
+	}
+	worker.finish()
+	r.rep.DrawWorkflowAfterSeconds = workflowAfter()
+	if err := r.measureLobbyAfterDraw(ctx); err != nil {
+		return nil, err
+	}
+	r.mem.sampleMemory(worker.pids, true)
+	if o.Verify {
+		r.say("verifying the published draw (draw.Verify) ...")
+		r.rep.Verify = verifyDraw(ctx, o, r.sale)
+	}
+	r.rep.Finished = time.Now().UTC()
+	if err := r.rep.write(o.OutDir); err != nil {
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// lobbyRun is one run of the lobby benchmark, as its steps share it.
+type lobbyRun struct {
+	o     LobbyOptions
+	host  string
+	say   func(string, ...any)
+	deps  *app.Deps
+	st    *store.Store
+	rep   *LobbyReport
+	mem   *Report // every child's memory over the run, into rep.Processes
+	runID string
+
+	tokens   [][]byte // one per buyer, until every buyer has entered
+	sale     int64
+	first    time.Time // the first entry's due time
+	startsAt time.Time
+	created  time.Time // when the sale was created
+}
+
+// startLobbyRun connects to the system under test and notes every child's
+// memory at the start.
+func startLobbyRun(ctx context.Context, o LobbyOptions) (*lobbyRun, error) {
 	host, say, deps, err := begin(ctx, o.APIURL, o.Progress, o.Config)
 	if err != nil {
 		return nil, err
 	}
-	defer deps.Close()
-	st := deps.Store
 	rep := &LobbyReport{Config: lobbyConfig(o), Started: time.Now().UTC(), Processes: map[string]*Memory{}}
-	mem := &Report{Processes: rep.Processes}
-	mem.sampleMemory(o.Processes, false)
+	r := &lobbyRun{o: o, host: host, say: say, deps: deps, st: deps.Store, rep: rep, mem: &Report{Processes: rep.Processes},
+		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	r.mem.sampleMemory(o.Processes, false)
+	return r, nil
+}
 
-	runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	say("minting %d buyer tokens ...", o.Buyers)
-	tokens, err := mintTokens(o.Config.JWTSecret, o.Buyers, runID)
-	if err != nil {
-		return nil, err
-	}
+// mintTokens signs every buyer's token before the sale exists, so that
+// signing costs nothing while the lobby is open.
+func (r *lobbyRun) mintTokens() error {
+	r.say("minting %d buyer tokens ...", r.o.Buyers)
+	tokens, err := mintTokens(r.o.Config.JWTSecret, r.o.Buyers, r.runID)
+	r.tokens = tokens
+	return err
+}
 
+// openLobby creates the sale, its lobby open now: the first entry is due
+// 2 s after the sale is created (its answer and the API's sale cache), and
+// starts_at is Window after that.
+func (r *lobbyRun) openLobby(ctx context.Context) error {
 	// The sale starts its draw's workflow when it is created: wait until
 	// the launched Temporal knows its namespace (it can lag the API's
 	// readiness; the worker's reconciliation would start the draw later).
-	if err := waitNamespace(ctx, deps.Temporal, time.Minute); err != nil {
-		return nil, err
+	if err := waitNamespace(ctx, r.deps.Temporal, time.Minute); err != nil {
+		return err
 	}
-	// The first entry is due 2 s after the sale is created (its answer
-	// and the API's sale cache), and starts_at is Window after that.
-	first := time.Now().Add(2 * time.Second)
-	startsAt := first.Add(o.Window).UTC().Truncate(time.Millisecond)
-	sale, err := createLobbySale(ctx, o, "bench lobby "+runID, startsAt)
+	r.first = time.Now().Add(2 * time.Second)
+	r.startsAt = r.first.Add(r.o.Window).UTC().Truncate(time.Millisecond)
+	sale, err := createLobbySale(ctx, r.o, "bench lobby "+r.runID, r.startsAt)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.SaleID, rep.StartsAt = sale, startsAt
-	created := time.Now()
-	rep.StartsAtAfterSeconds = startsAt.Sub(created).Seconds()
-	var workflowAfterMs atomic.Int64
-	// The draw's workflow is started with the sale, or (when Temporal
-	// refused then) by the worker's reconciliation: the draw is late if
-	// it starts after starts_at.
+	r.sale, r.created = sale, time.Now()
+	r.rep.SaleID, r.rep.StartsAt = sale, r.startsAt
+	r.rep.StartsAtAfterSeconds = r.startsAt.Sub(r.created).Seconds()
+	return nil
+}
+
+// watchDrawWorkflow looks for the draw's workflow every 250 ms until a
+// minute past starts_at; the returned function says when it was found,
+// in seconds from the sale's creation (0: not found). The workflow is
+// started with the sale, or (when Temporal refused then) by the worker's
+// reconciliation: the draw is late if it starts after starts_at.
+func (r *lobbyRun) watchDrawWorkflow(ctx context.Context) (foundAfter func() float64) {
+	var afterMs atomic.Int64
 	go func() {
-		for time.Now().Before(startsAt.Add(time.Minute)) {
-			if _, err := deps.Temporal.DescribeWorkflowExecution(ctx, "draw-"+strconv.FormatInt(sale, 10), ""); err == nil {
-				workflowAfterMs.Store(max(time.Since(created).Milliseconds(), 1))
-				if time.Now().After(startsAt) {
-					say("WARNING: the draw's workflow started %.1fs after starts_at", time.Since(startsAt).Seconds())
+		for time.Now().Before(r.startsAt.Add(time.Minute)) {
+			if _, err := r.deps.Temporal.DescribeWorkflowExecution(ctx, "draw-"+strconv.FormatInt(r.sale, 10), ""); err == nil {
+				afterMs.Store(max(time.Since(r.created).Milliseconds(), 1))
+				if time.Now().After(r.startsAt) {
+					r.say("WARNING: the draw's workflow started %.1fs after starts_at", time.Since(r.startsAt).Seconds())
 				}
 				return
 			}
@@ -266,93 +341,119 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 			}
 		}
 	}()
-	say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
-		sale, o.Units, startsAt.Format(time.RFC3339Nano), time.Until(startsAt).Round(time.Second), o.Buyers, o.Rate)
+	return func() float64 { return float64(afterMs.Load()) / 1000 }
+}
 
-	lr := enterAll(lobbyPlan{host: host, sale: sale, tokens: tokens, rate: o.Rate, conns: o.Conns,
-		start: first, deadline: startsAt, progress: o.Progress})
-	tokens = nil
-	rep.addEntries(o, lr, startsAt)
-	say("entries: %d sent (%d not sent: due after starts_at), %d answered 201 in %.1fs = %.0f/s; errors %v",
-		rep.Entries.Sent, rep.Entries.NotSent, rep.Entries.Entered, rep.Entries.WallSeconds, rep.Entries.PerSecond, rep.Entries.Errors)
+// enterEveryBuyer sends every buyer's entry (enterAll) and lets the
+// tokens go.
+func (r *lobbyRun) enterEveryBuyer() {
+	o := r.o
+	r.say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
+		r.sale, o.Units, r.startsAt.Format(time.RFC3339Nano), time.Until(r.startsAt).Round(time.Second), o.Buyers, o.Rate)
+	lr := enterAll(lobbyPlan{host: r.host, sale: r.sale, tokens: r.tokens, rate: o.Rate, conns: o.Conns,
+		start: r.first, deadline: r.startsAt, progress: o.Progress})
+	r.tokens = nil
+	r.rep.addEntries(o, lr, r.startsAt)
+	e := r.rep.Entries
+	r.say("entries: %d sent (%d not sent: due after starts_at), %d answered 201 in %.1fs = %.0f/s; errors %v",
+		e.Sent, e.NotSent, e.Entered, e.WallSeconds, e.PerSecond, e.Errors)
+}
 
-	// The table as the draw finds it (the lobby takes nothing more after
-	// the last answer, and nobody else writes it).
-	size, err := st.LobbySize(ctx)
+// measureLobbyBeforeDraw reads the table as the draw finds it (the lobby
+// takes nothing more after the last answer, and nobody else writes it).
+func (r *lobbyRun) measureLobbyBeforeDraw(ctx context.Context) error {
+	size, err := r.st.LobbySize(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Table.BeforeDrawBytes, rep.Table.BeforeHeapBytes, rep.Table.BeforeIdxBytes = size.Total, size.Heap, size.Indexes
-	if rep.Table.Rows, err = st.LobbyCount(ctx, sale); err != nil {
-		return nil, err
-	}
+	t := &r.rep.Table
+	t.BeforeDrawBytes, t.BeforeHeapBytes, t.BeforeIdxBytes = size.Total, size.Heap, size.Indexes
+	t.Rows, err = r.st.LobbyCount(ctx, r.sale)
+	return err
+}
 
-	// The worker's memory just before starts_at, then every 100 ms.
-	if d := time.Until(startsAt.Add(-200 * time.Millisecond)); d > 0 {
-		say("waiting %s for starts_at ...", d.Round(100*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
-		}
+// measureLobbyAfterDraw reads the table's size once the draw has written
+// every entry's rank and outcome.
+func (r *lobbyRun) measureLobbyAfterDraw(ctx context.Context) error {
+	size, err := r.st.LobbySize(ctx)
+	r.rep.Table.AfterDrawBytes = size.Total
+	return err
+}
+
+// waitForStartsAt waits until just before starts_at, when the worker's
+// memory is read.
+func (r *lobbyRun) waitForStartsAt(ctx context.Context) error {
+	d := time.Until(r.startsAt.Add(-200 * time.Millisecond))
+	if d <= 0 {
+		return nil
 	}
-	pids := o.Processes
-	if o.ProcessesNow != nil {
-		pids = o.ProcessesNow()
+	r.say("waiting %s for starts_at ...", d.Round(100*time.Millisecond))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
-	workerPID := pids["worker"]
-	reset := false
-	if workerPID != 0 {
-		rep.Memory.BeforeRSS, rep.Memory.BeforeHWM, _ = proc.Memory(workerPID)
-		// Reset the worker's VmHWM, so that its value at the end is the
-		// draw's own peak.
-		reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", workerPID), []byte("5"), 0) == nil
+}
+
+// workerWatch follows the worker's memory through the draw.
+type workerWatch struct {
+	mem  *DrawMemory
+	pids map[string]int // the children's, at starts_at
+	pid  int            // the worker's; 0 when it has no process of its own
+	// reset: its VmHWM was reset at starts_at, so that its value at the
+	// end is the draw's own peak.
+	reset bool
+	stop  func() // stops the sampling, and waits for it
+}
+
+// watchWorker reads the worker's memory just before starts_at, resets its
+// VmHWM, and samples its VmRSS every 100 ms until stopped.
+func (r *lobbyRun) watchWorker(ctx context.Context) *workerWatch {
+	w := &workerWatch{mem: &r.rep.Memory, pids: r.o.Processes}
+	if r.o.ProcessesNow != nil {
+		w.pids = r.o.ProcessesNow()
+	}
+	w.pid = w.pids["worker"]
+	if w.pid != 0 {
+		w.mem.BeforeRSS, w.mem.BeforeHWM, _ = proc.Memory(w.pid)
+		w.reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", w.pid), []byte("5"), 0) == nil
 	}
 	sampling, stopSampling := context.WithCancel(ctx)
-	samplerDone := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(samplerDone)
-		rep.sampleWorker(sampling, workerPID, startsAt)
+		defer close(done)
+		r.rep.sampleWorker(sampling, w.pid, r.startsAt)
 	}()
-	stopSampler := func() { stopSampling(); <-samplerDone }
-	defer stopSampler()
+	w.stop = func() { stopSampling(); <-done }
+	return w
+}
 
-	say("the draw runs at starts_at ...")
-	if err := rep.followDraw(ctx, o, st, sale, startsAt, say); err != nil {
-		return nil, err
+// finish stops the sampling and reads the worker's memory at the end.
+func (w *workerWatch) finish() {
+	w.stop()
+	if w.pid == 0 {
+		return
 	}
-	stopSampler()
-	rep.DrawWorkflowAfterSeconds = float64(workflowAfterMs.Load()) / 1000
-	if workerPID != 0 {
-		rep.Memory.EndRSS, rep.Memory.EndHWM, _ = proc.Memory(workerPID)
-		if reset {
-			rep.Memory.HWMDuring = rep.Memory.EndHWM
-		}
+	w.mem.EndRSS, w.mem.EndHWM, _ = proc.Memory(w.pid)
+	if w.reset {
+		w.mem.HWMDuring = w.mem.EndHWM
 	}
-	if size, err = st.LobbySize(ctx); err != nil {
-		return nil, err
-	}
-	rep.Table.AfterDrawBytes = size.Total
-	mem.sampleMemory(pids, true)
+}
 
-	if o.Verify {
-		say("verifying the published draw (draw.Verify) ...")
-		rep.Verify = verifyDraw(ctx, o, sale)
+// write writes the report to dir/bench.json ("": nowhere).
+func (r *LobbyReport) write(dir string) error {
+	if dir == "" {
+		return nil
 	}
-	rep.Finished = time.Now().UTC()
-	if o.OutDir != "" {
-		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-			return nil, err
-		}
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(o.OutDir, "bench.json"), append(b, '\n'), 0o644); err != nil {
-			return nil, err
-		}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	return rep, nil
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.json"), append(b, '\n'), 0o644)
 }
 
 func lobbyConfig(o LobbyOptions) map[string]any {
@@ -550,57 +651,48 @@ func (r *LobbyReport) sampleWorker(ctx context.Context, pid int, startsAt time.T
 	}
 }
 
-// followDraw polls the draw every 100 ms until it is DONE and every
-// winner's order is AWAITING_PAYMENT, then reads the draw's figures.
-func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.Store, sale int64,
-	startsAt time.Time, say func(string, ...any)) error {
-	deadline := time.Now().Add(o.DrawWithin)
-	since := func(t time.Time) float64 { return t.Sub(startsAt).Seconds() }
-	var done bool
-	lastSay := time.Now()
-	for !done {
-		d, err := st.DrawOf(ctx, sale)
+// followDraw follows the draw from starts_at until it is DONE and every
+// winner's order is payable, then reads its figures.
+func (r *lobbyRun) followDraw(ctx context.Context) error {
+	if err := r.waitDrawSettled(ctx); err != nil {
+		return err
+	}
+	if err := r.readDrawDone(ctx); err != nil {
+		return err
+	}
+	orders, err := r.readPublishedDraw(ctx)
+	if err != nil {
+		return err
+	}
+	r.measureAdmissions(orders)
+	if err := r.measureAwaiting(ctx, orders); err != nil {
+		return err
+	}
+	return r.countOutcomes(ctx)
+}
+
+// since is t in seconds from starts_at.
+func (r *lobbyRun) since(t time.Time) float64 { return t.Sub(r.startsAt).Seconds() }
+
+// waitDrawSettled polls the draw every 100 ms until it is DONE and no
+// winner's order is still QUEUED, noting when it was first seen CLOSED
+// and RANKED, and saying how it goes every 5 s.
+func (r *lobbyRun) waitDrawSettled(ctx context.Context) error {
+	deadline := time.Now().Add(r.o.DrawWithin)
+	sayDue := every(5 * time.Second)
+	for {
+		d, err := r.st.DrawOf(ctx, r.sale)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
-		switch d.State {
-		case seckill.DrawClosed:
-			if r.Draw.ClosedSeconds == 0 {
-				r.Draw.ClosedSeconds = since(now)
-			}
-		case seckill.DrawRanked, seckill.DrawDone:
-			if r.Draw.ClosedSeconds == 0 {
-				r.Draw.ClosedSeconds = since(now)
-			}
-			if r.Draw.RankedSeconds == 0 {
-				r.Draw.RankedSeconds = since(now)
-			}
-		}
-		if d.State == seckill.DrawDone {
-			// Done: then wait for every winner's saga.
-			waiting, err := st.WinnersNotYetPayable(ctx, sale)
-			if err != nil {
-				return err
-			}
-			done = waiting == 0
-			if !done && time.Since(lastSay) >= 5*time.Second {
-				say("  %.0fs: draw DONE; %d winners' orders not AWAITING_PAYMENT yet", since(now), waiting)
-				lastSay = time.Now()
-			}
-		} else if time.Since(lastSay) >= 5*time.Second {
-			orders, err := countOrders(ctx, st, []int64{sale}, leftQueued)
-			if err != nil {
-				return err
-			}
-			say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", since(now), d.State, d.NextRank, d.Entries, orders)
-			lastSay = time.Now()
-		}
-		if done {
-			break
+		r.rep.Draw.noteState(d.State, r.since(now))
+		settled, err := r.drawSettled(ctx, d, now, sayDue)
+		if err != nil || settled {
+			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: the draw and its orders were not done within %s (state %s, next rank %d)", o.DrawWithin, d.State, d.NextRank)
+			return fmt.Errorf("bench: the draw and its orders were not done within %s (state %s, next rank %d)", r.o.DrawWithin, d.State, d.NextRank)
 		}
 		select {
 		case <-ctx.Done():
@@ -608,78 +700,163 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	d, err := st.DrawOf(ctx, sale)
+}
+
+// noteState records when the draw was first seen CLOSED and RANKED, at
+// seconds from starts_at (a draw first seen further on was that too).
+func (f *DrawFigures) noteState(state string, at float64) {
+	switch state {
+	case seckill.DrawClosed:
+		if f.ClosedSeconds == 0 {
+			f.ClosedSeconds = at
+		}
+	case seckill.DrawRanked, seckill.DrawDone:
+		if f.ClosedSeconds == 0 {
+			f.ClosedSeconds = at
+		}
+		if f.RankedSeconds == 0 {
+			f.RankedSeconds = at
+		}
+	}
+}
+
+// drawSettled reports whether the draw d, read at now, is DONE and every
+// winner's saga has written its order; when not, and sayDue says so, it
+// says how far the draw is.
+func (r *lobbyRun) drawSettled(ctx context.Context, d *seckill.Draw, now time.Time, sayDue func() bool) (bool, error) {
+	if d.State != seckill.DrawDone {
+		if !sayDue() {
+			return false, nil
+		}
+		orders, err := countOrders(ctx, r.st, []int64{r.sale}, leftQueued)
+		if err != nil {
+			return false, err
+		}
+		r.say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", r.since(now), d.State, d.NextRank, d.Entries, orders)
+		return false, nil
+	}
+	// Done: then wait for every winner's saga.
+	waiting, err := r.st.WinnersNotYetPayable(ctx, r.sale)
+	if err != nil {
+		return false, err
+	}
+	if waiting > 0 && sayDue() {
+		r.say("  %.0fs: draw DONE; %d winners' orders not AWAITING_PAYMENT yet", r.since(now), waiting)
+	}
+	return waiting == 0, nil
+}
+
+// every returns a function that reports true at most once per period,
+// the first time a period after it was made.
+func every(period time.Duration) func() bool {
+	last := time.Now()
+	return func() bool {
+		if time.Since(last) < period {
+			return false
+		}
+		last = time.Now()
+		return true
+	}
+}
+
+// readDrawDone notes when the draw was recorded DONE (sales.drawn_at).
+func (r *lobbyRun) readDrawDone(ctx context.Context) error {
+	d, err := r.st.DrawOf(ctx, r.sale)
 	if err != nil {
 		return err
 	}
 	if d.DrawnAt != nil {
-		r.Draw.DoneSeconds = since(*d.DrawnAt)
+		r.rep.Draw.DoneSeconds = r.since(*d.DrawnAt)
 	}
+	return nil
+}
 
-	// What the API publishes.
-	c := drawClient(o)
-	pub, err := c.Draw(ctx, strconv.FormatInt(sale, 10))
+// readPublishedDraw reads what the API publishes of the draw, checks its
+// counts against the entries, and returns the orders it lists.
+func (r *lobbyRun) readPublishedDraw(ctx context.Context) ([]int64, error) {
+	c, sale, f := drawClient(r.o), strconv.FormatInt(r.sale, 10), &r.rep.Draw
+	pub, err := c.Draw(ctx, sale)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.Draw.Entries, r.Draw.Admitted = int(pub.Entries), int(pub.Admitted)
-	r.Draw.AdmittedOK = r.Draw.Admitted == min(o.Units, r.Draw.Entries)
-	r.Draw.EntriesOK = r.Draw.Entries >= r.Entries.Entered && r.Draw.Entries <= r.Entries.Sent
-	listed, err := c.Orders(ctx, strconv.FormatInt(sale, 10))
+	f.Entries, f.Admitted = int(pub.Entries), int(pub.Admitted)
+	f.AdmittedOK = f.Admitted == min(r.o.Units, f.Entries)
+	f.EntriesOK = f.Entries >= r.rep.Entries.Entered && f.Entries <= r.rep.Entries.Sent
+	listed, err := c.Orders(ctx, sale)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	orders := make([]int64, len(listed))
 	for i, x := range listed {
 		if orders[i], err = strconv.ParseInt(x.ID, 10, 64); err != nil {
-			return fmt.Errorf("GET /draw/orders: order id %q", x.ID)
+			return nil, fmt.Errorf("GET /draw/orders: order id %q", x.ID)
 		}
 	}
-	r.Draw.Orders = len(orders)
-	var firstAdmit, lastAdmit time.Time
-	ids := make(map[int64]bool, len(orders))
+	f.Orders = len(orders)
+	return orders, nil
+}
+
+// measureAdmissions notes the first and the last winner's admission, from
+// the times in their order ids.
+func (r *lobbyRun) measureAdmissions(orders []int64) {
+	if len(orders) == 0 {
+		return
+	}
+	var first, last time.Time
 	for _, id := range orders {
-		ids[id] = true
 		t := idgen.Time(id)
-		if firstAdmit.IsZero() || t.Before(firstAdmit) {
-			firstAdmit = t
+		if first.IsZero() || t.Before(first) {
+			first = t
 		}
-		if t.After(lastAdmit) {
-			lastAdmit = t
+		if t.After(last) {
+			last = t
 		}
 	}
-	if len(orders) > 0 {
-		r.Draw.FirstAdmissionSeconds, r.Draw.LastAdmissionSeconds = since(firstAdmit), since(lastAdmit)
+	r.rep.Draw.FirstAdmissionSeconds, r.rep.Draw.LastAdmissionSeconds = r.since(first), r.since(last)
+}
+
+// measureAwaiting measures each of the draw's orders from its admission
+// to its AWAITING_PAYMENT, and notes when the last one got there.
+func (r *lobbyRun) measureAwaiting(ctx context.Context, orders []int64) error {
+	drawn := make(map[int64]bool, len(orders))
+	for _, id := range orders {
+		drawn[id] = true
 	}
-	rows, err := st.OrderTimelines(ctx, []int64{sale})
+	lines, err := r.st.OrderTimelines(ctx, []int64{r.sale})
 	if err != nil {
 		return err
 	}
 	h := newHist()
-	var lastAwait time.Time
-	for _, row := range rows {
-		if !ids[row.ID] || row.AwaitingAt == nil {
+	var last time.Time
+	for _, l := range lines {
+		if !drawn[l.ID] || l.AwaitingAt == nil {
 			continue
 		}
-		_ = h.RecordValue(max(row.AwaitingAt.Sub(idgen.Time(row.ID)).Microseconds(), 1))
-		if row.AwaitingAt.After(lastAwait) {
-			lastAwait = *row.AwaitingAt
+		_ = h.RecordValue(max(l.AwaitingAt.Sub(idgen.Time(l.ID)).Microseconds(), 1))
+		if l.AwaitingAt.After(last) {
+			last = *l.AwaitingAt
 		}
 	}
-	r.Draw.AdmittedToAwaiting = latencies(h, 0)
-	if !lastAwait.IsZero() {
-		r.Draw.LastAwaitingSeconds = since(lastAwait)
+	r.rep.Draw.AdmittedToAwaiting = latencies(h, 0)
+	if !last.IsZero() {
+		r.rep.Draw.LastAwaitingSeconds = r.since(last)
 	}
-	outcomes, err := st.EntryOutcomes(ctx, sale)
+	return nil
+}
+
+// countOutcomes counts the entries by the outcome the draw gave them
+// ("NONE": not settled).
+func (r *lobbyRun) countOutcomes(ctx context.Context) error {
+	outcomes, err := r.st.EntryOutcomes(ctx, r.sale)
 	if err != nil {
 		return err
 	}
-	r.Draw.Outcomes = map[string]int{}
+	r.rep.Draw.Outcomes = map[string]int{}
 	for outcome, n := range outcomes {
 		if outcome == "" {
 			outcome = "NONE"
 		}
-		r.Draw.Outcomes[outcome] = int(n)
+		r.rep.Draw.Outcomes[outcome] = int(n)
 	}
 	return nil
 }
