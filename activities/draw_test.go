@@ -109,6 +109,7 @@ func (r *drawRig) requireRanksAdmitted(t *testing.T, k int) {
 	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
 	require.NoError(t, err)
 	require.Equal(t, k, d.Admitted, "admitted is min(stock, entries)")
+	require.Zero(t, d.EndedAtRank, "the sale's end cut nothing")
 	orders, err := r.st.DrawOrders(t.Context(), r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, k)
@@ -180,6 +181,12 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, seckill.EntryLost, e.Outcome)
 	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, d.EndedAtRank, "the end cut the draw before its first rank")
+	require.Zero(t, d.Admitted)
 }
 
 // An attempt that admitted winners and was cut off before recording them,
@@ -257,6 +264,12 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, 2, "the published draw lists both")
+	// The published draw says where the end cut it, so that it verifies:
+	// K is the two ranks before the cut, not min(stock 3, entries 5).
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, d.EndedAtRank)
+	require.Equal(t, 2, d.Admitted)
 }
 
 // A winner within the units is admitted even when the units are in flight
