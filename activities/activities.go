@@ -226,13 +226,13 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 		return fmt.Errorf("read sale %d: %w", saleID, err)
 	}
 	a.rstore.KnowSegments(saleID, sale.StockSegments)
-	var next *redisstore.NextOrder
+	var next *seckill.NextOrder
 	if unit {
 		id, err := a.ids.Next()
 		if err != nil {
 			return err
 		}
-		next = &redisstore.NextOrder{ID: id, Terms: redisstore.TermsOf(*sale)}
+		next = &seckill.NextOrder{ID: id, Terms: seckill.TermsOf(*sale)}
 	}
 	res, err := a.rstore.Release(ctx, saleID, userID, orderID, next)
 	if err == nil && res.HandedTo != nil {

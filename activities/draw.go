@@ -138,7 +138,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return progress, err
 	}
-	terms := redisstore.TermsOf(*sale)
+	terms := seckill.TermsOf(*sale)
 	rs := a.rstore.ForDraw()
 	held, err := a.heldOrders(ctx, sale.ID, batch, units)
 	if err != nil {
@@ -249,7 +249,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, terms redisstore.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, terms seckill.Terms) error {
 	orderID, err := a.ids.Next()
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 }
 
 // queueDrawn puts an entrant ranked past the units on the waitlist.
-func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, p *seckill.DrawProgress) error {
+func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, p *seckill.DrawProgress) error {
 	if p.WaitlistFull {
 		e.Outcome = seckill.EntryLost
 		return nil
@@ -297,7 +297,7 @@ func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleI
 	return a.queueDrawnFull(ctx, rs, saleID, e, bound, terms, &p.WaitlistFull)
 }
 
-func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, full *bool) error {
+func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, full *bool) error {
 	if bound <= 0 {
 		bound = 1 << 30
 	}
