@@ -36,7 +36,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
 	for range 3 { // the first run and two retries
@@ -86,7 +86,7 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
 	for range 3 {
@@ -149,7 +149,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 
 	_, err := env.ExecuteActivity(acts.ReleaseOrder, seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann",
@@ -194,7 +194,7 @@ func TestStartOrder_ARefusedSecondOrderHandsBackItsPayments(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	v, err := env.ExecuteActivity(acts.StartOrder, seckill.StartOrderInput{OrderID: 1002, SaleID: sale.ID, UserID: "ann",
 		AdmittedAt: now, PayBy: now.Add(time.Hour)})

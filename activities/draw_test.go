@@ -62,7 +62,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	require.Zero(t, failed.Load(), "entries refused")
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
-		acts: activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2),
+		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2),
 		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
 	r.env.RegisterActivity(r.acts)
 	return r

@@ -154,7 +154,7 @@ func TestShopEvents_RefundedIsToldWhenEveryRefundSucceeded(t *testing.T) {
 func shopActivities(st *store.Store, rs *redisstore.Store, log *shopLog) (*testsuite.TestActivityEnvironment, *activities.Activities) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
 	env.RegisterActivity(acts)
 	return env, acts
 }
