@@ -10,7 +10,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/redisstore"
 )
 
 var errNoOrder = seckill.Errorf(seckill.CodeOrderNotFound, "no such order")
@@ -142,7 +141,7 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 				return nil, err
 			}
 			if held == id {
-				adm, ok = redisstore.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
+				adm, ok = seckill.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
 				break
 			}
 		}

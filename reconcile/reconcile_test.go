@@ -87,13 +87,13 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	sale := testenv.OpenSale(t, st, 3)
 	testenv.Warm(t, rs, sale, 0)
 	for _, u := range []string{"ann", "bob"} {
-		j, err := rs.Join(ctx, sale.ID, u, 10, 0, redisstore.TermsOf(*sale))
+		j, err := rs.Join(ctx, sale.ID, u, 10, 0, seckill.TermsOf(*sale))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
 	// The counter comes back with the database's 3 units.
 	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())
-	_, err := rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	var next atomic.Int64
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
@@ -107,7 +107,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	require.True(t, drifts[0].Fixed)
 	counts, err := rs.Counts(ctx, []int64{sale.ID})
 	require.NoError(t, err)
-	require.Equal(t, redisstore.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
+	require.Equal(t, seckill.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
 	for _, u := range []string{"ann", "bob"} {
 		id, err := rs.ClaimOf(ctx, sale.ID, u)
 		require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestSale_NeverRestoresTheClaimOfAnOrderReleasedDuringThePass(t *testing.T) 
 	require.Len(t, orders, 1)
 	_, err = st.CloseUnpaid(ctx, 1000, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &redisstore.NextOrder{ID: 7000, Terms: redisstore.TermsOf(*sale)})
+	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &seckill.NextOrder{ID: 7000, Terms: seckill.TermsOf(*sale)})
 	require.NoError(t, err)
 	// The pass writes back the claim it found missing.
 	restored, err := rs.RestoreClaim(ctx, sale.ID, "ann", 1000)
