@@ -38,7 +38,7 @@ type fakeAPI struct {
 	// tamper, when set, changes the draw's JSON before it is served.
 	tamper   func(d map[string]any)
 	endsAt   time.Time // the sale's ends_at (zero: an hour from now)
-	drawCode string // when set, /draw answers 409 with this code
+	drawCode string    // when set, /draw answers 409 with this code
 	// entriesServed, ordersAuth record what was asked.
 	ordersAuth string
 }
