@@ -300,7 +300,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			}
 		}
 		in := seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-			AmountCents: o.AmountCents, Currency: o.Currency}
+			AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
 		if o.PayBy != nil {
 			in.PayBy = *o.PayBy
 		}
