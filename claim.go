@@ -56,6 +56,11 @@ type Admission struct {
 	SaleID  int64
 	UserID  string
 	PayBy   time.Time
+	// Drawn: the sale's draw admitted it (SagaInput.Drawn), so a saga
+	// started from the admission rather than from its outbox entry (an
+	// early cancel, reconciliation) writes the order as the draw's too.
+	// False for admissions recorded before the marker was.
+	Drawn bool
 }
 
 // JoinResult is the answer to a waitlist join (join.lua).

@@ -252,7 +252,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
 		if adm, ok, err := r.Redis.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
-			in.PayBy = adm.PayBy
+			// The draw's admission stays the draw's (invariant 9), as its
+			// outbox entry would have said.
+			in.PayBy, in.Drawn = adm.PayBy, adm.Drawn
 		}
 		err = r.Sagas.Start(ctx, in)
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
@@ -297,7 +299,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			}
 		}
 		in := seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-			AmountCents: o.AmountCents, Currency: o.Currency}
+			AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
 		if o.PayBy != nil {
 			in.PayBy = *o.PayBy
 		}

@@ -28,6 +28,7 @@ type sagas struct {
 	mu      sync.Mutex
 	broken  map[int64]bool
 	started []int64
+	drawn   map[int64]bool // order id -> SagaInput.Drawn of its start
 }
 
 func (s *sagas) Describe(_ context.Context, orderID int64) (saga.Run, error) {
@@ -41,6 +42,10 @@ func (s *sagas) Start(_ context.Context, in seckill.SagaInput) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = append(s.started, in.OrderID)
+	if s.drawn == nil {
+		s.drawn = map[int64]bool{}
+	}
+	s.drawn[in.OrderID] = in.Drawn
 	return nil
 }
 
@@ -75,6 +80,37 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	require.Equal(t, seckill.DriftCheckFailed, kinds[ids[0]], "%+v", drifts)
 	require.Equal(t, seckill.DriftOrderWithoutSaga, kinds[ids[1]], "%+v", drifts)
 	require.Equal(t, []int64{ids[1]}, temporal.started)
+}
+
+// A claim the draw admitted whose saga never started gets it started as
+// the draw's, as its outbox entry would have: the order row then says the
+// draw admitted it (docs/DESIGN.md, invariant 9). An ordinary claim's
+// does not.
+func TestSale_StartsTheMissingSagaOfADrawnClaimAsTheDraws(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 5)
+	testenv.Warm(t, rs, sale, 5)
+	won, bought := idgen.At(time.Now().Add(-time.Minute)), idgen.At(time.Now().Add(-time.Minute))+1
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	res, err = rs.Claim(ctx, sale.ID, "buyer", bought, "", seckill.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	temporal := &sagas{}
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: temporal, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	for _, d := range drifts {
+		require.Equal(t, seckill.DriftClaimWithoutSaga, d.Kind, "%+v", d)
+		require.True(t, d.Fixed, "%+v", d)
+	}
+	require.Equal(t, map[int64]bool{won: true, bought: false}, temporal.drawn)
 }
 
 // Units re-loaded into the stock while buyers wait (Redis lost the counter

@@ -313,14 +313,28 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 		if err != nil {
 			continue
 		}
-		ms, user, found := strings.Cut(v, ":")
-		n, perr := strconv.ParseInt(ms, 10, 64)
-		if !found || perr != nil {
+		found, valid := parseAdmission(v)
+		if !valid {
 			return seckill.Admission{}, false, fmt.Errorf("admission of order %d: malformed %q", orderID, v)
 		}
-		return seckill.Admission{OrderID: orderID, SaleID: l.sale, UserID: user, PayBy: time.UnixMilli(n).UTC()}, true, nil
+		found.OrderID, found.SaleID = orderID, l.sale
+		return found, true, nil
 	}
 	return seckill.Admission{}, false, nil
+}
+
+// parseAdmission reads an admission record, "<pay_by ms>:<user>" with
+// "d" after the pay_by when the draw admitted it (admit.lua). The marker
+// is in the numeric field because a user id may hold ':'.
+func parseAdmission(v string) (a seckill.Admission, ok bool) {
+	ms, user, found := strings.Cut(v, ":")
+	ms, a.Drawn = strings.CutSuffix(ms, "d")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !found || err != nil {
+		return seckill.Admission{}, false
+	}
+	a.UserID, a.PayBy = user, time.UnixMilli(n).UTC()
+	return a, true
 }
 
 // flag is a boolean script argument.

@@ -467,6 +467,42 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	require.True(t, again.PayBy.IsZero())
 }
 
+// An admission says whether the sale's draw made it, so a saga started
+// from the admission instead of its outbox entry (a cancel before the
+// relay, reconciliation) writes the order as the draw's. A record written
+// before the marker still reads, as an ordinary admission, and a replayed
+// answer of the draw's admission keeps its pay_by.
+func TestAdmission_SaysWhetherTheDrawAdmittedIt(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSale(3))
+
+	drawn, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 1, "draw-key", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, drawn.Outcome)
+	ordinary := claim(t, sc, "buyer", 2)
+	require.Equal(t, seckill.Admitted, ordinary.Outcome)
+	older := time.UnixMilli(1_700_000_000_000).UTC()
+	require.NoError(t, sc.Client().HSet(ctx, sc.SaleKeys(saleID).Admitted, "3",
+		strconv.FormatInt(older.UnixMilli(), 10)+":old:buyer").Err())
+
+	for _, want := range []seckill.Admission{
+		{OrderID: 1, SaleID: saleID, UserID: "sso:winner", PayBy: drawn.PayBy, Drawn: true},
+		{OrderID: 2, SaleID: saleID, UserID: "buyer", PayBy: ordinary.PayBy},
+		{OrderID: 3, SaleID: saleID, UserID: "old:buyer", PayBy: older},
+	} {
+		adm, ok, err := sc.Admission(ctx, want.OrderID, []int64{saleID})
+		require.NoError(t, err)
+		require.True(t, ok, "order %d", want.OrderID)
+		require.Equal(t, want, adm)
+	}
+
+	again, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 4, "draw-key", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: drawn.PayBy}, again)
+}
+
 func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	t.Parallel()
 	sc := testenv.RedisStore(t)

@@ -332,8 +332,9 @@ func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error
 // the waitlist's, which serves only entrants the draw queued): a step of
 // the draw retried after it admitted a winner finds that winner's order
 // here even once it closed (a cancel, a failed payment), and does not
-// admit them a second time. (orders.drawn is not asked: a saga started by
-// a cancel before the relay, or by reconciliation, does not know it.)
+// admit them a second time. (orders.drawn is not asked: an admission made
+// again after Redis lost it (rewarm.lua), or recorded before admissions
+// carried the draw's mark, is not marked drawn.)
 func (s *Store) OrdersOfEach(ctx context.Context, saleID int64, users []string) (map[string]int64, error) {
 	out := make(map[string]int64)
 	if len(users) == 0 {
