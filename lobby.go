@@ -45,7 +45,12 @@ type Draw struct {
 	NextRank int // the first rank not yet settled
 	Entries  int // set once RANKED
 	Admitted int // set once DONE
-	DrawnAt  *time.Time
+	// EndedAtRank is where the sale's end cut the draw, set once DONE:
+	// the first rank within min(stock, entries) not admitted because the
+	// sale had ended (0: the end cut nothing). Admitted is then
+	// EndedAtRank - 1.
+	EndedAtRank int
+	DrawnAt     *time.Time
 }
 
 // DrawOrder is an order the draw gave: the entry that won it and its rank.
@@ -67,6 +72,9 @@ type PublishedDrawJSON struct {
 	Seed       string `json:"seed"`
 	Entries    int64  `json:"entries"`
 	Admitted   int64  `json:"admitted"`
+	// EndedAtRank: the sale ended during its draw, which admitted the
+	// ranks before this one only (absent: the end cut nothing).
+	EndedAtRank int64 `json:"ended_at_rank,omitempty"`
 }
 
 // DrawOrderJSON is one order of GET /api/v1/sales/{id}/draw/orders.

@@ -73,6 +73,11 @@ type Order struct {
 	// TraceParent is the W3C traceparent of the order's saga when it was
 	// traced, "" otherwise: a payment webhook's span links to it.
 	TraceParent string
+	// Drawn: the sale's draw admitted the order (SagaInput.Drawn), so a
+	// saga the API starts for it (an early cancel) writes it as the
+	// draw's. Not on the wire: docs/API.md's order object has no such
+	// field.
+	Drawn bool
 }
 
 // OrderJSON is the wire form of an Order: IDs as strings, times in UTC.

@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/tracing"
 )
@@ -22,7 +22,8 @@ import (
 // Activities holds the activities' dependencies.
 type Activities struct {
 	store    *store.Store
-	rstore   *redisstore.Store
+	redis    Redis
+	drawPass Admitter
 	provider seckill.PaymentProvider
 	intents  seckill.PaymentIntents // nil: the provider needs no payment object per order
 	ids      IDs
@@ -34,6 +35,46 @@ type Activities struct {
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
 	stockSlots chan struct{}
+}
+
+// Redis is what the activities ask of the Redis hot path (redisstore.Store):
+// the release of a claim, the draw's clock, claims and moves, and news of an
+// order's change for the API's event streams. Every method is safe to repeat.
+type Redis interface {
+	// KnowSegments tells Redis how many stock segments a sale has, as the
+	// database says.
+	KnowSegments(saleID int64, n int)
+	// Release forgets userID's claim on saleID if it still names orderID
+	// and, when next is not nil, gives the unit back: to the first waiting
+	// buyer as order next.ID, or to the stock. An error means the outcome
+	// is unknown: call again.
+	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *seckill.NextOrder) (seckill.Released, error)
+	// ClaimOf is the order userID's claim on saleID names; 0 when none.
+	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
+	// Now is Redis' clock, the one its scripts decide "started" and
+	// "ended" by, on the server that holds saleID.
+	Now(ctx context.Context, saleID int64) (time.Time, error)
+	// FinishMoves completes saleID's moves of units between its segments
+	// in flight for longer than olderThan (their mover stopped), giving a
+	// parked released unit to the first waiting buyer as an order numbered
+	// by nextID, and returns how many it finished.
+	FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
+	// OpenClaims opens a sale whose draw is done to claims and joins from
+	// startsAt on.
+	OpenClaims(ctx context.Context, saleID int64, startsAt time.Time) error
+	// PublishOrderChange tells the API's event streams that orderID's row
+	// changed; best effort (a stream missing it polls).
+	PublishOrderChange(ctx context.Context, orderID int64) error
+}
+
+// Admitter is how the draw admits and queues its entrants: Redis'
+// claims and waitlist joins as the draw's own (redisstore.Store.ForDraw),
+// which pass the start that holds a drawn sale's open claims back and are
+// not rate limited. An error means the outcome is unknown: call again
+// (the answer of a repeat is ALREADY_CLAIMED or ALREADY_WAITING).
+type Admitter interface {
+	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error)
+	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 }
 
 // ShopTeller hands an order event to its delivery, the order's ShopEvents
@@ -63,12 +104,14 @@ func WithShop(tell ShopTeller, send ShopSender) Option {
 // returns it, to be retried.
 type IDs interface{ Next() (int64, error) }
 
-// New returns the activities. maxStockTx bounds concurrent stock
-// transactions in this worker (at least 1); provider refunds payments,
+// New returns the activities. redis is the Redis hot path, and drawPass
+// the same as the draw admits with (redisstore.Store's ForDraw); maxStockTx
+// bounds concurrent stock transactions in this worker (at least 1);
+// provider refunds payments,
 // and, when it also makes a payment object per order (it implements
 // seckill.PaymentIntents, as Stripe does), the saga makes and cancels it.
-func New(st *store.Store, rstore *redisstore.Store, provider seckill.PaymentProvider, ids IDs, maxStockTx int, opts ...Option) *Activities {
-	a := &Activities{store: st, rstore: rstore, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
+func New(st *store.Store, redis Redis, drawPass Admitter, provider seckill.PaymentProvider, ids IDs, maxStockTx int, opts ...Option) *Activities {
+	a := &Activities{store: st, redis: redis, drawPass: drawPass, provider: provider, ids: ids, stockSlots: make(chan struct{}, max(1, maxStockTx))}
 	a.intents, _ = provider.(seckill.PaymentIntents)
 	for _, o := range opts {
 		o(a)
@@ -225,16 +268,16 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 	if err != nil {
 		return fmt.Errorf("read sale %d: %w", saleID, err)
 	}
-	a.rstore.KnowSegments(saleID, sale.StockSegments)
-	var next *redisstore.NextOrder
+	a.redis.KnowSegments(saleID, sale.StockSegments)
+	var next *seckill.NextOrder
 	if unit {
 		id, err := a.ids.Next()
 		if err != nil {
 			return err
 		}
-		next = &redisstore.NextOrder{ID: id, Terms: redisstore.TermsOf(*sale)}
+		next = &seckill.NextOrder{ID: id, Terms: seckill.TermsOf(*sale)}
 	}
-	res, err := a.rstore.Release(ctx, saleID, userID, orderID, next)
+	res, err := a.redis.Release(ctx, saleID, userID, orderID, next)
 	if err == nil && res.HandedTo != nil {
 		activity.GetLogger(ctx).Info("unit handed to the waitlist", "fromOrder", orderID,
 			"orderID", res.HandedTo.OrderID, "userID", res.HandedTo.UserID, "payBy", res.HandedTo.PayBy)
@@ -348,7 +391,7 @@ func refusal(err error) error {
 // effort: a lost message delays a stream by one poll, and is no reason to
 // run the activity again.
 func (a *Activities) changed(ctx context.Context, orderID int64) {
-	if err := a.rstore.PublishOrderChange(ctx, orderID); err != nil {
+	if err := a.redis.PublishOrderChange(ctx, orderID); err != nil {
 		activity.GetLogger(ctx).Warn("publish order change", "orderID", orderID, "error", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/seckill/seckill/activities"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/payments/devpay"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
@@ -28,7 +27,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	now := time.Now().UTC()
 	sale := testenv.OpenSale(t, st, 2)
 	testenv.Warm(t, rs, sale, 2)
-	terms := redisstore.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
+	terms := seckill.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
 	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
@@ -37,7 +36,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
 	for range 3 { // the first run and two retries
@@ -73,7 +72,7 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	now := time.Now().UTC()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 1)
-	terms := redisstore.TermsOf(*sale)
+	terms := seckill.TermsOf(*sale)
 	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
@@ -87,7 +86,7 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	in := seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann", Reason: seckill.ClosePaymentTimeout, ClosedAt: now}
 	for range 3 {
@@ -105,10 +104,10 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(sale.PaymentTimeout), adm.PayBy, 5*time.Second, "pay_by is fixed at the hand-over")
 	state, err := rs.WaitStateOf(ctx, sale.ID, "bob")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.WaitState{OrderID: bob}, state)
+	require.Equal(t, seckill.WaitState{OrderID: bob}, state)
 	cy, err := rs.WaitStateOf(ctx, sale.ID, "cy")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, cy, "cy is next")
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, cy, "cy is next")
 	n, _, err := rs.Remaining(ctx, sale.ID)
 	require.NoError(t, err)
 	require.Zero(t, n, "the unit went to bob, not to open claims")
@@ -138,7 +137,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 	for i, payBy := range []time.Time{now.Add(time.Hour), now.Add(-time.Minute)} {
 		id := int64(1001 + i)
 		user := []string{"ann", "bob"}[i]
-		res, err := rs.Claim(ctx, sale.ID, user, id, "", redisstore.TermsOf(*sale))
+		res, err := rs.Claim(ctx, sale.ID, user, id, "", seckill.TermsOf(*sale))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, PayBy: payBy})
@@ -150,7 +149,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 
 	_, err := env.ExecuteActivity(acts.ReleaseOrder, seckill.ReleaseOrderInput{OrderID: 1001, SaleID: sale.ID, UserID: "ann",
@@ -195,7 +194,7 @@ func TestStartOrder_ARefusedSecondOrderHandsBackItsPayments(t *testing.T) {
 
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2)
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2)
 	env.RegisterActivity(acts)
 	v, err := env.ExecuteActivity(acts.StartOrder, seckill.StartOrderInput{OrderID: 1002, SaleID: sale.ID, UserID: "ann",
 		AdmittedAt: now, PayBy: now.Add(time.Hour)})

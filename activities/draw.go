@@ -10,7 +10,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // The draw works in batches, so it never holds PostgreSQL or Redis in one
@@ -111,7 +110,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		// entrants keep them; after it, the rest lose without asking
 		// Redis (which may have dropped the ended sale).
 		if !in.Ended {
-			a.rstore.KnowSegments(sale.ID, sale.StockSegments)
+			a.redis.KnowSegments(sale.ID, sale.StockSegments)
 			next, err := a.keepAdmitted(ctx, sale.ID, d.NextRank, units)
 			if err != nil {
 				return progress, err
@@ -138,8 +137,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return progress, err
 	}
-	terms := redisstore.TermsOf(*sale)
-	rs := a.rstore.ForDraw()
+	terms := seckill.TermsOf(*sale)
 	held, err := a.heldOrders(ctx, sale.ID, batch, units)
 	if err != nil {
 		return progress, err
@@ -152,9 +150,9 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// winner keeps it, and is not admitted twice.
 			e.Outcome, e.OrderID = seckill.EntryWon, held[e.UserID]
 		case e.Rank <= units:
-			err = a.admitDrawn(ctx, rs, sale.ID, e, terms)
+			err = a.admitDrawn(ctx, sale.ID, e, terms)
 		default:
-			err = a.queueDrawn(ctx, rs, sale.ID, e, in.WaitlistMax, terms, &progress)
+			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, terms, &progress)
 		}
 		if err != nil {
 			return progress, err
@@ -193,7 +191,7 @@ func (a *Activities) ended(ctx context.Context, sale *seckill.Sale, known bool) 
 	if known {
 		return true, nil
 	}
-	now, err := a.rstore.Now(ctx, sale.ID)
+	now, err := a.redis.Now(ctx, sale.ID)
 	if err != nil {
 		return false, err
 	}
@@ -212,7 +210,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 	}
 	for _, e := range batch {
 		e.Outcome, e.OrderID = seckill.EntryLost, 0
-		orderID, err := a.rstore.ClaimOf(ctx, saleID, e.UserID)
+		orderID, err := a.redis.ClaimOf(ctx, saleID, e.UserID)
 		if err != nil {
 			return from, err
 		}
@@ -249,21 +247,21 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, terms redisstore.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, terms seckill.Terms) error {
 	orderID, err := a.ids.Next()
 	if err != nil {
 		return err
 	}
-	res, err := rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
+	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, "", terms)
 	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
-		if _, err := a.rstore.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
+		if _, err := a.redis.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
 		// A fresh id: a borrow names its move after the claim's order id.
 		if orderID, err = a.ids.Next(); err != nil {
 			return err
 		}
-		res, err = rs.Claim(ctx, saleID, e.UserID, orderID, "", terms)
+		res, err = a.drawPass.Claim(ctx, saleID, e.UserID, orderID, "", terms)
 	}
 	if err != nil {
 		return err
@@ -283,21 +281,21 @@ func (a *Activities) admitDrawn(ctx context.Context, rs *redisstore.Store, saleI
 		// an earlier attempt admitted keeps that order): the entrant waits,
 		// first in line, rather than lose a unit that comes back.
 		var full bool
-		return a.queueDrawnFull(ctx, rs, saleID, e, 0, terms, &full)
+		return a.queueDrawnFull(ctx, saleID, e, 0, terms, &full)
 	}
 	return fmt.Errorf("admit rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 }
 
 // queueDrawn puts an entrant ranked past the units on the waitlist.
-func (a *Activities) queueDrawn(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, p *seckill.DrawProgress) error {
+func (a *Activities) queueDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, p *seckill.DrawProgress) error {
 	if p.WaitlistFull {
 		e.Outcome = seckill.EntryLost
 		return nil
 	}
-	return a.queueDrawnFull(ctx, rs, saleID, e, bound, terms, &p.WaitlistFull)
+	return a.queueDrawnFull(ctx, saleID, e, bound, terms, &p.WaitlistFull)
 }
 
-func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, saleID int64, e *seckill.LobbyEntry, bound int, terms redisstore.Terms, full *bool) error {
+func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, full *bool) error {
 	if bound <= 0 {
 		bound = 1 << 30
 	}
@@ -305,7 +303,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, rs *redisstore.Store, s
 	if err != nil {
 		return err
 	}
-	res, err := rs.Join(ctx, saleID, e.UserID, bound, orderID, terms)
+	res, err := a.drawPass.Join(ctx, saleID, e.UserID, bound, orderID, terms)
 	if err != nil {
 		return err
 	}
@@ -337,7 +335,7 @@ func (a *Activities) FinishDraw(ctx context.Context, in seckill.DrawInput) error
 	if err := a.store.FinishDraw(ctx, in.SaleID); err != nil {
 		return err
 	}
-	if err := a.rstore.OpenClaims(ctx, in.SaleID, in.StartsAt); err != nil {
+	if err := a.redis.OpenClaims(ctx, in.SaleID, in.StartsAt); err != nil {
 		return err
 	}
 	activity.GetLogger(ctx).Info("draw done", "saleID", in.SaleID)

@@ -51,7 +51,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", PriceCents: 990, Currency: "usd", Stock: stock,
 		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby, StockSegments: segments}, nil)
 	require.NoError(t, err)
-	_, err = rs.Warm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
+	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
 	require.NoError(t, err)
 	var failed atomic.Int64
 	testenv.ForEachBuyer(entrants, 8, func(i int64) {
@@ -62,7 +62,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	require.Zero(t, failed.Load(), "entries refused")
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
-		acts: activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2),
+		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2),
 		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
 	r.env.RegisterActivity(r.acts)
 	return r
@@ -109,6 +109,7 @@ func (r *drawRig) requireRanksAdmitted(t *testing.T, k int) {
 	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
 	require.NoError(t, err)
 	require.Equal(t, k, d.Admitted, "admitted is min(stock, entries)")
+	require.Zero(t, d.EndedAtRank, "the sale's end cut nothing")
 	orders, err := r.st.DrawOrders(t.Context(), r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, k)
@@ -150,7 +151,7 @@ func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 	require.NoError(t, err)
 	// Rank 1 cancels: nobody waits yet, so the unit goes back to the stock.
 	_, err = r.rs.Release(ctx, r.sale.ID, first[0].UserID, orderID,
-		&redisstore.NextOrder{ID: 99_999, Terms: redisstore.TermsOf(*r.sale)})
+		&seckill.NextOrder{ID: 99_999, Terms: seckill.TermsOf(*r.sale)})
 	require.NoError(t, err)
 	r.settleAll(t)
 
@@ -180,6 +181,12 @@ func TestSettleDraw_AfterTheSaleEndedTheRestLose(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, seckill.EntryLost, e.Outcome)
 	}
+	_, err = r.env.ExecuteActivity(r.acts.FinishDraw, r.in)
+	require.NoError(t, err)
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, d.EndedAtRank, "the end cut the draw before its first rank")
+	require.Zero(t, d.Admitted)
 }
 
 // An attempt that admitted winners and was cut off before recording them,
@@ -193,7 +200,7 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 	// The cut-off attempt: ranks 1 and 2 admitted, nothing recorded.
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 2)
 	require.NoError(t, err)
-	terms := redisstore.TermsOf(*r.sale)
+	terms := seckill.TermsOf(*r.sale)
 	held := map[string]int64{}
 	for i, e := range batch {
 		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
@@ -244,7 +251,7 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	require.NoError(t, err)
 	held := map[string]int64{}
 	for i, e := range batch {
-		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", redisstore.TermsOf(*r.sale))
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", seckill.TermsOf(*r.sale))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		held[e.UserID] = res.OrderID
@@ -257,6 +264,12 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
 	require.NoError(t, err)
 	require.Len(t, orders, 2, "the published draw lists both")
+	// The published draw says where the end cut it, so that it verifies:
+	// K is the two ranks before the cut, not min(stock 3, entries 5).
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, d.EndedAtRank)
+	require.Equal(t, 2, d.Admitted)
 }
 
 // A winner within the units is admitted even when the units are in flight
@@ -294,7 +307,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 	r.rank(t)
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
 	require.NoError(t, err)
-	terms := redisstore.TermsOf(*r.sale)
+	terms := seckill.TermsOf(*r.sale)
 	drawRS := r.rs.ForDraw()
 	// The cut-off attempt: winners admitted, the rest queued, nothing recorded.
 	orders := map[string]int64{}
@@ -327,7 +340,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 	// goes to the first waiter.
 	_, err = r.st.CloseUnpaid(ctx, orders[first.UserID], seckill.CloseCancelled, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, orders[first.UserID], &redisstore.NextOrder{ID: 9_999, Terms: terms})
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, orders[first.UserID], &seckill.NextOrder{ID: 9_999, Terms: terms})
 	require.NoError(t, err)
 	waiting, err := r.rdb.ZCard(ctx, r.rs.SegmentKeys(r.sale.ID, home).Wait).Result()
 	require.NoError(t, err)
@@ -360,7 +373,7 @@ func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
 	r.rank(t)
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
 	require.NoError(t, err)
-	terms := redisstore.TermsOf(*r.sale)
+	terms := seckill.TermsOf(*r.sale)
 	now := time.Now().UTC()
 	for i, e := range batch {
 		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
@@ -374,7 +387,7 @@ func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
 	// Rank 1 cancels: its saga closes the order, then releases the claim.
 	_, err = r.st.CloseUnpaid(ctx, 1000, seckill.CloseCancelled, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, 1000, &redisstore.NextOrder{ID: 9_999, Terms: terms})
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, 1000, &seckill.NextOrder{ID: 9_999, Terms: terms})
 	require.NoError(t, err)
 
 	p := r.settle(t)

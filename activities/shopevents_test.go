@@ -65,7 +65,7 @@ func TestShopEvents_EachTransitionIsToldAfterItHappened(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	sale := testenv.OpenSale(t, st, 2)
 	testenv.Warm(t, rs, sale, 2)
-	terms := redisstore.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
+	terms := seckill.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
 	_, err := rs.Claim(ctx, sale.ID, "ann", 2001, "", terms)
 	require.NoError(t, err)
 
@@ -154,7 +154,7 @@ func TestShopEvents_RefundedIsToldWhenEveryRefundSucceeded(t *testing.T) {
 func shopActivities(st *store.Store, rs *redisstore.Store, log *shopLog) (*testsuite.TestActivityEnvironment, *activities.Activities) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	acts := activities.New(st, rs, devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
+	acts := activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2, activities.WithShop(log, log))
 	env.RegisterActivity(acts)
 	return env, acts
 }

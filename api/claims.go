@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // HeaderIdempotencyKey makes a claim safe to retry: the same user sending
@@ -141,7 +140,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Claim(ctx, saleID, user, orderID, idemKey, redisstore.TermsOf(sale))
+	res, err := s.cfg.Redis.Claim(ctx, saleID, user, orderID, idemKey, seckill.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = seckill.Unavailable

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // What the API asks of the database, Redis, Temporal and payment delivery,
@@ -44,21 +43,21 @@ type Store interface {
 // claim and waitlist scripts, the admission records, and the counters.
 type Redis interface {
 	Ping(ctx context.Context) error
-	Warm(ctx context.Context, spec redisstore.WarmSpec) (bool, error)
+	Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error)
 	// KnowSegments tells Redis how many stock segments a sale has, as the
 	// database says.
 	KnowSegments(saleID int64, n int)
-	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms redisstore.Terms) (redisstore.ClaimResult, error)
+	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error)
 	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
-	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
-	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms redisstore.Terms) (redisstore.JoinResult, error)
-	WaitStateOf(ctx context.Context, saleID int64, userID string) (redisstore.WaitState, error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
+	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	WaitStateOf(ctx context.Context, saleID int64, userID string) (seckill.WaitState, error)
 	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
 	Waiting(ctx context.Context, saleID int64) (int64, error)
 	ActiveSales(ctx context.Context) ([]int64, error)
 	RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error)
-	Counts(ctx context.Context, saleIDs []int64) (map[int64]redisstore.SaleCounts, error)
-	FollowChanges(ctx context.Context, h redisstore.Changes)
+	Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error)
+	FollowChanges(ctx context.Context, h seckill.Changes)
 }
 
 // Sagas is the API's view of Temporal (saga.Client).

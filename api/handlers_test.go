@@ -373,6 +373,41 @@ func TestOrders_CancelAsksTheOrdersSagaOnlyWhileItIsUnpaid(t *testing.T) {
 	require.Len(t, r.sagas.cancelled(), 1)
 }
 
+// Cancelling an order the draw admitted before the relay started its saga
+// starts the saga as the draw's, as the relay's input would have (the
+// order row must say the draw admitted it: docs/DESIGN.md, invariant 9),
+// and so does a cancel once the row is written; an ordinary claim's
+// cancel does not.
+func TestOrders_CancelOfAnOrderTheDrawAdmittedStartsItsSagaAsTheDraws(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	ctx := context.Background()
+	saleID := r.createSale(t, 5)
+	won := idgen.At(time.Now().Add(-time.Second)) // never minted by the rig's generator
+	res, err := r.rs.ForDraw().Claim(ctx, saleID, "ann", won, "",
+		seckill.Terms{PaymentTimeout: 10 * time.Minute, AmountCents: 990, Currency: "usd"})
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	bought := r.claim(t, saleID, "bob")
+
+	for user, id := range map[string]int64{"ann": won, "bob": bought} {
+		a := r.do(t, "POST", orderPath(id)+"/cancel", user, false, nil)
+		require.Equal(t, http.StatusAccepted, a.status, "%v", a.body)
+		require.Equal(t, "QUEUED", a.body["status"])
+	}
+	_, _, err = r.st.StartOrder(ctx, store.NewOrder{ID: won, SaleID: saleID, UserID: "ann",
+		CreatedAt: idgen.Time(won), PayBy: res.PayBy, Drawn: true})
+	require.NoError(t, err)
+	a := r.do(t, "POST", orderPath(won)+"/cancel", "ann", false, nil)
+	require.Equal(t, http.StatusAccepted, a.status, "%v", a.body)
+	require.Equal(t, "AWAITING_PAYMENT", a.body["status"])
+
+	drawn := map[int64][]bool{}
+	for _, in := range r.sagas.cancelled() {
+		drawn[in.OrderID] = append(drawn[in.OrderID], in.Drawn)
+	}
+	require.Equal(t, map[int64][]bool{won: {true, true}, bought: {false}}, drawn)
+}
+
 // hook posts a Stripe-style event for orderID signed with the rig's
 // secret (or with secret when it is not nil).
 func (r *handlerRig) hook(t *testing.T, ev seckill.PaymentEvent, orderID int64, secret []byte) answer {

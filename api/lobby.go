@@ -140,7 +140,8 @@ func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, err
 }
 
 // getDraw publishes a done draw: the commitment, the seed it commits to,
-// how many entered and how many were admitted.
+// how many entered and how many were admitted, and the rank where the
+// sale's end cut it, if it did.
 func (s *Server) getDraw(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -148,7 +149,7 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(seckill.PublishedDrawJSON{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: int64(d.Entries), Admitted: int64(d.Admitted)})
+	return c.JSON(seckill.PublishedDrawJSON{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: int64(d.Entries), Admitted: int64(d.Admitted), EndedAtRank: int64(d.EndedAtRank)})
 }
 
 // drawEntries publishes every entry of a done draw, one hex per line,

@@ -10,7 +10,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/redisstore"
 )
 
 var errNoOrder = seckill.Errorf(seckill.CodeOrderNotFound, "no such order")
@@ -142,7 +141,7 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 				return nil, err
 			}
 			if held == id {
-				adm, ok = redisstore.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
+				adm, ok = seckill.Admission{OrderID: id, SaleID: saleID, UserID: p.UserID}, true
 				break
 			}
 		}
@@ -160,7 +159,7 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 	}
 	o := &seckill.Order{
 		ID: id, SaleID: adm.SaleID, UserID: adm.UserID, Status: seckill.StatusQueued,
-		AmountCents: sale.PriceCents, Currency: sale.Currency, CreatedAt: idgen.Time(id),
+		AmountCents: sale.PriceCents, Currency: sale.Currency, CreatedAt: idgen.Time(id), Drawn: adm.Drawn,
 	}
 	if !adm.PayBy.IsZero() {
 		o.PayBy = &adm.PayBy
@@ -210,7 +209,9 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 // cancelOrder asks the order's saga to close it (CANCELLED). The owner only.
 // An order not yet relayed gets its saga started with the cancel already in
 // it (signal-with-start, same ID and options as the relay), so the cancel
-// can never be lost nor start a second saga.
+// can never be lost nor start a second saga; the saga gets the input the
+// relay would have given it, the draw's mark included, so the order row
+// says whether the draw admitted it.
 func (s *Server) cancelOrder(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -222,7 +223,7 @@ func (s *Server) cancelOrder(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is %s", o.Status)
 	}
 	in := seckill.SagaInput{OrderID: o.ID, SaleID: o.SaleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-		AmountCents: o.AmountCents, Currency: o.Currency}
+		AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
 	if o.PayBy != nil {
 		in.PayBy = *o.PayBy
 	}

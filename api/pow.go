@@ -9,7 +9,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/pow"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // HeaderProof carries a proof of work: the base64 of ALTCHA's solution
@@ -23,7 +22,7 @@ const proofRefused = seckill.Outcome(seckill.CodeProofRequired)
 // is asked of Config.Redis by type, so the Redis interface stays as the
 // handlers without proofs need it.
 type proofRecorder interface {
-	UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (redisstore.ProofUse, error)
+	UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (seckill.ProofUse, error)
 	GiveProofBack(ctx context.Context, saleID int64, userID, challenge, retry string) error
 }
 
@@ -123,9 +122,9 @@ func (s *Server) takeProof(c *fiber.Ctx, sale *seckill.Sale, userID, retry strin
 	case err != nil:
 		s.logFor(c).Warn("proof of work not recorded", "saleID", sale.ID, "error", err)
 		return nil, seckill.Errorf(seckill.CodeUnavailable, "proofs of work cannot be checked; try again shortly")
-	case use == redisstore.ProofUsed:
+	case use == seckill.ProofUsed:
 		return nil, proofError(pow.ErrUsed, sale.ID)
-	case use == redisstore.ProofRetried:
+	case use == seckill.ProofRetried:
 		return nil, nil // the request that took it gives it back, if anyone
 	}
 	return &takenProof{saleID: sale.ID, user: userID, challenge: proof.Challenge, key: retry}, nil

@@ -21,7 +21,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/pow"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
 
@@ -225,7 +224,7 @@ func TestProof_AConfiguredKeyAndAFutureStart(t *testing.T) {
 	require.Equal(t, "SALE_NOT_STARTED", a.code())
 	use, err := r.rs.UseProof(t.Context(), saleID, "ann", c.Challenge, starts.Add(pow.Validity), "")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofTaken, use, "a refusal that costs nothing spends no proof")
+	require.Equal(t, seckill.ProofTaken, use, "a refusal that costs nothing spends no proof")
 }
 
 // storePoWSale stores a sale of stock units whose claims need a proof of
@@ -252,8 +251,8 @@ func (r *handlerRig) storePoWSale(t *testing.T, stock int64, starts time.Time, l
 
 func (r *handlerRig) warm(t *testing.T, sale *seckill.Sale) {
 	t.Helper()
-	_, err := r.rs.Warm(t.Context(), redisstore.WarmSpec{SaleID: sale.ID, Units: sale.Stock.Total,
-		StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	_, err := r.rs.Warm(t.Context(), seckill.WarmSpec{SaleID: sale.ID, Units: sale.Stock.Total,
+		StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
 	require.NoError(t, err)
 }
 

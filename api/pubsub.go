@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill"
 )
 
 // listen follows the two pub/sub channels the API reacts to, until ctx is
@@ -12,7 +12,7 @@ import (
 // flag and wakes every stream, since messages may have been missed while
 // the connection was down; while it is down, flags expire and streams poll.
 func (s *Server) listen(ctx context.Context) {
-	s.cfg.Redis.FollowChanges(ctx, redisstore.Changes{
+	s.cfg.Redis.FollowChanges(ctx, seckill.Changes{
 		Restocked:    s.soldOut.clear,
 		OrderChanged: s.watchers.wake,
 		Subscribed: func() {

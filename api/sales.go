@@ -15,7 +15,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/redisstore"
 )
 
 var errNoSale = seckill.Errorf(seckill.CodeSaleNotFound, "no such sale")
@@ -200,8 +199,8 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	defer cancel()
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
-		_, warmErr = s.cfg.Redis.Warm(ctx, redisstore.WarmSpec{
-			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments,
+		_, warmErr = s.cfg.Redis.Warm(ctx, seckill.WarmSpec{
+			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments,
 		})
 		return warmErr
 	})

@@ -12,7 +12,6 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // serve runs r's server on a loopback listener until the test ends, so the
@@ -115,7 +114,7 @@ func TestSoldOutFlag_ReleaseClearsIt(t *testing.T) {
 	// Compensation returns alice's unit with the release script, which
 	// announces it.
 	order, _ := strconv.ParseInt(a.decoded.OrderID, 10, 64)
-	next := &redisstore.NextOrder{ID: order + 1, Terms: redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 1, Currency: "usd"}}
+	next := &seckill.NextOrder{ID: order + 1, Terms: seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 1, Currency: "usd"}}
 	if res, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, next); err != nil || !res.Now {
 		t.Fatalf("release: %+v %v", res, err)
 	}

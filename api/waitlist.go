@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/redisstore"
 )
 
 // DefaultWaitlistMax bounds a sale's waitlist unless SECKILL_WAITLIST_MAX
@@ -74,7 +73,7 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, orderID, redisstore.TermsOf(sale))
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, orderID, seckill.TermsOf(sale))
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused

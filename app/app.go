@@ -273,7 +273,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		}
 		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
 	}
-	acts := activities.New(d.Store, d.Redis, provider, ids, cfg.StockTx, opts...)
+	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,

@@ -193,7 +193,7 @@ func TestShopEvents_EveryTransitionSignedInOrderAcrossTheShopsOutage(t *testing.
 // their buyers: every order's two events arrive, once each (repeats
 // dropped by id), in order.
 func TestShopEvents_ABurstOfOrdersEachInOrder(t *testing.T) {
-	const orders = 1000
+	const orders = 500
 	r := newShopReceiver(t)
 	s := startWithShop(t, r)
 	sale := s.createSale(orders, 5*time.Minute)

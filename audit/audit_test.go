@@ -59,7 +59,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 0)
-	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, redisstore.TermsOf(*sale))
+	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, seckill.TermsOf(*sale))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
@@ -194,7 +194,7 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 			rank+1, seckill.EntryWon, old+int64(rank), sale.ID, u).Error)
 	}
 	// bob's admission is in Redis, on its way to its saga.
-	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", redisstore.TermsOf(*sale))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", seckill.TermsOf(*sale))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 

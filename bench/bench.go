@@ -12,7 +12,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/seckill/seckill"
@@ -38,6 +35,7 @@ import (
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/saga"
+	"github.com/seckill/seckill/store"
 )
 
 // Options describe one benchmark run.
@@ -223,7 +221,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	// The waitlist's orders (released units, and joins that found one in
 	// stock) are paid (their share) as they appear.
-	db := deps.Store.Gorm()
+	st := deps.Store
 	var waitlisted func() (int, payResult)
 	if o.WaitlistShare > 0 {
 		rep.Waitlist = &Waitlist{Joined: latencies(lr.joinsHist, 0), Answers: lr.joins}
@@ -231,20 +229,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	// Sagas: every won order reaches AWAITING_PAYMENT (or CLOSED).
-	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status <> 'QUEUED'", say, "sagas"); err != nil {
+	if err := waitOrders(ctx, o, st, sales, len(lr.admissions), leftQueued, say, "sagas"); err != nil {
 		return nil, err
 	}
-	if err := rep.addSagas(ctx, db, sales); err != nil {
+	if err := rep.addSagas(ctx, st, sales); err != nil {
 		return nil, err
 	}
 
-	if err := waitOrders(ctx, o, db, sales, len(lr.admissions), "status IN ('PAID', 'CLOSED')", say, "settled"); err != nil {
+	if err := waitOrders(ctx, o, st, sales, len(lr.admissions), seckill.OrderStatus.Terminal, say, "settled"); err != nil {
 		return nil, err
 	}
 	if waitlisted != nil {
 		// Every unit released has gone to a waiting buyer or back to the
 		// stock; their orders settle in turn.
-		if err := waitQuiet(ctx, o, db, deps.Redis, sales, say); err != nil {
+		if err := waitQuiet(ctx, o, st, deps.Redis, sales, say); err != nil {
 			return nil, err
 		}
 		found, wp := waitlisted()
@@ -252,27 +250,28 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, wp.err
 		}
 		say("waitlist: %d orders, %d paid", found, wp.paid)
-		if err := rep.addWaitlist(ctx, db, sales, lr.admissions); err != nil {
+		if err := rep.addWaitlist(ctx, st, sales, lr.admissions); err != nil {
 			return nil, err
 		}
 	}
 	settled := time.Now()
 	rep.Settle.AfterBurstSeconds = settled.Sub(burstEnd).Seconds()
-	// No order timed out when everyone paid: max() is then NULL.
-	var lastPayBy sql.NullTime
-	if err := db.WithContext(ctx).Raw(`SELECT max(pay_by) FROM orders WHERE sale_id IN ? AND close_reason = 'PAYMENT_TIMEOUT'`, sales).
-		Row().Scan(&lastPayBy); err != nil {
+	// No order timed out when everyone paid: no deadline was missed then.
+	lastPayBy, err := st.LastMissedPayBy(ctx, sales)
+	if err != nil {
 		return nil, err
 	}
-	if lastPayBy.Valid {
-		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(lastPayBy.Time).Seconds()
+	if !lastPayBy.IsZero() {
+		rep.Settle.AfterLastDeadlineSeconds = settled.Sub(lastPayBy).Seconds()
 	}
 	say("every order settled %.1fs after the burst", rep.Settle.AfterBurstSeconds)
-	if err := db.WithContext(ctx).Raw(`SELECT coalesce(sum(sold), 0) FROM sales WHERE id IN ?`, sales).Row().Scan(&rep.UnitsSold); err != nil {
+	if rep.UnitsSold, err = unitsSold(ctx, st, sales); err != nil {
 		return nil, err
 	}
 
-	auditor := &audit.Auditor{DB: db, Redis: deps.Redis, Sagas: saga.New(deps.Temporal, saga.Options{})}
+	// The audit checks the invariants from the outside, reading Postgres
+	// itself (audit.Auditor.DB), as `seckill audit` does.
+	auditor := &audit.Auditor{DB: st.Gorm(), Redis: deps.Redis, Sagas: saga.New(deps.Temporal, saga.Options{})}
 	for _, s := range sales {
 		ar, err := auditor.Wait(ctx, s, audit.Options{Grace: time.Minute}, 2*time.Minute)
 		if err != nil {
@@ -461,17 +460,18 @@ func sendPayment(ctx context.Context, client *http.Client, o Options, orderID in
 	return "", fmt.Errorf("payment webhook for order %d: %s", orderID, last)
 }
 
-// waitOrders polls until want orders of sales match cond.
-func waitOrders(ctx context.Context, o Options, db *gorm.DB, sales []int64, want int, cond string,
+// waitOrders polls until want orders of sales have a status which
+// accepts.
+func waitOrders(ctx context.Context, o Options, st *store.Store, sales []int64, want int, which func(seckill.OrderStatus) bool,
 	say func(string, ...any), what string) error {
 	deadline := time.Now().Add(o.SettleWithin)
 	last := time.Now()
 	for {
-		var n int
-		if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id IN ? AND `+cond, sales).Scan(&n).Error; err != nil {
+		n, err := countOrders(ctx, st, sales, which)
+		if err != nil {
 			return err
 		}
-		if n >= want {
+		if n >= int64(want) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -487,6 +487,40 @@ func waitOrders(ctx context.Context, o Options, db *gorm.DB, sales []int64, want
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// countOrders counts the orders of sales whose status which accepts.
+func countOrders(ctx context.Context, st *store.Store, sales []int64, which func(seckill.OrderStatus) bool) (int64, error) {
+	counts, err := st.OrderCounts(ctx, sales)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, byStatus := range counts {
+		for status, c := range byStatus {
+			if which(status) {
+				n += c
+			}
+		}
+	}
+	return n, nil
+}
+
+// leftQueued: the order's saga has written it down (AWAITING_PAYMENT, or
+// CLOSED when the database had no unit), or it has gone on since.
+func leftQueued(s seckill.OrderStatus) bool { return s != seckill.StatusQueued }
+
+// unitsSold reads the units the sales sold.
+func unitsSold(ctx context.Context, st *store.Store, sales []int64) (int64, error) {
+	var n int64
+	for _, id := range sales {
+		sale, err := st.Sale(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		n += sale.Stock.Sold
+	}
+	return n, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

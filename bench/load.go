@@ -87,140 +87,101 @@ type loadResult struct {
 	joinsHist *hdrhistogram.Histogram
 }
 
-// burst runs an open-loop load: request i is due at start + i/rate, and its
-// latency is measured from then, so a slow server's queueing shows up in
-// the figures instead of slowing the senders down (coordinated omission).
-// conns senders take the next due request as soon as they are free.
+// burst runs the claims on an open loop (openLoop): claim i is buyer
+// i%len(tokens)'s, on sale i%len(sales).
 func burst(p loadPlan) (*loadResult, error) {
 	if p.requests <= 0 || p.rate <= 0 || p.conns <= 0 || len(p.sales) == 0 || len(p.tokens) == 0 {
 		return nil, fmt.Errorf("bench: empty load plan")
 	}
-	client := loadClient(p.host, p.conns)
 	paths := make([][]byte, len(p.sales))
 	joinPaths := make([][]byte, len(p.sales))
 	for i, s := range p.sales {
 		paths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/claims")
 		joinPaths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/waitlist")
 	}
-	interval := float64(time.Second) / float64(p.rate)
-
-	var (
-		next     atomic.Int64
-		counts   [numOutcomes]atomic.Int64
-		mu       sync.Mutex
-		res      = &loadResult{statuses: map[int]int{}, joins: map[string]int{}, joinsHist: newHist()}
-		wg       sync.WaitGroup
-		progress = make(chan struct{})
-	)
-	perSender := make([][]sample, p.conns)
+	var counts [numOutcomes]atomic.Int64
 	start := time.Now().Add(50 * time.Millisecond)
-	res.start = start
+	loop := openLoop{host: p.host, requests: p.requests, rate: p.rate, conns: p.conns, start: start}
 	if p.progress != nil {
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-progress:
-					return
-				case now := <-t.C:
-					var c [numOutcomes]int64
-					var total int64
-					for i := range c {
-						c[i] = counts[i].Load()
-						total += c[i]
-					}
-					fmt.Fprintf(p.progress, "  %5.1fs  sent %d/%d  admitted %d  sold out %d  already %d  errors %d\n",
-						now.Sub(start).Seconds(), total, p.requests, c[Admitted], c[SoldOut], c[AlreadyClaimed],
-						c[RateLimited]+c[Unavailable]+c[OtherError]+c[Failed])
-				}
+		loop.progress = func(now time.Time) {
+			var c [numOutcomes]int64
+			var total int64
+			for i := range c {
+				c[i] = counts[i].Load()
+				total += c[i]
 			}
-		}()
+			fmt.Fprintf(p.progress, "  %5.1fs  sent %d/%d  admitted %d  sold out %d  already %d  errors %d\n",
+				now.Sub(start).Seconds(), total, p.requests, c[Admitted], c[SoldOut], c[AlreadyClaimed],
+				c[RateLimited]+c[Unavailable]+c[OtherError]+c[Failed])
+		}
 	}
-	for w := 0; w < p.conns; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			// post sends a POST with no body to path as the buyer with token.
-			post := func(path, token []byte) error {
-				req.Reset()
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.Header.SetHost(p.host)
-				req.SetRequestURIBytes(path)
-				req.Header.SetBytesV("Authorization", token)
-				resp.Reset()
-				return client.Do(req, resp)
-			}
-			samples := make([]sample, 0, p.requests/p.conns+1)
-			statuses := map[int]int{}
-			joins := map[string]int{}
-			joinsHist := newHist()
-			var won []admission
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= p.requests {
-					break
-				}
-				due := start.Add(time.Duration(float64(i) * interval))
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
-				}
-				sale := i % len(p.sales)
-				err := post(paths[sale], p.tokens[i%len(p.tokens)])
-				lat := time.Since(due)
-				o, status := classify(err, resp)
-				statuses[status]++
-				if o == Admitted {
-					if id, ok := orderIDOf(resp.Body()); ok {
-						a := admission{orderID: id, saleID: p.sales[sale], answeredAt: time.Now()}
-						won = append(won, a)
-						if p.won != nil {
-							p.won <- a
-						}
-					}
-				}
-				if o == SoldOut && p.waitShare > 0 && joins2Wait(i%len(p.tokens), p.waitShare) {
-					t := time.Now()
-					err := post(joinPaths[sale], p.tokens[i%len(p.tokens)])
-					_ = joinsHist.RecordValue(max(time.Since(t).Microseconds(), 1))
-					joins[joinAnswer(err, resp)]++
-				}
-				counts[o].Add(1)
-				samples = append(samples, sample{
-					intendedMs: uint32(due.Sub(start) / time.Millisecond),
-					latencyUs:  uint32(min(lat/time.Microsecond, 1<<32-1)),
-					outcome:    o,
-				})
-			}
-			perSender[w] = samples
-			mu.Lock()
-			res.admissions = append(res.admissions, won...)
-			for k, v := range joins {
-				res.joins[k] += v
-			}
-			res.joinsHist.Merge(joinsHist)
-			for k, v := range statuses {
-				res.statuses[k] += v
-			}
-			mu.Unlock()
-		}(w)
-	}
-	wg.Wait()
-	res.wall = time.Since(start)
-	close(progress)
+	lanes := make([]*claimLane, p.conns)
+	lr := loop.run(func(w int) lane {
+		lanes[w] = &claimLane{plan: &p, paths: paths, joinPaths: joinPaths, start: start, counts: &counts,
+			samples: make([]sample, 0, p.requests/p.conns+1), joins: map[string]int{}, joinsHist: newHist()}
+		return lanes[w]
+	})
+	res := &loadResult{start: start, wall: time.Since(start), statuses: lr.statuses, joins: map[string]int{}, joinsHist: newHist()}
 	n := 0
-	for _, s := range perSender {
-		n += len(s)
+	for _, l := range lanes {
+		n += len(l.samples)
 	}
 	res.samples = make([]sample, 0, n)
-	for _, s := range perSender {
-		res.samples = append(res.samples, s...)
+	for _, l := range lanes {
+		res.samples = append(res.samples, l.samples...)
+		res.admissions = append(res.admissions, l.won...)
+		for k, v := range l.joins {
+			res.joins[k] += v
+		}
+		res.joinsHist.Merge(l.joinsHist)
 	}
 	runtime.GC()
 	return res, nil
+}
+
+// claimLane is one worker of the burst: it records each claim's answer
+// as a sample, tells the payers every admission as it arrives, and joins
+// the waitlist when refused, as its share of the buyers would.
+type claimLane struct {
+	plan             *loadPlan
+	paths, joinPaths [][]byte // by sale
+	start            time.Time
+	counts           *[numOutcomes]atomic.Int64 // every lane's, for the progress line
+
+	samples   []sample
+	won       []admission
+	joins     map[string]int
+	joinsHist *hdrhistogram.Histogram
+}
+
+func (c *claimLane) target(i int) (path, token []byte) {
+	return c.paths[i%len(c.plan.sales)], c.plan.tokens[i%len(c.plan.tokens)]
+}
+
+func (c *claimLane) answered(x *exchange) {
+	p, sale, buyer := c.plan, x.i%len(c.plan.sales), x.i%len(c.plan.tokens)
+	o := classify(x)
+	if o == Admitted {
+		if id, ok := orderIDOf(x.resp.Body()); ok {
+			a := admission{orderID: id, saleID: p.sales[sale], answeredAt: time.Now()}
+			c.won = append(c.won, a)
+			if p.won != nil {
+				p.won <- a
+			}
+		}
+	}
+	if o == SoldOut && p.waitShare > 0 && joins2Wait(buyer, p.waitShare) {
+		t := time.Now()
+		err := x.post(c.joinPaths[sale], p.tokens[buyer])
+		_ = c.joinsHist.RecordValue(max(time.Since(t).Microseconds(), 1))
+		c.joins[joinAnswer(err, x.resp)]++
+	}
+	c.counts[o].Add(1)
+	c.samples = append(c.samples, sample{
+		intendedMs: uint32(x.due.Sub(c.start) / time.Millisecond),
+		latencyUs:  uint32(min(x.latency()/time.Microsecond, 1<<32-1)),
+		outcome:    o,
+	})
 }
 
 var (
@@ -228,28 +189,29 @@ var (
 	codeAlreadyClaimed = []byte(`"code":"ALREADY_CLAIMED"`)
 )
 
-func classify(err error, resp *fasthttp.Response) (Outcome, int) {
-	if err != nil {
-		return Failed, 0
+// classify names a claim's answer.
+func classify(x *exchange) Outcome {
+	if x.err != nil {
+		return Failed
 	}
-	switch s := resp.StatusCode(); s {
+	switch x.resp.StatusCode() {
 	case fasthttp.StatusAccepted:
-		return Admitted, s
+		return Admitted
 	case fasthttp.StatusConflict:
-		body := resp.Body()
+		body := x.resp.Body()
 		switch {
 		case bytes.Contains(body, codeSoldOut):
-			return SoldOut, s
+			return SoldOut
 		case bytes.Contains(body, codeAlreadyClaimed):
-			return AlreadyClaimed, s
+			return AlreadyClaimed
 		}
-		return OtherError, s
+		return OtherError
 	case fasthttp.StatusTooManyRequests:
-		return RateLimited, s
+		return RateLimited
 	case fasthttp.StatusServiceUnavailable:
-		return Unavailable, s
+		return Unavailable
 	default:
-		return OtherError, s
+		return OtherError
 	}
 }
 

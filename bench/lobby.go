@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -21,9 +20,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/draw/drawcli"
@@ -214,50 +213,124 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	r, err := startLobbyRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.deps.Close()
+	if err := r.mintTokens(); err != nil {
+		return nil, err
+	}
+	if err := r.openLobby(ctx); err != nil {
+		return nil, err
+	}
+	workflowAfter := r.watchDrawWorkflow(ctx)
+	r.enterEveryBuyer()
+	if err := r.measureLobbyBeforeDraw(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.waitForStartsAt(ctx); err != nil {
+		return nil, err
+	}
+	worker := r.watchWorker(ctx)
+	defer worker.stop()
+	r.say("the draw runs at starts_at ...")
+	if err := r.followDraw(ctx); err != nil {
+		return nil, err
+	}
+	worker.finish()
+	r.rep.DrawWorkflowAfterSeconds = workflowAfter()
+	if err := r.measureLobbyAfterDraw(ctx); err != nil {
+		return nil, err
+	}
+	r.mem.sampleMemory(worker.pids, true)
+	if o.Verify {
+		r.say("verifying the published draw (draw.Verify) ...")
+		r.rep.Verify = verifyDraw(ctx, o, r.sale)
+	}
+	r.rep.Finished = time.Now().UTC()
+	if err := r.rep.write(o.OutDir); err != nil {
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// lobbyRun is one run of the lobby benchmark, as its steps share it.
+type lobbyRun struct {
+	o     LobbyOptions
+	host  string
+	say   func(string, ...any)
+	deps  *app.Deps
+	st    *store.Store
+	rep   *LobbyReport
+	mem   *Report // every child's memory over the run, into rep.Processes
+	runID string
+
+	tokens   [][]byte // one per buyer, until every buyer has entered
+	sale     int64
+	first    time.Time // the first entry's due time
+	startsAt time.Time
+	created  time.Time // when the sale was created
+}
+
+// startLobbyRun connects to the system under test and notes every child's
+// memory at the start.
+func startLobbyRun(ctx context.Context, o LobbyOptions) (*lobbyRun, error) {
 	host, say, deps, err := begin(ctx, o.APIURL, o.Progress, o.Config)
 	if err != nil {
 		return nil, err
 	}
-	defer deps.Close()
-	db := deps.Store.Gorm()
 	rep := &LobbyReport{Config: lobbyConfig(o), Started: time.Now().UTC(), Processes: map[string]*Memory{}}
-	mem := &Report{Processes: rep.Processes}
-	mem.sampleMemory(o.Processes, false)
+	r := &lobbyRun{o: o, host: host, say: say, deps: deps, st: deps.Store, rep: rep, mem: &Report{Processes: rep.Processes},
+		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	r.mem.sampleMemory(o.Processes, false)
+	return r, nil
+}
 
-	runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	say("minting %d buyer tokens ...", o.Buyers)
-	tokens, err := mintTokens(o.Config.JWTSecret, o.Buyers, runID)
-	if err != nil {
-		return nil, err
-	}
+// mintTokens signs every buyer's token before the sale exists, so that
+// signing costs nothing while the lobby is open.
+func (r *lobbyRun) mintTokens() error {
+	r.say("minting %d buyer tokens ...", r.o.Buyers)
+	tokens, err := mintTokens(r.o.Config.JWTSecret, r.o.Buyers, r.runID)
+	r.tokens = tokens
+	return err
+}
 
+// openLobby creates the sale, its lobby open now: the first entry is due
+// 2 s after the sale is created (its answer and the API's sale cache), and
+// starts_at is Window after that.
+func (r *lobbyRun) openLobby(ctx context.Context) error {
 	// The sale starts its draw's workflow when it is created: wait until
 	// the launched Temporal knows its namespace (it can lag the API's
 	// readiness; the worker's reconciliation would start the draw later).
-	if err := waitNamespace(ctx, deps.Temporal, time.Minute); err != nil {
-		return nil, err
+	if err := waitNamespace(ctx, r.deps.Temporal, time.Minute); err != nil {
+		return err
 	}
-	// The first entry is due 2 s after the sale is created (its answer
-	// and the API's sale cache), and starts_at is Window after that.
-	first := time.Now().Add(2 * time.Second)
-	startsAt := first.Add(o.Window).UTC().Truncate(time.Millisecond)
-	sale, err := createLobbySale(ctx, o, "bench lobby "+runID, startsAt)
+	r.first = time.Now().Add(2 * time.Second)
+	r.startsAt = r.first.Add(r.o.Window).UTC().Truncate(time.Millisecond)
+	sale, err := createLobbySale(ctx, r.o, "bench lobby "+r.runID, r.startsAt)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.SaleID, rep.StartsAt = sale, startsAt
-	created := time.Now()
-	rep.StartsAtAfterSeconds = startsAt.Sub(created).Seconds()
-	var workflowAfterMs atomic.Int64
-	// The draw's workflow is started with the sale, or (when Temporal
-	// refused then) by the worker's reconciliation: the draw is late if
-	// it starts after starts_at.
+	r.sale, r.created = sale, time.Now()
+	r.rep.SaleID, r.rep.StartsAt = sale, r.startsAt
+	r.rep.StartsAtAfterSeconds = r.startsAt.Sub(r.created).Seconds()
+	return nil
+}
+
+// watchDrawWorkflow looks for the draw's workflow every 250 ms until a
+// minute past starts_at; the returned function says when it was found,
+// in seconds from the sale's creation (0: not found). The workflow is
+// started with the sale, or (when Temporal refused then) by the worker's
+// reconciliation: the draw is late if it starts after starts_at.
+func (r *lobbyRun) watchDrawWorkflow(ctx context.Context) (foundAfter func() float64) {
+	var afterMs atomic.Int64
 	go func() {
-		for time.Now().Before(startsAt.Add(time.Minute)) {
-			if _, err := deps.Temporal.DescribeWorkflowExecution(ctx, "draw-"+strconv.FormatInt(sale, 10), ""); err == nil {
-				workflowAfterMs.Store(max(time.Since(created).Milliseconds(), 1))
-				if time.Now().After(startsAt) {
-					say("WARNING: the draw's workflow started %.1fs after starts_at", time.Since(startsAt).Seconds())
+		for time.Now().Before(r.startsAt.Add(time.Minute)) {
+			if _, err := r.deps.Temporal.DescribeWorkflowExecution(ctx, "draw-"+strconv.FormatInt(r.sale, 10), ""); err == nil {
+				afterMs.Store(max(time.Since(r.created).Milliseconds(), 1))
+				if time.Now().After(r.startsAt) {
+					r.say("WARNING: the draw's workflow started %.1fs after starts_at", time.Since(r.startsAt).Seconds())
 				}
 				return
 			}
@@ -268,89 +341,119 @@ func RunLobby(ctx context.Context, o LobbyOptions) (*LobbyReport, error) {
 			}
 		}
 	}()
-	say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
-		sale, o.Units, startsAt.Format(time.RFC3339Nano), time.Until(startsAt).Round(time.Second), o.Buyers, o.Rate)
+	return func() float64 { return float64(afterMs.Load()) / 1000 }
+}
 
-	lr := enterAll(lobbyPlan{host: host, sale: sale, tokens: tokens, rate: o.Rate, conns: o.Conns,
-		start: first, deadline: startsAt, progress: o.Progress})
-	tokens = nil
-	rep.addEntries(o, lr, startsAt)
-	say("entries: %d sent (%d not sent: due after starts_at), %d answered 201 in %.1fs = %.0f/s; errors %v",
-		rep.Entries.Sent, rep.Entries.NotSent, rep.Entries.Entered, rep.Entries.WallSeconds, rep.Entries.PerSecond, rep.Entries.Errors)
+// enterEveryBuyer sends every buyer's entry (enterAll) and lets the
+// tokens go.
+func (r *lobbyRun) enterEveryBuyer() {
+	o := r.o
+	r.say("sale %d: %d units, lobby open now, starts_at %s (in %s); %d entries at %d/s",
+		r.sale, o.Units, r.startsAt.Format(time.RFC3339Nano), time.Until(r.startsAt).Round(time.Second), o.Buyers, o.Rate)
+	lr := enterAll(lobbyPlan{host: r.host, sale: r.sale, tokens: r.tokens, rate: o.Rate, conns: o.Conns,
+		start: r.first, deadline: r.startsAt, progress: o.Progress})
+	r.tokens = nil
+	r.rep.addEntries(o, lr, r.startsAt)
+	e := r.rep.Entries
+	r.say("entries: %d sent (%d not sent: due after starts_at), %d answered 201 in %.1fs = %.0f/s; errors %v",
+		e.Sent, e.NotSent, e.Entered, e.WallSeconds, e.PerSecond, e.Errors)
+}
 
-	// The table as the draw finds it (the lobby takes nothing more after
-	// the last answer, and nobody else writes it).
-	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries'), pg_table_size('lobby_entries'),
-		pg_indexes_size('lobby_entries'), (SELECT count(*) FROM lobby_entries WHERE sale_id = ?)`, sale).
-		Row().Scan(&rep.Table.BeforeDrawBytes, &rep.Table.BeforeHeapBytes, &rep.Table.BeforeIdxBytes, &rep.Table.Rows); err != nil {
-		return nil, err
+// measureLobbyBeforeDraw reads the table as the draw finds it (the lobby
+// takes nothing more after the last answer, and nobody else writes it).
+func (r *lobbyRun) measureLobbyBeforeDraw(ctx context.Context) error {
+	size, err := r.st.LobbySize(ctx)
+	if err != nil {
+		return err
 	}
+	t := &r.rep.Table
+	t.BeforeDrawBytes, t.BeforeHeapBytes, t.BeforeIdxBytes = size.Total, size.Heap, size.Indexes
+	t.Rows, err = r.st.LobbyCount(ctx, r.sale)
+	return err
+}
 
-	// The worker's memory just before starts_at, then every 100 ms.
-	if d := time.Until(startsAt.Add(-200 * time.Millisecond)); d > 0 {
-		say("waiting %s for starts_at ...", d.Round(100*time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
-		}
+// measureLobbyAfterDraw reads the table's size once the draw has written
+// every entry's rank and outcome.
+func (r *lobbyRun) measureLobbyAfterDraw(ctx context.Context) error {
+	size, err := r.st.LobbySize(ctx)
+	r.rep.Table.AfterDrawBytes = size.Total
+	return err
+}
+
+// waitForStartsAt waits until just before starts_at, when the worker's
+// memory is read.
+func (r *lobbyRun) waitForStartsAt(ctx context.Context) error {
+	d := time.Until(r.startsAt.Add(-200 * time.Millisecond))
+	if d <= 0 {
+		return nil
 	}
-	pids := o.Processes
-	if o.ProcessesNow != nil {
-		pids = o.ProcessesNow()
+	r.say("waiting %s for starts_at ...", d.Round(100*time.Millisecond))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
 	}
-	workerPID := pids["worker"]
-	reset := false
-	if workerPID != 0 {
-		rep.Memory.BeforeRSS, rep.Memory.BeforeHWM, _ = proc.Memory(workerPID)
-		// Reset the worker's VmHWM, so that its value at the end is the
-		// draw's own peak.
-		reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", workerPID), []byte("5"), 0) == nil
+}
+
+// workerWatch follows the worker's memory through the draw.
+type workerWatch struct {
+	mem  *DrawMemory
+	pids map[string]int // the children's, at starts_at
+	pid  int            // the worker's; 0 when it has no process of its own
+	// reset: its VmHWM was reset at starts_at, so that its value at the
+	// end is the draw's own peak.
+	reset bool
+	stop  func() // stops the sampling, and waits for it
+}
+
+// watchWorker reads the worker's memory just before starts_at, resets its
+// VmHWM, and samples its VmRSS every 100 ms until stopped.
+func (r *lobbyRun) watchWorker(ctx context.Context) *workerWatch {
+	w := &workerWatch{mem: &r.rep.Memory, pids: r.o.Processes}
+	if r.o.ProcessesNow != nil {
+		w.pids = r.o.ProcessesNow()
+	}
+	w.pid = w.pids["worker"]
+	if w.pid != 0 {
+		w.mem.BeforeRSS, w.mem.BeforeHWM, _ = proc.Memory(w.pid)
+		w.reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", w.pid), []byte("5"), 0) == nil
 	}
 	sampling, stopSampling := context.WithCancel(ctx)
-	samplerDone := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(samplerDone)
-		rep.sampleWorker(sampling, workerPID, startsAt)
+		defer close(done)
+		r.rep.sampleWorker(sampling, w.pid, r.startsAt)
 	}()
-	stopSampler := func() { stopSampling(); <-samplerDone }
-	defer stopSampler()
+	w.stop = func() { stopSampling(); <-done }
+	return w
+}
 
-	say("the draw runs at starts_at ...")
-	if err := rep.followDraw(ctx, o, deps.Store, db, sale, startsAt, say); err != nil {
-		return nil, err
+// finish stops the sampling and reads the worker's memory at the end.
+func (w *workerWatch) finish() {
+	w.stop()
+	if w.pid == 0 {
+		return
 	}
-	stopSampler()
-	rep.DrawWorkflowAfterSeconds = float64(workflowAfterMs.Load()) / 1000
-	if workerPID != 0 {
-		rep.Memory.EndRSS, rep.Memory.EndHWM, _ = proc.Memory(workerPID)
-		if reset {
-			rep.Memory.HWMDuring = rep.Memory.EndHWM
-		}
+	w.mem.EndRSS, w.mem.EndHWM, _ = proc.Memory(w.pid)
+	if w.reset {
+		w.mem.HWMDuring = w.mem.EndHWM
 	}
-	if err := db.WithContext(ctx).Raw(`SELECT pg_total_relation_size('lobby_entries')`).Row().Scan(&rep.Table.AfterDrawBytes); err != nil {
-		return nil, err
-	}
-	mem.sampleMemory(pids, true)
+}
 
-	if o.Verify {
-		say("verifying the published draw (draw.Verify) ...")
-		rep.Verify = verifyDraw(ctx, o, sale)
+// write writes the report to dir/bench.json ("": nowhere).
+func (r *LobbyReport) write(dir string) error {
+	if dir == "" {
+		return nil
 	}
-	rep.Finished = time.Now().UTC()
-	if o.OutDir != "" {
-		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-			return nil, err
-		}
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(o.OutDir, "bench.json"), append(b, '\n'), 0o644); err != nil {
-			return nil, err
-		}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	return rep, nil
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.json"), append(b, '\n'), 0o644)
 }
 
 func lobbyConfig(o LobbyOptions) map[string]any {
@@ -416,113 +519,81 @@ type lobbyResult struct {
 	entered201, all        *hdrhistogram.Histogram
 }
 
-// enterAll enters every buyer once, in an open loop (as burst does: each
-// entry's latency is measured from its due time, so queueing shows).
+// enterAll enters every buyer once, on an open loop (openLoop): buyer i's
+// entry is due at start + i/rate, and none is sent at or after starts_at.
 func enterAll(p lobbyPlan) *lobbyResult {
-	client := loadClient(p.host, p.conns)
 	path := []byte("/api/v1/sales/" + strconv.FormatInt(p.sale, 10) + "/lobby")
-	interval := float64(time.Second) / float64(p.rate)
 	n := len(p.tokens)
-	var (
-		next             atomic.Int64
-		answered, errs   atomic.Int64
-		notSent          atomic.Int64
-		mu               sync.Mutex
-		wg               sync.WaitGroup
-		res              = &lobbyResult{statuses: map[int]int{}, errors: map[string]int{}, entered201: newHist(), all: newHist()}
-		progressDone     = make(chan struct{})
-		lastAnswerUnixNs atomic.Int64
-	)
+	tally := &entryTally{}
+	loop := openLoop{host: p.host, requests: n, rate: p.rate, conns: p.conns, start: p.start, deadline: p.deadline}
 	if p.progress != nil {
-		go func() {
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			prev := int64(0)
-			for {
-				select {
-				case <-progressDone:
-					return
-				case now := <-t.C:
-					a := answered.Load()
-					fmt.Fprintf(p.progress, "  %6.1fs  due %d/%d  answered %d (%d/s)  errors %d  starts_at in %s\n",
-						now.Sub(p.start).Seconds(), min(int64(now.Sub(p.start).Seconds()*float64(p.rate)), int64(n)), n,
-						a, a-prev, errs.Load(), time.Until(p.deadline).Round(time.Second))
-					prev = a
-				}
-			}
-		}()
+		prev := int64(0)
+		loop.progress = func(now time.Time) {
+			a := tally.answered.Load()
+			fmt.Fprintf(p.progress, "  %6.1fs  due %d/%d  answered %d (%d/s)  errors %d  starts_at in %s\n",
+				now.Sub(p.start).Seconds(), min(int64(now.Sub(p.start).Seconds()*float64(p.rate)), int64(n)), n,
+				a, a-prev, tally.errors.Load(), time.Until(p.deadline).Round(time.Second))
+			prev = a
+		}
 	}
-	for range p.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			entered, all := newHist(), newHist()
-			statuses, errCounts := map[int]int{}, map[string]int{}
-			sent, ok := 0, 0
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					break
-				}
-				due := p.start.Add(time.Duration(float64(i) * interval))
-				if !due.Before(p.deadline) || !time.Now().Before(p.deadline) {
-					notSent.Add(1)
-					continue
-				}
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
-				}
-				req.Reset()
-				req.Header.SetMethod(fasthttp.MethodPost)
-				req.Header.SetHost(p.host)
-				req.SetRequestURIBytes(path)
-				req.Header.SetBytesV("Authorization", p.tokens[i])
-				resp.Reset()
-				err := client.Do(req, resp)
-				now := time.Now()
-				lat := max(now.Sub(due).Microseconds(), 1)
-				sent++
-				answered.Add(1)
-				status := 0
-				if err == nil {
-					status = resp.StatusCode()
-					lastAnswerUnixNs.Store(max(lastAnswerUnixNs.Load(), now.UnixNano()))
-					_ = all.RecordValue(lat)
-				}
-				statuses[status]++
-				if status == fasthttp.StatusCreated {
-					ok++
-					_ = entered.RecordValue(lat)
-				} else {
-					errs.Add(1)
-					errCounts[answerKey(err, resp)]++
-				}
-			}
-			mu.Lock()
-			res.sent += sent
-			res.entered += ok
-			res.entered201.Merge(entered)
-			res.all.Merge(all)
-			for k, v := range statuses {
-				res.statuses[k] += v
-			}
-			for k, v := range errCounts {
-				res.errors[k] += v
-			}
-			mu.Unlock()
-		}()
+	lanes := make([]*entryLane, p.conns)
+	lr := loop.run(func(w int) lane {
+		lanes[w] = &entryLane{path: path, tokens: p.tokens, tally: tally, errors: map[string]int{},
+			entered201: newHist(), all: newHist()}
+		return lanes[w]
+	})
+	res := &lobbyResult{sent: lr.sent, notSent: lr.notSent, statuses: lr.statuses, errors: map[string]int{},
+		entered201: newHist(), all: newHist()}
+	for _, l := range lanes {
+		res.entered += l.entered
+		res.entered201.Merge(l.entered201)
+		res.all.Merge(l.all)
+		for k, v := range l.errors {
+			res.errors[k] += v
+		}
 	}
-	wg.Wait()
-	close(progressDone)
-	res.notSent = int(notSent.Load())
-	if ns := lastAnswerUnixNs.Load(); ns != 0 {
+	if ns := tally.lastAnswerUnixNs.Load(); ns != 0 {
 		res.lastAnswer = time.Unix(0, ns)
 		res.wall = res.lastAnswer.Sub(p.start)
 	}
 	return res
+}
+
+// entryTally is what every lane of the entries counts together: the
+// progress line's figures, and the last answer.
+type entryTally struct {
+	answered, errors atomic.Int64
+	lastAnswerUnixNs atomic.Int64
+}
+
+// entryLane is one worker of the entries: it records each answer's
+// latency, and names every answer other than 201.
+type entryLane struct {
+	path   []byte
+	tokens [][]byte
+	tally  *entryTally
+
+	entered         int
+	entered201, all *hdrhistogram.Histogram
+	errors          map[string]int
+}
+
+func (e *entryLane) target(i int) (path, token []byte) { return e.path, e.tokens[i] }
+
+func (e *entryLane) answered(x *exchange) {
+	lat := max(x.latency().Microseconds(), 1)
+	e.tally.answered.Add(1)
+	if x.err == nil {
+		e.tally.lastAnswerUnixNs.Store(max(e.tally.lastAnswerUnixNs.Load(), x.answered.UnixNano()))
+		_ = e.all.RecordValue(lat)
+	}
+	if x.status() == fasthttp.StatusCreated {
+		e.entered++
+		_ = e.entered201.RecordValue(lat)
+	} else {
+		e.tally.errors.Add(1)
+		e.errors[answerKey(x.err, x.resp)]++
+	}
 }
 
 // answerKey names an answer other than 201: "<status> <code>".
@@ -580,55 +651,48 @@ func (r *LobbyReport) sampleWorker(ctx context.Context, pid int, startsAt time.T
 	}
 }
 
-// followDraw polls the draw every 100 ms until it is DONE and every
-// winner's order is AWAITING_PAYMENT, then reads the draw's figures.
-func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.Store, db *gorm.DB, sale int64,
-	startsAt time.Time, say func(string, ...any)) error {
-	deadline := time.Now().Add(o.DrawWithin)
-	since := func(t time.Time) float64 { return t.Sub(startsAt).Seconds() }
-	var done bool
-	lastSay := time.Now()
-	for !done {
-		d, err := st.DrawOf(ctx, sale)
+// followDraw follows the draw from starts_at until it is DONE and every
+// winner's order is payable, then reads its figures.
+func (r *lobbyRun) followDraw(ctx context.Context) error {
+	if err := r.waitDrawSettled(ctx); err != nil {
+		return err
+	}
+	if err := r.readDrawDone(ctx); err != nil {
+		return err
+	}
+	orders, err := r.readPublishedDraw(ctx)
+	if err != nil {
+		return err
+	}
+	r.measureAdmissions(orders)
+	if err := r.measureAwaiting(ctx, orders); err != nil {
+		return err
+	}
+	return r.countOutcomes(ctx)
+}
+
+// since is t in seconds from starts_at.
+func (r *lobbyRun) since(t time.Time) float64 { return t.Sub(r.startsAt).Seconds() }
+
+// waitDrawSettled polls the draw every 100 ms until it is DONE and no
+// winner's order is still QUEUED, noting when it was first seen CLOSED
+// and RANKED, and saying how it goes every 5 s.
+func (r *lobbyRun) waitDrawSettled(ctx context.Context) error {
+	deadline := time.Now().Add(r.o.DrawWithin)
+	sayDue := every(5 * time.Second)
+	for {
+		d, err := r.st.DrawOf(ctx, r.sale)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
-		switch d.State {
-		case seckill.DrawClosed:
-			if r.Draw.ClosedSeconds == 0 {
-				r.Draw.ClosedSeconds = since(now)
-			}
-		case seckill.DrawRanked, seckill.DrawDone:
-			if r.Draw.ClosedSeconds == 0 {
-				r.Draw.ClosedSeconds = since(now)
-			}
-			if r.Draw.RankedSeconds == 0 {
-				r.Draw.RankedSeconds = since(now)
-			}
-		}
-		if d.State == seckill.DrawDone {
-			// Done: then wait for every winner's saga.
-			waiting, err := winnersNotPayable(ctx, db, sale)
-			if err != nil {
-				return err
-			}
-			done = waiting == 0
-			if !done && time.Since(lastSay) >= 5*time.Second {
-				say("  %.0fs: draw DONE; %d winners' orders not AWAITING_PAYMENT yet", since(now), waiting)
-				lastSay = time.Now()
-			}
-		} else if time.Since(lastSay) >= 5*time.Second {
-			var orders int64
-			_ = db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id = ? AND status <> 'QUEUED'`, sale).Row().Scan(&orders)
-			say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", since(now), d.State, d.NextRank, d.Entries, orders)
-			lastSay = time.Now()
-		}
-		if done {
-			break
+		r.rep.Draw.noteState(d.State, r.since(now))
+		settled, err := r.drawSettled(ctx, d, now, sayDue)
+		if err != nil || settled {
+			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: the draw and its orders were not done within %s (state %s, next rank %d)", o.DrawWithin, d.State, d.NextRank)
+			return fmt.Errorf("bench: the draw and its orders were not done within %s (state %s, next rank %d)", r.o.DrawWithin, d.State, d.NextRank)
 		}
 		select {
 		case <-ctx.Done():
@@ -636,97 +700,165 @@ func (r *LobbyReport) followDraw(ctx context.Context, o LobbyOptions, st *store.
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	d, err := st.DrawOf(ctx, sale)
+}
+
+// noteState records when the draw was first seen CLOSED and RANKED, at
+// seconds from starts_at (a draw first seen further on was that too).
+func (f *DrawFigures) noteState(state string, at float64) {
+	switch state {
+	case seckill.DrawClosed:
+		if f.ClosedSeconds == 0 {
+			f.ClosedSeconds = at
+		}
+	case seckill.DrawRanked, seckill.DrawDone:
+		if f.ClosedSeconds == 0 {
+			f.ClosedSeconds = at
+		}
+		if f.RankedSeconds == 0 {
+			f.RankedSeconds = at
+		}
+	}
+}
+
+// drawSettled reports whether the draw d, read at now, is DONE and every
+// winner's saga has written its order; when not, and sayDue says so, it
+// says how far the draw is.
+func (r *lobbyRun) drawSettled(ctx context.Context, d *seckill.Draw, now time.Time, sayDue func() bool) (bool, error) {
+	if d.State != seckill.DrawDone {
+		if !sayDue() {
+			return false, nil
+		}
+		orders, err := countOrders(ctx, r.st, []int64{r.sale}, leftQueued)
+		if err != nil {
+			return false, err
+		}
+		r.say("  %.0fs: draw %s, next rank %d of %d; %d orders AWAITING_PAYMENT", r.since(now), d.State, d.NextRank, d.Entries, orders)
+		return false, nil
+	}
+	// Done: then wait for every winner's saga.
+	waiting, err := r.st.WinnersNotYetPayable(ctx, r.sale)
+	if err != nil {
+		return false, err
+	}
+	if waiting > 0 && sayDue() {
+		r.say("  %.0fs: draw DONE; %d winners' orders not AWAITING_PAYMENT yet", r.since(now), waiting)
+	}
+	return waiting == 0, nil
+}
+
+// every returns a function that reports true at most once per period,
+// the first time a period after it was made.
+func every(period time.Duration) func() bool {
+	last := time.Now()
+	return func() bool {
+		if time.Since(last) < period {
+			return false
+		}
+		last = time.Now()
+		return true
+	}
+}
+
+// readDrawDone notes when the draw was recorded DONE (sales.drawn_at).
+func (r *lobbyRun) readDrawDone(ctx context.Context) error {
+	d, err := r.st.DrawOf(ctx, r.sale)
 	if err != nil {
 		return err
 	}
 	if d.DrawnAt != nil {
-		r.Draw.DoneSeconds = since(*d.DrawnAt)
-	}
-
-	// What the API publishes.
-	c := drawClient(o)
-	pub, err := c.Draw(ctx, strconv.FormatInt(sale, 10))
-	if err != nil {
-		return err
-	}
-	r.Draw.Entries, r.Draw.Admitted = int(pub.Entries), int(pub.Admitted)
-	r.Draw.AdmittedOK = r.Draw.Admitted == min(o.Units, r.Draw.Entries)
-	r.Draw.EntriesOK = r.Draw.Entries >= r.Entries.Entered && r.Draw.Entries <= r.Entries.Sent
-	listed, err := c.Orders(ctx, strconv.FormatInt(sale, 10))
-	if err != nil {
-		return err
-	}
-	orders := make([]int64, len(listed))
-	for i, x := range listed {
-		if orders[i], err = strconv.ParseInt(x.ID, 10, 64); err != nil {
-			return fmt.Errorf("GET /draw/orders: order id %q", x.ID)
-		}
-	}
-	r.Draw.Orders = len(orders)
-	var firstAdmit, lastAdmit time.Time
-	ids := make(map[int64]bool, len(orders))
-	for _, id := range orders {
-		ids[id] = true
-		t := idgen.Time(id)
-		if firstAdmit.IsZero() || t.Before(firstAdmit) {
-			firstAdmit = t
-		}
-		if t.After(lastAdmit) {
-			lastAdmit = t
-		}
-	}
-	if len(orders) > 0 {
-		r.Draw.FirstAdmissionSeconds, r.Draw.LastAdmissionSeconds = since(firstAdmit), since(lastAdmit)
-	}
-	var rows []struct {
-		ID         int64
-		AwaitingAt *time.Time
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at FROM orders WHERE sale_id = ?`, sale).Scan(&rows).Error; err != nil {
-		return err
-	}
-	h := newHist()
-	var lastAwait time.Time
-	for _, row := range rows {
-		if !ids[row.ID] || row.AwaitingAt == nil {
-			continue
-		}
-		_ = h.RecordValue(max(row.AwaitingAt.Sub(idgen.Time(row.ID)).Microseconds(), 1))
-		if row.AwaitingAt.After(lastAwait) {
-			lastAwait = *row.AwaitingAt
-		}
-	}
-	r.Draw.AdmittedToAwaiting = latencies(h, 0)
-	if !lastAwait.IsZero() {
-		r.Draw.LastAwaitingSeconds = since(lastAwait)
-	}
-	var outcomes []struct {
-		Outcome *string
-		N       int
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT outcome, count(*) AS n FROM lobby_entries WHERE sale_id = ? GROUP BY outcome`, sale).
-		Scan(&outcomes).Error; err != nil {
-		return err
-	}
-	r.Draw.Outcomes = map[string]int{}
-	for _, oc := range outcomes {
-		k := "NONE"
-		if oc.Outcome != nil {
-			k = *oc.Outcome
-		}
-		r.Draw.Outcomes[k] = oc.N
+		r.rep.Draw.DoneSeconds = r.since(*d.DrawnAt)
 	}
 	return nil
 }
 
-// winnersNotPayable counts the draw's winners (lobby_entries WON) whose
-// order has not left QUEUED (its saga has not written it yet).
-func winnersNotPayable(ctx context.Context, db *gorm.DB, sale int64) (int64, error) {
-	var n int64
-	err := db.WithContext(ctx).Raw(`SELECT count(*) FROM lobby_entries e WHERE e.sale_id = ? AND e.outcome = 'WON'
-		AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id AND o.status <> 'QUEUED')`, sale).Row().Scan(&n)
-	return n, err
+// readPublishedDraw reads what the API publishes of the draw, checks its
+// counts against the entries, and returns the orders it lists.
+func (r *lobbyRun) readPublishedDraw(ctx context.Context) ([]int64, error) {
+	c, sale, f := drawClient(r.o), strconv.FormatInt(r.sale, 10), &r.rep.Draw
+	pub, err := c.Draw(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	f.Entries, f.Admitted = int(pub.Entries), int(pub.Admitted)
+	f.AdmittedOK = f.Admitted == min(r.o.Units, f.Entries)
+	f.EntriesOK = f.Entries >= r.rep.Entries.Entered && f.Entries <= r.rep.Entries.Sent
+	listed, err := c.Orders(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	orders := make([]int64, len(listed))
+	for i, x := range listed {
+		if orders[i], err = strconv.ParseInt(x.ID, 10, 64); err != nil {
+			return nil, fmt.Errorf("GET /draw/orders: order id %q", x.ID)
+		}
+	}
+	f.Orders = len(orders)
+	return orders, nil
+}
+
+// measureAdmissions notes the first and the last winner's admission, from
+// the times in their order ids.
+func (r *lobbyRun) measureAdmissions(orders []int64) {
+	if len(orders) == 0 {
+		return
+	}
+	var first, last time.Time
+	for _, id := range orders {
+		t := idgen.Time(id)
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	r.rep.Draw.FirstAdmissionSeconds, r.rep.Draw.LastAdmissionSeconds = r.since(first), r.since(last)
+}
+
+// measureAwaiting measures each of the draw's orders from its admission
+// to its AWAITING_PAYMENT, and notes when the last one got there.
+func (r *lobbyRun) measureAwaiting(ctx context.Context, orders []int64) error {
+	drawn := make(map[int64]bool, len(orders))
+	for _, id := range orders {
+		drawn[id] = true
+	}
+	lines, err := r.st.OrderTimelines(ctx, []int64{r.sale})
+	if err != nil {
+		return err
+	}
+	h := newHist()
+	var last time.Time
+	for _, l := range lines {
+		if !drawn[l.ID] || l.AwaitingAt == nil {
+			continue
+		}
+		_ = h.RecordValue(max(l.AwaitingAt.Sub(idgen.Time(l.ID)).Microseconds(), 1))
+		if l.AwaitingAt.After(last) {
+			last = *l.AwaitingAt
+		}
+	}
+	r.rep.Draw.AdmittedToAwaiting = latencies(h, 0)
+	if !last.IsZero() {
+		r.rep.Draw.LastAwaitingSeconds = r.since(last)
+	}
+	return nil
+}
+
+// countOutcomes counts the entries by the outcome the draw gave them
+// ("NONE": not settled).
+func (r *lobbyRun) countOutcomes(ctx context.Context) error {
+	outcomes, err := r.st.EntryOutcomes(ctx, r.sale)
+	if err != nil {
+		return err
+	}
+	r.rep.Draw.Outcomes = map[string]int{}
+	for outcome, n := range outcomes {
+		if outcome == "" {
+			outcome = "NONE"
+		}
+		r.rep.Draw.Outcomes[outcome] = int(n)
+	}
+	return nil
 }
 
 // drawClient reads the published draw as `seckill draw verify` does, with

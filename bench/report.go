@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"gorm.io/gorm"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/idgen"
+	"github.com/seckill/seckill/store"
 )
 
 // Report is what a run measured. Latencies are milliseconds.
@@ -194,14 +195,9 @@ func (r *Report) addClaims(lr *loadResult) {
 	}
 }
 
-func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64) error {
-	var rows []struct {
-		ID          int64
-		AwaitingAt  *time.Time
-		CloseReason *string
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at, close_reason FROM orders WHERE sale_id IN ?`, sales).
-		Scan(&rows).Error; err != nil {
+func (r *Report) addSagas(ctx context.Context, st *store.Store, sales []int64) error {
+	rows, err := st.OrderTimelines(ctx, sales)
+	if err != nil {
 		return err
 	}
 	h := newHist()
@@ -209,7 +205,7 @@ func (r *Report) addSagas(ctx context.Context, db *gorm.DB, sales []int64) error
 	locked := 0
 	for _, row := range rows {
 		if row.AwaitingAt == nil {
-			if row.CloseReason != nil && *row.CloseReason == "SOLD_OUT" {
+			if row.CloseReason == seckill.CloseSoldOut {
 				r.Sagas.SoldOutAtDB++
 			}
 			continue

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
 )
 
 // Waitlist is what the waitlist did in a run (--waitlist SHARE).
@@ -86,13 +86,12 @@ func followAndPay(ctx context.Context, o Options, rs *redisstore.Store, sales []
 // its payment and no admission waiting in the outbox, twice a second
 // apart: every released unit has found its buyer (or the stock), and
 // their orders have settled.
-func waitQuiet(ctx context.Context, o Options, db *gorm.DB, rs *redisstore.Store, sales []int64, say func(string, ...any)) error {
+func waitQuiet(ctx context.Context, o Options, st *store.Store, rs *redisstore.Store, sales []int64, say func(string, ...any)) error {
 	deadline := time.Now().Add(o.SettleWithin)
 	quiet := 0
 	for quiet < 2 {
-		var open int64
-		if err := db.WithContext(ctx).Raw(`SELECT count(*) FROM orders WHERE sale_id IN ? AND status IN ('QUEUED', 'AWAITING_PAYMENT')`, sales).
-			Row().Scan(&open); err != nil {
+		open, err := countOrders(ctx, st, sales, unsettled)
+		if err != nil {
 			return err
 		}
 		backlog, err := rs.OutboxBacklog(ctx, sales)
@@ -117,22 +116,18 @@ func waitQuiet(ctx context.Context, o Options, db *gorm.DB, rs *redisstore.Store
 	return nil
 }
 
+// unsettled: the order waits for its saga (QUEUED) or its payment.
+func unsettled(s seckill.OrderStatus) bool { return !s.Terminal() }
+
 // addWaitlist measures the waitlist's orders (those the burst did not
 // win) and the timed-out orders whose units it took, from the database.
-func (r *Report) addWaitlist(ctx context.Context, db *gorm.DB, sales []int64, burst []admission) error {
+func (r *Report) addWaitlist(ctx context.Context, st *store.Store, sales []int64, burst []admission) error {
 	won := make(map[int64]bool, len(burst))
 	for _, a := range burst {
 		won[a.orderID] = true
 	}
-	var rows []struct {
-		ID          int64
-		AwaitingAt  *time.Time
-		PayBy       *time.Time
-		ClosedAt    *time.Time
-		CloseReason *string
-	}
-	if err := db.WithContext(ctx).Raw(`SELECT id, awaiting_at, pay_by, closed_at, close_reason FROM orders WHERE sale_id IN ?`, sales).
-		Scan(&rows).Error; err != nil {
+	rows, err := st.OrderTimelines(ctx, sales)
+	if err != nil {
 		return err
 	}
 	handover, closing := newHist(), newHist()
@@ -144,7 +139,7 @@ func (r *Report) addWaitlist(ctx context.Context, db *gorm.DB, sales []int64, bu
 				record(handover, row.AwaitingAt.Sub(idgen.Time(row.ID)))
 			}
 		}
-		if row.CloseReason != nil && *row.CloseReason == "PAYMENT_TIMEOUT" && row.PayBy != nil && row.ClosedAt != nil {
+		if row.CloseReason == seckill.ClosePaymentTimeout && row.PayBy != nil && row.ClosedAt != nil {
 			record(closing, row.ClosedAt.Sub(*row.PayBy))
 		}
 	}

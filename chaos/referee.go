@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/redisstore"
 )
@@ -197,7 +198,7 @@ func (r *referee) killWhileBorrowing(ctx context.Context, claimsDone <-chan stru
 		st, err := r.stocks(rctx)
 		moves := 0
 		if err == nil && poll%10 == 0 {
-			var ms []redisstore.Move
+			var ms []seckill.Move
 			ms, err = r.rs.Moves(rctx, r.sale)
 			moves = len(ms)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Published is a draw as the API publishes it (docs/API.md "Fair start"),
@@ -26,6 +27,12 @@ type Published struct {
 	Seed            string
 	DeclaredEntries int64
 	Admitted        int64
+	// EndedAtRank is the draw's "ended_at_rank": the sale ended during the
+	// draw, which admitted the ranks before it only (0: not declared).
+	EndedAtRank int64
+	// SaleEndsAt is the sale object's ends_at and ReadAt when it was read
+	// (zero: not known): a cut by the end is believed only after it.
+	SaleEndsAt, ReadAt time.Time
 	// Entries is GET /api/v1/sales/{id}/draw/entries, in its order.
 	Entries *EntryList
 	// Stock is the sale's stock.total.
@@ -150,12 +157,15 @@ type Check struct {
 
 // Report is the verification of one published draw.
 type Report struct {
-	SaleID   string  `json:"sale_id"`
-	Entries  int64   `json:"entries"`  // lines published
-	Admitted int64   `json:"admitted"` // K recomputed: min(stock, entries)
-	Stock    int64   `json:"stock"`
-	Orders   int     `json:"orders"`
-	Checks   []Check `json:"checks"`
+	SaleID   string `json:"sale_id"`
+	Entries  int64  `json:"entries"`  // lines published
+	Admitted int64  `json:"admitted"` // K recomputed: min(stock, entries), or the ranks before the end's cut
+	Stock    int64  `json:"stock"`
+	// EndedAtRank: the rank where the draw declares the sale's end cut
+	// it, when the cut checks out (K is then the ranks before it).
+	EndedAtRank int64   `json:"ended_at_rank,omitempty"`
+	Orders      int     `json:"orders"`
+	Checks      []Check `json:"checks"`
 }
 
 // OK reports whether no check failed (skipped ones do not fail).
@@ -182,8 +192,12 @@ func (r *Report) Failed() []string {
 // String renders the report for people, as `seckill audit` does.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so %d admitted (ranks 1..%d); %d orders listed\n",
-		r.SaleID, r.Entries, r.Stock, r.Admitted, r.Admitted, r.Orders)
+	cut := ""
+	if r.EndedAtRank > 0 {
+		cut = fmt.Sprintf(" up to the sale's end, declared at rank %d,", r.EndedAtRank)
+	}
+	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so%s %d admitted (ranks 1..%d); %d orders listed\n",
+		r.SaleID, r.Entries, r.Stock, cut, r.Admitted, r.Admitted, r.Orders)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		switch {
@@ -233,7 +247,8 @@ const (
 	CheckDistinct   = "the entries are distinct"
 	CheckSorted     = "the entries are published sorted ascending"
 	CheckCount      = "the number of entries is the one declared"
-	CheckAdmitted   = "the number admitted is min(stock, entries)"
+	CheckEnded      = "a cut by the sale's end falls within 1..min(stock, entries), after the sale's ends_at"
+	CheckAdmitted   = "the number admitted is min(stock, entries), or the ranks before the end's cut"
 	CheckInDraw     = "every admitted order's entry is an entry of the draw"
 	CheckTopK       = "every admitted order's entry ranks within 1..K"
 	CheckEachRank   = "each rank 1..K has exactly one order (none twice, none skipped)"
@@ -254,11 +269,19 @@ func Verify(p Published) Report {
 		p.Entries = NewEntryList(0)
 	}
 	k := min(max(p.Stock, 0), int64(len(p.Entries.entries)))
+	ended := checkEnded(p, k)
+	cut := ended.OK && p.EndedAtRank > 0
+	if cut {
+		k = p.EndedAtRank - 1
+	}
 	rep := Report{SaleID: p.SaleID, Entries: p.Entries.lines, Admitted: k, Stock: p.Stock, Orders: len(p.Orders)}
+	if cut {
+		rep.EndedAtRank = p.EndedAtRank
+	}
 	seed, commitment := checkSeed(p)
 	rep.Checks = append(rep.Checks, commitment)
 	rep.Checks = append(rep.Checks, checkEntries(p)...)
-	rep.Checks = append(rep.Checks, checkAdmitted(p, k))
+	rep.Checks = append(rep.Checks, ended, checkAdmitted(p, k, cut))
 	rep.Checks = append(rep.Checks, checkOrders(p, seed, k)...)
 	return rep
 }
@@ -295,11 +318,33 @@ func checkEntries(p Published) []Check {
 	}
 }
 
-// checkAdmitted checks the number admitted the draw declares against K.
-func checkAdmitted(p Published, k int64) Check {
+// checkEnded checks a cut the draw declares (the sale ended while it
+// ran): a rank within 1..full (min(stock, entries)), declared for a sale
+// whose ends_at had passed when it was read. The cut cannot favour one
+// entrant over another: every rank from it on is refused alike.
+func checkEnded(p Published, full int64) Check {
+	var pe problems
+	switch r := p.EndedAtRank; {
+	case r == 0:
+	case r < 0 || r > full:
+		pe.add("the draw declares the sale's end cut it at rank %d, outside 1..%d", r, full)
+	case !p.SaleEndsAt.IsZero() && !p.ReadAt.IsZero() && p.ReadAt.Before(p.SaleEndsAt):
+		pe.add("the draw declares the sale's end cut it at rank %d, but the sale ends at %s, after it was read (%s)",
+			r, p.SaleEndsAt.UTC().Format(time.RFC3339), p.ReadAt.UTC().Format(time.RFC3339))
+	}
+	return pe.check(CheckEnded)
+}
+
+// checkAdmitted checks the number admitted the draw declares against K
+// (cut: K is the ranks before the end's cut).
+func checkAdmitted(p Published, k int64, cut bool) Check {
 	var pk problems
 	if p.Admitted != k {
-		pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(p.Entries.entries), k)
+		if cut {
+			pk.add("the draw declares %d admitted, but the ranks before the end's cut at rank %d are %d", p.Admitted, p.EndedAtRank, k)
+		} else {
+			pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(p.Entries.entries), k)
+		}
 	}
 	return pk.check(CheckAdmitted)
 }

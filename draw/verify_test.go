@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,7 +87,7 @@ func TestVerify_GoodDraw(t *testing.T) {
 			rep := draw.Verify(p.get())
 			require.True(t, rep.OK(), "%s", rep.String())
 			require.Equal(t, int64(min(tc.n, tc.stock)), rep.Admitted)
-			require.Len(t, rep.Checks, 11)
+			require.Len(t, rep.Checks, 12)
 			s := rep.String()
 			require.NotContains(t, s, "FAIL")
 			require.Contains(t, s, "  ok   "+draw.CheckCommitment+"\n")
@@ -347,6 +348,70 @@ func TestVerify_TamperedCounts(t *testing.T) {
 	d = p.get()
 	d.Admitted = 10
 	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "min(stock 10, entries 3) is 3"})
+}
+
+// cutAt is p's draw as published when the sale's end cut it at rank r:
+// the ranks before r admitted (their orders listed), the rest refused.
+func (p *published) cutAt(r int64) draw.Published {
+	d := p.get()
+	d.EndedAtRank, d.Admitted, d.Orders = r, r-1, d.Orders[:r-1]
+	d.SaleEndsAt = time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)
+	d.ReadAt = d.SaleEndsAt.Add(time.Minute)
+	return d
+}
+
+func TestVerify_ADrawTheSalesEndCutChecksOutUpToTheCut(t *testing.T) {
+	p := newPublished(t, 10, 5)
+	for _, r := range []int64{1, 3, 5} {
+		rep := draw.Verify(p.cutAt(r))
+		require.True(t, rep.OK(), "%s", rep.String())
+		require.Equal(t, r-1, rep.Admitted)
+		require.Contains(t, rep.String(), fmt.Sprintf("up to the sale's end, declared at rank %d, %d admitted", r, r-1))
+	}
+}
+
+func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
+	p := newPublished(t, 10, 5)
+
+	// An order past the cut: the draw admitted a rank it says the end refused.
+	d := p.cutAt(3)
+	d.Orders = slices.Clone(p.orders[:3])
+	requireFails(t, draw.Verify(d), map[string]string{
+		draw.CheckTopK:     "rank 3, past K = 2",
+		draw.CheckEachRank: "3 orders are listed, but K is 2",
+	})
+
+	// A rank missing before the cut.
+	d = p.cutAt(3)
+	d.Orders = d.Orders[1:]
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckEachRank: "rank 1 (entry " + p.ranked[0] + ") has no order"})
+
+	// Declared admitted other than the ranks before the cut.
+	d = p.cutAt(3)
+	d.Admitted = 5
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 5 admitted, but the ranks before the end's cut at rank 3 are 2"})
+
+	// A cut past min(stock, entries) refuses nobody the units owed: not a cut.
+	d = p.cutAt(3)
+	d.EndedAtRank = 6
+	requireFails(t, draw.Verify(d), map[string]string{
+		draw.CheckEnded:    "at rank 6, outside 1..5",
+		draw.CheckAdmitted: "min(stock 5, entries 10) is 5",
+		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
+	})
+
+	// A cut declared for a sale that has not ended.
+	// A cut declared for a sale that has not ended: K is min(stock,
+	// entries), and the ranks past the cut were owed their units.
+	d = p.cutAt(3)
+	d.ReadAt = d.SaleEndsAt.Add(-time.Minute)
+	rep := draw.Verify(d)
+	requireFails(t, rep, map[string]string{
+		draw.CheckEnded:    "but the sale ends at 2026-11-22T11:00:00Z, after it was read (2026-11-22T10:59:00Z)",
+		draw.CheckAdmitted: "declares 2 admitted, but min(stock 5, entries 10) is 5",
+		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
+	})
+	require.Contains(t, rep.String(), "so 5 admitted (ranks 1..5)", "an unproven cut is not counted as one")
 }
 
 // TestVerify_ManyProblemsAreCounted: a check names ten problems and counts

@@ -13,8 +13,10 @@
 -- timeout), t.amount (cents), t.currency.
 
 -- admit records user's admission as order (an id string) at now: the
--- claim (one active order per user), the admission (pay_by and user, so
--- the order can be shown and paid before its saga writes it) and the
+-- claim (one active order per user), the admission ("<pay_by>:<user>", or
+-- "<pay_by>d:<user>" when t.drawn, so the order can be shown, paid and
+-- cancelled as the draw's before its saga writes it; the marker sits in
+-- the numeric field because a user id may hold ':') and the
 -- outbox entry the relay starts the saga from (o order, u user, s sale, t
 -- admission ms, p pay_by ms, a amount, c currency, and tp the claim's
 -- traceparent when t.trace is one, and d "1" when t.drawn: the sale's draw
@@ -25,8 +27,12 @@
 -- Returns pay_by (ms, a string).
 local function admit(k, user, order, now, t, from_waitlist)
   local pay_by = tostring(now + tonumber(t.timeout_ms))
+  local marker = ''
+  if t.drawn then
+    marker = 'd'
+  end
   redis.call('HSET', k.claims, user, order)
-  redis.call('HSET', k.admitted, order, pay_by .. ':' .. user)
+  redis.call('HSET', k.admitted, order, pay_by .. marker .. ':' .. user)
   local expire = redis.call('HGET', k.meta, 'expire_ms')
   if expire then
     redis.call('PEXPIREAT', k.claims, expire)

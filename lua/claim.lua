@@ -12,8 +12,9 @@
 -- KEYS[6] rate    seckill:{sN}:rl:<user, base64url>  sorted set of this user's recent
 --         attempts (used when ARGV[6] > 0)
 -- KEYS[7] admitted seckill:{sN}:admitted  hash order id -> "<pay_by_ms>:<user>"
---         of every admission, so an order can be found and shown (QUEUED,
---         with its pay_by) before its saga has written it
+--         ("<pay_by_ms>d:<user>" for the draw's, see admit.lua) of every
+--         admission, so an order can be found and shown (QUEUED, with its
+--         pay_by) before its saga has written it
 -- KEYS[8] wait    seckill:{sN}:wait    the waitlist (a waiting buyer who
 --         is admitted by a claim leaves it as ADMITTED)
 -- KEYS[9] waited  seckill:{sN}:waited  hash user -> order the waitlist gave
@@ -67,7 +68,7 @@ if idem then
     if code == 0 then
       local adm = redis.call('HGET', KEYS[7], id)
       if adm then
-        pay_by = string.sub(adm, 1, string.find(adm, ':', 1, true) - 1)
+        pay_by = string.match(adm, '^%d+') or '' -- without the draw's marker
       end
     end
     return {code, id, 1, pay_by}

@@ -41,7 +41,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/store"
 )
 
@@ -95,7 +95,7 @@ type Redis interface {
 	OldestAdmissions(ctx context.Context, saleIDs []int64) (map[int64]time.Time, error)
 	Replicas(ctx context.Context) (int, error)
 	MinReplicas() int
-	UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]redisstore.Held, error)
+	UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]seckill.Held, error)
 }
 
 // Collector is the prometheus.Collector of the health gauges.
@@ -303,7 +303,7 @@ func (c *Collector) strandedUnits(ctx context.Context) ([]prometheus.Metric, err
 }
 
 // countStranded is, for each live sale, its total (which never changes)
-// less the units Redis holds, each once (redisstore.Held): its stock, less
+// less the units Redis holds, each once (seckill.Held): its stock, less
 // the units stuck between segments past MoveGrace, and its claims. The
 // claims are counted, never read, and no order is read, so the count costs
 // a few reads per segment however many claims a sale has. From admission

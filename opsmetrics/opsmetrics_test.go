@@ -98,7 +98,7 @@ func TestOutboxOldestAge_IsTheOldestAdmissionNotYetAcknowledged(t *testing.T) {
 
 	// A claim admitted now, then one a relay read and did not acknowledge
 	// (still waiting for its saga).
-	res, err := e.rs.Claim(ctx, busy.ID, "alice", 1001, "", redisstore.TermsOf(*busy))
+	res, err := e.rs.Claim(ctx, busy.ID, "alice", 1001, "", seckill.TermsOf(*busy))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	read, err := e.rs.ReadOutbox(ctx, redisstore.Outbox{SaleID: busy.ID}, "relay-1", 10, 10*time.Millisecond)
@@ -307,7 +307,7 @@ func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	}
 	require.Equal(t, 0.0, stranded(), "a fresh sale: every unit in stock")
 
-	terms := redisstore.TermsOf(*sale)
+	terms := seckill.TermsOf(*sale)
 	for i, user := range []string{"u1", "u2", "u3"} {
 		res, err := e.rs.Claim(ctx, sale.ID, user, int64(11+i), "", terms)
 		require.NoError(t, err)
@@ -330,7 +330,7 @@ func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	_, err = e.st.CloseUnpaid(ctx, 11, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "a claim naming a CLOSED order still holds its unit, until reconciliation releases it")
-	_, err = e.rs.Release(ctx, sale.ID, "u1", 11, &redisstore.NextOrder{ID: 100, Terms: terms})
+	_, err = e.rs.Release(ctx, sale.ID, "u1", 11, &seckill.NextOrder{ID: 100, Terms: terms})
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "released: back in stock")
 

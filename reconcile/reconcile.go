@@ -61,7 +61,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 )
 
@@ -86,14 +85,14 @@ type Store interface {
 type Redis interface {
 	KnowSegments(saleID int64, n int)
 	Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error)
-	Counts(ctx context.Context, saleIDs []int64) (map[int64]redisstore.SaleCounts, error)
+	Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error)
 	Claims(ctx context.Context, saleID int64) (map[string]int64, error)
-	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
 	RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error)
-	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *redisstore.NextOrder) (redisstore.Released, error)
+	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *seckill.NextOrder) (seckill.Released, error)
 	LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error)
-	HandOver(ctx context.Context, saleID int64, terms redisstore.Terms, orderIDs []int64) (int, error)
-	FinishMoves(ctx context.Context, saleID int64, terms redisstore.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
+	HandOver(ctx context.Context, saleID int64, terms seckill.Terms, orderIDs []int64) (int, error)
+	FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
 }
 
 // Reconciler holds the three stores.
@@ -253,7 +252,9 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		}
 		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
 		if adm, ok, err := r.Redis.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
-			in.PayBy = adm.PayBy
+			// The draw's admission stays the draw's (invariant 9), as its
+			// outbox entry would have said.
+			in.PayBy, in.Drawn = adm.PayBy, adm.Drawn
 		}
 		err = r.Sagas.Start(ctx, in)
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
@@ -298,7 +299,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			}
 		}
 		in := seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-			AmountCents: o.AmountCents, Currency: o.Currency}
+			AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
 		if o.PayBy != nil {
 			in.PayBy = *o.PayBy
 		}
@@ -335,7 +336,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	// stopped between the steps): land them, and forget the moves given
 	// but not forgotten. (Each is counted once either way; landed first,
 	// the check below reads no move half done.)
-	moved, err := r.Redis.FinishMoves(ctx, saleID, redisstore.TermsOf(*sale), grace, r.IDs.Next)
+	moved, err := r.Redis.FinishMoves(ctx, saleID, seckill.TermsOf(*sale), grace, r.IDs.Next)
 	if err != nil {
 		return drifts, err
 	}
@@ -378,7 +379,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 				return drifts, err
 			}
 		}
-		n, err := r.Redis.HandOver(ctx, saleID, redisstore.TermsOf(*sale), ids)
+		n, err := r.Redis.HandOver(ctx, saleID, seckill.TermsOf(*sale), ids)
 		if err != nil {
 			return drifts, err
 		}
@@ -429,7 +430,7 @@ const maxHandOver = 256
 // release forgets a closed order's claim and, when unit is set, gives its
 // unit back as the saga would: to the first waiting buyer, or the stock.
 func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, unit bool) (bool, error) {
-	var next *redisstore.NextOrder
+	var next *seckill.NextOrder
 	if unit {
 		sale, err := r.Store.Sale(ctx, saleID)
 		if err != nil {
@@ -439,7 +440,7 @@ func (r *Reconciler) release(ctx context.Context, saleID int64, user string, ord
 		if err != nil {
 			return false, err
 		}
-		next = &redisstore.NextOrder{ID: id, Terms: redisstore.TermsOf(*sale)}
+		next = &seckill.NextOrder{ID: id, Terms: seckill.TermsOf(*sale)}
 	}
 	res, err := r.Redis.Release(ctx, saleID, user, orderID, next)
 	return res.Now, err

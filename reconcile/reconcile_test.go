@@ -28,6 +28,7 @@ type sagas struct {
 	mu      sync.Mutex
 	broken  map[int64]bool
 	started []int64
+	drawn   map[int64]bool // order id -> SagaInput.Drawn of its start
 }
 
 func (s *sagas) Describe(_ context.Context, orderID int64) (saga.Run, error) {
@@ -41,6 +42,10 @@ func (s *sagas) Start(_ context.Context, in seckill.SagaInput) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = append(s.started, in.OrderID)
+	if s.drawn == nil {
+		s.drawn = map[int64]bool{}
+	}
+	s.drawn[in.OrderID] = in.Drawn
 	return nil
 }
 
@@ -77,6 +82,37 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 	require.Equal(t, []int64{ids[1]}, temporal.started)
 }
 
+// A claim the draw admitted whose saga never started gets it started as
+// the draw's, as its outbox entry would have: the order row then says the
+// draw admitted it (docs/DESIGN.md, invariant 9). An ordinary claim's
+// does not.
+func TestSale_StartsTheMissingSagaOfADrawnClaimAsTheDraws(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 5)
+	testenv.Warm(t, rs, sale, 5)
+	won, bought := idgen.At(time.Now().Add(-time.Minute)), idgen.At(time.Now().Add(-time.Minute))+1
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	res, err = rs.Claim(ctx, sale.ID, "buyer", bought, "", seckill.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	temporal := &sagas{}
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: temporal, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	for _, d := range drifts {
+		require.Equal(t, seckill.DriftClaimWithoutSaga, d.Kind, "%+v", d)
+		require.True(t, d.Fixed, "%+v", d)
+	}
+	require.Equal(t, map[int64]bool{won: true, bought: false}, temporal.drawn)
+}
+
 // Units re-loaded into the stock while buyers wait (Redis lost the counter
 // but kept the waitlist) are handed to the waitlist, first come first.
 func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
@@ -87,13 +123,13 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	sale := testenv.OpenSale(t, st, 3)
 	testenv.Warm(t, rs, sale, 0)
 	for _, u := range []string{"ann", "bob"} {
-		j, err := rs.Join(ctx, sale.ID, u, 10, 0, redisstore.TermsOf(*sale))
+		j, err := rs.Join(ctx, sale.ID, u, 10, 0, seckill.TermsOf(*sale))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
 	// The counter comes back with the database's 3 units.
 	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())
-	_, err := rs.Rewarm(ctx, redisstore.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	var next atomic.Int64
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
@@ -107,7 +143,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	require.True(t, drifts[0].Fixed)
 	counts, err := rs.Counts(ctx, []int64{sale.ID})
 	require.NoError(t, err)
-	require.Equal(t, redisstore.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
+	require.Equal(t, seckill.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
 	for _, u := range []string{"ann", "bob"} {
 		id, err := rs.ClaimOf(ctx, sale.ID, u)
 		require.NoError(t, err)
@@ -141,7 +177,7 @@ func TestSale_NeverRestoresTheClaimOfAnOrderReleasedDuringThePass(t *testing.T) 
 	require.Len(t, orders, 1)
 	_, err = st.CloseUnpaid(ctx, 1000, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &redisstore.NextOrder{ID: 7000, Terms: redisstore.TermsOf(*sale)})
+	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &seckill.NextOrder{ID: 7000, Terms: seckill.TermsOf(*sale)})
 	require.NoError(t, err)
 	// The pass writes back the claim it found missing.
 	restored, err := rs.RestoreClaim(ctx, sale.ID, "ann", 1000)

@@ -53,7 +53,7 @@ func BenchmarkWinnerLatency(b *testing.B) {
 			}
 			defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
 			now := time.Now()
-			if _, err := st.Warm(b.Context(), redisstore.WarmSpec{SaleID: saleID, Units: int64(b.N), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+			if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Units: int64(b.N), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 				b.Fatal(err)
 			}
 			var (
@@ -113,7 +113,7 @@ func BenchmarkSellOut(b *testing.B) {
 				defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
 				units := max(int64(b.N/5), 1)
 				now := time.Now()
-				if _, err := st.Warm(b.Context(), redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments}); err != nil {
+				if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments}); err != nil {
 					b.Fatal(err)
 				}
 				var (

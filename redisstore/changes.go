@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 )
 
-// Changes are told what the installation's two pub/sub channels say: a
-// sale has stock again (release.lua publishes it) or an order's row
-// changed (PublishOrderChange).
+// FollowChanges calls h for every message of the installation's two
+// pub/sub channels until ctx is done, renewing the subscription whenever it
+// breaks (a failover included): a sale has stock again (release.lua
+// publishes it) or an order's row changed (PublishOrderChange).
 //
 // The channels are broadcast pub/sub (PUBLISH/SUBSCRIBE), not sharded
 // (SPUBLISH/SSUBSCRIBE), also on a Cluster: every API process needs the
@@ -19,19 +22,7 @@ import (
 // while sharded channels would need a subscription per sale's slot, made
 // and dropped as sales come and go, and a script may only SPUBLISH to its
 // own slot.
-type Changes struct {
-	Restocked    func(saleID int64)
-	OrderChanged func(orderID int64)
-	// Subscribed is called on each (re)subscription: messages may have
-	// been missed while the connection was down.
-	Subscribed func()
-	// Interrupted is called when the subscription broke; it is renewed.
-	Interrupted func(error)
-}
-
-// FollowChanges calls h for every message until ctx is done, renewing the
-// subscription whenever it breaks (a failover included).
-func (s *Store) FollowChanges(ctx context.Context, h Changes) {
+func (s *Store) FollowChanges(ctx context.Context, h seckill.Changes) {
 	restock, orders := s.RestockChannel(), s.OrderChannel()
 	sub := s.rdb.Subscribe(ctx, restock, orders)
 	defer func() { _ = sub.Close() }()

@@ -46,50 +46,8 @@ func scriptOutcome(code any) (o seckill.Outcome, ok bool) {
 // IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
 const IdempotencyTTL = 24 * time.Hour
 
-// ClaimResult is the outcome of one admission.
-type ClaimResult struct {
-	// Outcome is one of Admitted, SoldOut, AlreadyClaimed,
-	// SaleNotStarted, SaleEnded, RateLimited, or Unavailable (the sale is
-	// not loaded in Redis: fail closed).
-	Outcome seckill.Outcome
-	// OrderID is the new order (Admitted) or the user's active order
-	// (AlreadyClaimed); zero otherwise.
-	OrderID int64
-	// Replayed is set when the result is the recorded first answer to the
-	// same Idempotency-Key.
-	Replayed bool
-	// RetryAfter is how long a RateLimited user must wait.
-	RetryAfter time.Duration
-	// PayBy is the admitted order's payment deadline, fixed at admission
-	// (Admitted only).
-	PayBy time.Time
-	// Tentative marks a SOLD_OUT that is true now but may not stay so (a
-	// sale of several segments with units still moving between them, or owed
-	// to the waiting buyers of the claimant's segment): it was not recorded
-	// for the Idempotency-Key, and is no reason to answer other buyers
-	// SOLD_OUT.
-	Tentative bool
-	// Owed marks a Tentative SOLD_OUT given because the claimant's segment
-	// has buyers waiting: units that come go to them first, so asking
-	// again, or landing the moves in flight, gets this claimant none.
-	Owed bool
-}
-
-// Terms are what an admitted buyer owes and for how long they may pay:
-// the sale's price and payment timeout, fixed at admission.
-type Terms struct {
-	PaymentTimeout time.Duration
-	AmountCents    int64
-	Currency       string
-}
-
-// TermsOf are sale's terms for every buyer it admits.
-func TermsOf(sale seckill.Sale) Terms {
-	return Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
-}
-
-// args are Terms as the scripts take them: timeout ms, amount, currency.
-func (t Terms) args() []any {
+// termArgs are terms as the scripts take them: timeout ms, amount, currency.
+func termArgs(t seckill.Terms) []any {
 	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
 }
 
@@ -112,10 +70,10 @@ const maxBorrows = 8
 // in flight between segments. A segment whose line has waiting buyers borrows
 // nothing for a new claim (the line comes first): its SOLD_OUT is
 // Tentative, as is one given after maxBorrows.
-func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms) (ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
-		return ClaimResult{}, err
+		return seckill.ClaimResult{}, err
 	}
 	home := segmentOf(userID, n)
 	final := n == 1
@@ -149,7 +107,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 // claimOnce runs claim.lua on the segment with keys k. Unless final, a
 // SOLD_OUT of the segment is not recorded as the Idempotency-Key's answer:
 // other segments may still have units.
-func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms Terms, final bool) (ClaimResult, error) {
+func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, final bool) (seckill.ClaimResult, error) {
 	idem, idemKey := "0", ""
 	if idempotencyKey != "" {
 		idem, idemKey = "1", idempotencyKeyOf(k, userID, idempotencyKey)
@@ -179,26 +137,26 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 		return o == seckill.Admitted && res[2] == int64(0), nil
 	})
 	if err != nil {
-		return ClaimResult{}, err
+		return seckill.ClaimResult{}, err
 	}
 	return parseClaim(res)
 }
 
-func parseClaim(res []any) (ClaimResult, error) {
+func parseClaim(res []any) (seckill.ClaimResult, error) {
 	o, ok := scriptOutcome(res[0])
 	switch o {
 	case seckill.Waiting, seckill.AlreadyWaiting, seckill.WaitlistFull:
 		ok = false // join.lua's answers only
 	}
 	if !ok {
-		return ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
+		return seckill.ClaimResult{}, fmt.Errorf("claim script: unexpected code %v", res[0])
 	}
 	replayed, _ := res[2].(int64)
-	r := ClaimResult{Outcome: o, Replayed: replayed == 1}
+	r := seckill.ClaimResult{Outcome: o, Replayed: replayed == 1}
 	if ms, _ := res[3].(string); ms != "" {
 		n, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil {
-			return ClaimResult{}, fmt.Errorf("claim script: bad pay_by %q", ms)
+			return seckill.ClaimResult{}, fmt.Errorf("claim script: bad pay_by %q", ms)
 		}
 		r.PayBy = time.UnixMilli(n).UTC()
 	}
@@ -210,7 +168,7 @@ func parseClaim(res []any) (ClaimResult, error) {
 	if str, _ := res[1].(string); str != "" {
 		var err error
 		if r.OrderID, err = strconv.ParseInt(str, 10, 64); err != nil {
-			return ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)
+			return seckill.ClaimResult{}, fmt.Errorf("claim script: bad order id %q", str)
 		}
 	}
 	return r, nil
@@ -221,7 +179,7 @@ func parseClaim(res []any) (ClaimResult, error) {
 // keys and arguments), with user and order as given: redis-benchmark
 // replays it as the raw ceiling of the claim path. Preload the script
 // first.
-func (s *Store) ClaimCommand(saleID int64, user, order string, terms Terms) []string {
+func (s *Store) ClaimCommand(saleID int64, user, order string, terms seckill.Terms) []string {
 	keys := claimKeys(s.SaleKeys(saleID), user, "")
 	cmd := append([]string{"EVALSHA", claimScript.Hash(), strconv.Itoa(len(keys))}, keys...)
 	return append(cmd, user, order, strconv.FormatInt(saleID, 10), strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0",
@@ -322,19 +280,10 @@ func (s *Store) everySegment(ctx context.Context, saleID int64, key func(Keys) s
 	return out, nil
 }
 
-// Admission is an admitted order as Redis holds it until its saga has
-// written it down.
-type Admission struct {
-	OrderID int64
-	SaleID  int64
-	UserID  string
-	PayBy   time.Time
-}
-
 // Admission finds order orderID among the admissions of saleIDs (the
 // sales to look in, every segment of each). ok is false when none of them
 // admitted it.
-func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (a Admission, ok bool, err error) {
+func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error) {
 	type lookup struct {
 		sale int64
 		cmd  *redis.StringCmd
@@ -344,7 +293,7 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 	for _, id := range saleIDs {
 		ks, err := s.allKeys(ctx, id)
 		if err != nil {
-			return Admission{}, false, err
+			return seckill.Admission{}, false, err
 		}
 		keys = append(keys, ks)
 	}
@@ -357,21 +306,35 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Admission{}, false, fmt.Errorf("find admission of order %d: %w", orderID, err)
+		return seckill.Admission{}, false, fmt.Errorf("find admission of order %d: %w", orderID, err)
 	}
 	for _, l := range cmds {
 		v, err := l.cmd.Result()
 		if err != nil {
 			continue
 		}
-		ms, user, found := strings.Cut(v, ":")
-		n, perr := strconv.ParseInt(ms, 10, 64)
-		if !found || perr != nil {
-			return Admission{}, false, fmt.Errorf("admission of order %d: malformed %q", orderID, v)
+		found, valid := parseAdmission(v)
+		if !valid {
+			return seckill.Admission{}, false, fmt.Errorf("admission of order %d: malformed %q", orderID, v)
 		}
-		return Admission{OrderID: orderID, SaleID: l.sale, UserID: user, PayBy: time.UnixMilli(n).UTC()}, true, nil
+		found.OrderID, found.SaleID = orderID, l.sale
+		return found, true, nil
 	}
-	return Admission{}, false, nil
+	return seckill.Admission{}, false, nil
+}
+
+// parseAdmission reads an admission record, "<pay_by ms>:<user>" with
+// "d" after the pay_by when the draw admitted it (admit.lua). The marker
+// is in the numeric field because a user id may hold ':'.
+func parseAdmission(v string) (a seckill.Admission, ok bool) {
+	ms, user, found := strings.Cut(v, ":")
+	ms, a.Drawn = strings.CutSuffix(ms, "d")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !found || err != nil {
+		return seckill.Admission{}, false
+	}
+	a.UserID, a.PayBy = user, time.UnixMilli(n).UTC()
+	return a, true
 }
 
 // flag is a boolean script argument.

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 )
 
 // Client lets this package's tests look at Redis directly; outside the
@@ -56,7 +58,7 @@ func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id stri
 	if err != nil {
 		return err
 	}
-	_, err = s.give(ctx, saleID, dest, id, got, nil, nil, Terms{})
+	_, err = s.give(ctx, saleID, dest, id, got, nil, nil, seckill.Terms{})
 	return err
 }
 
@@ -68,7 +70,7 @@ func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id strin
 
 // GiveOnlyForTest runs give.lua alone: a concurrent mover's second step.
 func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id string, units int64) error {
-	_, err := s.give(ctx, saleID, dest, id, units, nil, nil, Terms{})
+	_, err := s.give(ctx, saleID, dest, id, units, nil, nil, seckill.Terms{})
 	return err
 }
 

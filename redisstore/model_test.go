@@ -82,7 +82,7 @@ const (
 	modelMaxSegments       = 4
 )
 
-var modelTerms = redisstore.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+var modelTerms = seckill.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
 
 func TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
@@ -150,7 +150,7 @@ type model struct {
 	ctx     context.Context
 	s       *redisstore.Store
 	slow    *redisstore.Store // every durable write ends in ErrNotReplicated
-	spec    redisstore.WarmSpec
+	spec    seckill.WarmSpec
 	n       int
 	maxWait int
 	users   []string
@@ -189,7 +189,7 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 	m.n = rapid.IntRange(1, modelMaxSegments).Draw(t, "parts")
 	m.maxWait = rapid.IntRange(1, modelUsers).Draw(t, "waitlistMax")
 	now := time.Now()
-	m.spec = redisstore.WarmSpec{SaleID: modelSale, Units: m.total, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
+	m.spec = seckill.WarmSpec{SaleID: modelSale, Units: m.total, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
 	loaded, err := s.Warm(m.ctx, m.spec)
 	if err != nil || !loaded {
 		t.Fatalf("warm: %v %v", loaded, err)
@@ -292,12 +292,12 @@ func (m *model) stocks(t *rapid.T) []int64 {
 	return out
 }
 
-func (m *model) redisMoves(t *rapid.T) map[string]redisstore.Move {
+func (m *model) redisMoves(t *rapid.T) map[string]seckill.Move {
 	mv, err := m.s.Moves(m.ctx, modelSale)
 	if err != nil {
 		t.Fatalf("moves: %v", err)
 	}
-	out := map[string]redisstore.Move{}
+	out := map[string]seckill.Move{}
 	for _, x := range mv {
 		out[x.ID] = x
 	}
@@ -398,7 +398,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 			others += v
 		}
 	}
-	var want redisstore.ClaimResult
+	var want seckill.ClaimResult
 	anyTentative := false // either answer is right
 	wantErr, borrowTake := false, false
 	record := false
@@ -409,7 +409,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	case m.lost[home]:
 		want.Outcome = seckill.Unavailable
 	case replay:
-		want = redisstore.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Replayed: true}
+		want = seckill.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Replayed: true}
 		if rec.outcome == seckill.SoldOut && m.n > 1 {
 			// A replayed SOLD_OUT on a sale of several segments still borrows
 			// (units move into the buyer's segment, the answer stays the
@@ -420,25 +420,25 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 			}
 		}
 	case m.active[u] != 0:
-		want = redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
+		want = seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 		record = true
 	case st[home] > 0:
-		want = redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
+		want = seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr, record, admitted = slow, true, true
 	case m.n == 1:
 		want.Outcome, record = seckill.SoldOut, true
 	case len(m.lineOf(home)) > 0:
 		// The segment's line comes first: nothing is borrowed for a new claim.
-		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true, Owed: true}
+		want = seckill.ClaimResult{Outcome: seckill.SoldOut, Tentative: true, Owed: true}
 	case others > 0:
 		if slow { // the borrow's take is the first write: its WAIT fails
 			wantErr, borrowTake = true, true
 		} else {
-			want = redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
+			want = seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 			record, admitted = true, true
 		}
 	case m.inFlight() > 0:
-		want = redisstore.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
+		want = seckill.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	default:
 		// No segment has a unit and none is in flight: final. (A segment whose
 		// keys are lost counts as holding none: Claim cannot see what
@@ -478,17 +478,17 @@ func (m *model) join(t *rapid.T) {
 	for _, v := range st {
 		inStock += max(v, 0)
 	}
-	var want redisstore.JoinResult
+	var want seckill.JoinResult
 	wantErr := false
 	switch {
 	case m.lost[home], m.n > 1 && m.lost[0]:
 		want.Outcome = seckill.Unavailable
 	case m.active[u] != 0:
-		want = redisstore.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
+		want = seckill.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 	case m.waiting(u):
-		want = redisstore.JoinResult{Outcome: seckill.AlreadyWaiting, Position: m.rank(u)}
+		want = seckill.JoinResult{Outcome: seckill.AlreadyWaiting, Position: m.rank(u)}
 	case st[home] > 0:
-		want = redisstore.JoinResult{Outcome: seckill.Admitted, OrderID: o}
+		want = seckill.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr = slow
 		m.admit(u, o, true)
 	case len(m.line) >= m.maxWait:
@@ -497,11 +497,11 @@ func (m *model) join(t *rapid.T) {
 		m.line = append(m.line, u)
 		delete(m.waited, u)
 		wantErr = slow
-		want = redisstore.JoinResult{Outcome: seckill.Waiting, Position: m.rank(u)}
+		want = seckill.JoinResult{Outcome: seckill.Waiting, Position: m.rank(u)}
 		if !slow && m.n > 1 && inStock > 0 {
 			// Another segment has a unit: it is handed to the first in line.
 			if m.handToLine(o) == u {
-				want = redisstore.JoinResult{Outcome: seckill.Admitted, OrderID: o}
+				want = seckill.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 			} else {
 				want.Position = m.rank(u)
 			}
@@ -553,9 +553,9 @@ func (m *model) retryRelease(t *rapid.T) {
 func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 	ord := m.orders[o]
 	u, home := ord.user, m.segment(ord.user)
-	var next *redisstore.NextOrder
+	var next *seckill.NextOrder
 	if giveBack {
-		next = &redisstore.NextOrder{ID: m.id(), Terms: modelTerms}
+		next = &seckill.NextOrder{ID: m.id(), Terms: modelTerms}
 	}
 	moveID := "r" + strconv.FormatInt(o, 10)
 	held := !m.lost[home] && m.active[u] == o // the claim names the order
@@ -654,10 +654,10 @@ func (m *model) loseSegment(t *rapid.T) {
 // reconciliation do: the units neither sold nor held, and the claims of
 // the active orders.
 func (m *model) rewarm(t *rapid.T) {
-	var claims []redisstore.ActiveClaim
+	var claims []seckill.ActiveClaim
 	for _, u := range m.users {
 		if id := m.active[u]; id != 0 {
-			claims = append(claims, redisstore.ActiveClaim{UserID: u, OrderID: id})
+			claims = append(claims, seckill.ActiveClaim{UserID: u, OrderID: id})
 		}
 	}
 	spec := m.spec
@@ -865,9 +865,9 @@ func (m *model) check(t *rapid.T) {
 	// The move records (invariant 7's bookkeeping).
 	if m.n > 1 {
 		got := m.redisMoves(t)
-		want := map[string]redisstore.Move{}
+		want := map[string]seckill.Move{}
 		for id, mv := range m.moves {
-			want[id] = redisstore.Move{ID: id, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
+			want[id] = seckill.Move{ID: id, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
 		}
 		for id, x := range got {
 			x.At = time.Time{}
@@ -920,7 +920,7 @@ func (m *model) check(t *rapid.T) {
 		if err != nil {
 			t.Fatalf("wait state of %s: %v", u, err)
 		}
-		want := redisstore.WaitState{Waiting: m.waiting(u), Position: m.rank(u)}
+		want := seckill.WaitState{Waiting: m.waiting(u), Position: m.rank(u)}
 		if !want.Waiting {
 			want.OrderID = m.waited[u]
 		}

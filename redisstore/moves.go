@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 )
 
 // Units move between the segments of a sale in three steps, each a script on
@@ -98,9 +100,9 @@ func (s *Store) take(ctx context.Context, saleID int64, from int, id string, mos
 // stock. With head (a join sequence) set, it gives only while that buyer
 // still heads the segment's waitlist, else errHeadMoved. It returns the
 // buyers who got a unit (none when the move was given before).
-func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
+func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	k := s.SegmentKeys(saleID, dest)
-	args := append([]any{id, units, saleID}, terms.args()...)
+	args := append([]any{id, units, saleID}, termArgs(terms)...)
 	expect := ""
 	if head != nil {
 		expect = strconv.FormatFloat(*head, 'f', -1, 64)
@@ -126,7 +128,7 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	case int64(3):
 		return nil, errSegmentNotWarmed
 	}
-	var out []Admission
+	var out []seckill.Admission
 	for i := 1; i+2 < len(res); i += 3 {
 		user, _ := res[i].(string)
 		order, err := strconv.ParseInt(fmt.Sprint(res[i+1]), 10, 64)
@@ -137,7 +139,7 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 		if err != nil {
 			return nil, fmt.Errorf("give script: bad pay_by %v", res[i+2])
 		}
-		out = append(out, Admission{OrderID: order, SaleID: saleID, UserID: user, PayBy: time.UnixMilli(ms).UTC()})
+		out = append(out, seckill.Admission{OrderID: order, SaleID: saleID, UserID: user, PayBy: time.UnixMilli(ms).UTC()})
 	}
 	return out, nil
 }
@@ -146,7 +148,7 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 // sequence head if head is set and that buyer still heads the segment's
 // line, else to whoever heads it now (the move's destination never
 // changes once chosen).
-func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms Terms) ([]Admission, error) {
+func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	handed, err := s.give(ctx, saleID, dest, id, units, head, orders, terms)
 	if errors.Is(err, errHeadMoved) {
 		handed, err = s.give(ctx, saleID, dest, id, units, nil, orders, terms)
@@ -170,7 +172,7 @@ func (s *Store) forget(ctx context.Context, saleID int64, from int, id string) e
 // segment dest, as move id: take, give (to the segment's waiting buyers first,
 // as orders), forget. It returns the units taken (0: the segment had none)
 // and the buyers who got one.
-func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id string, most int64, head *float64, orders []int64, terms Terms) (int64, []Admission, error) {
+func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id string, most int64, head *float64, orders []int64, terms seckill.Terms) (int64, []seckill.Admission, error) {
 	got, err := s.take(ctx, saleID, from, id, most, dest)
 	if err != nil || got == 0 {
 		return got, nil, err
@@ -207,7 +209,7 @@ func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choi
 // finishMove gives move id, in flight from segment from of a sale of n
 // segments, to its destination and forgets it (land). A move already forgotten
 // is left alone.
-func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id string, orders []int64, terms Terms) ([]Admission, error) {
+func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id string, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	v, err := s.rdb.HGet(ctx, s.SegmentKeys(saleID, from).Moves, id).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -229,7 +231,7 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 // move reads that aim, so the unit lands in one segment only. Movers of one
 // sale take turns (landingLock), so concurrent releases serve the line in
 // order.
-func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m move, orders []int64, terms Terms) ([]Admission, error) {
+func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m move, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	unlock := s.landingLock(ctx, saleID)
 	defer unlock()
 	dest, head := m.Dest, (*float64)(nil)
@@ -378,7 +380,7 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 	case donor < 0:
 		return borrowedNone, nil
 	}
-	got, _, err := s.moveUnits(ctx, saleID, donor, home, id, (h.stock[donor]+1)/2, nil, nil, Terms{})
+	got, _, err := s.moveUnits(ctx, saleID, donor, home, id, (h.stock[donor]+1)/2, nil, nil, seckill.Terms{})
 	if err != nil {
 		return 0, err
 	}
@@ -394,7 +396,7 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 // nextID, and forgets the moves given but not forgotten. It returns how
 // many it finished; an error of nextID stops it there, before the move
 // that needed the id.
-func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error) {
+func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil || n == 1 {
 		return 0, err
@@ -422,20 +424,8 @@ func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms Terms, olde
 	return done, nil
 }
 
-// Move is a move of units between the segments of a sale, as the audit
-// reports one.
-type Move struct {
-	ID    string
-	From  int
-	Dest  int // -1: a released unit not aimed yet
-	Units int64
-	At    time.Time
-	// Given: the units reached Dest; only the record is left to forget.
-	Given bool
-}
-
 // Moves lists saleID's moves whose record is still kept.
-func (s *Store) Moves(ctx context.Context, saleID int64) ([]Move, error) {
+func (s *Store) Moves(ctx context.Context, saleID int64) ([]seckill.Move, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil || n == 1 {
 		return nil, err
@@ -444,9 +434,9 @@ func (s *Store) Moves(ctx context.Context, saleID int64) ([]Move, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Move, len(h.moves))
+	out := make([]seckill.Move, len(h.moves))
 	for i, f := range h.moves {
-		out[i] = Move{ID: f.id, From: f.from, Dest: f.Dest, Units: f.Units, At: time.UnixMilli(f.At), Given: f.given}
+		out[i] = seckill.Move{ID: f.id, From: f.from, Dest: f.Dest, Units: f.Units, At: time.UnixMilli(f.At), Given: f.given}
 	}
 	return out, nil
 }

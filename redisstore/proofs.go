@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/seckill/seckill"
 )
 
 // ProofGrace keeps the record of a used proof of work a little longer
@@ -30,21 +32,6 @@ func (s *Store) ProofKey(ctx context.Context, saleID int64, userID, challenge st
 	return s.prefix + ":{" + s.segments.tag(saleID, segmentOf(userID, n)) + "}:pow:" + challenge, nil
 }
 
-// ProofUse is what UseProof found of a proof of work.
-type ProofUse int
-
-const (
-	// ProofUsed: another request used it; it does not count.
-	ProofUsed ProofUse = iota
-	// ProofTaken: nobody had used it; it is recorded now, as this
-	// request's (GiveProofBack undoes that).
-	ProofTaken
-	// ProofRetried: the same request (its Idempotency-Key) took it before
-	// and still holds it; it counts again, and is not this request's to
-	// give back.
-	ProofRetried
-)
-
 // UseProof records that userID used the proof of work of challenge on
 // sale saleID, until expires (plus ProofGrace), with one SET NX. It
 // reports whether the use counts: the proof's first (ProofTaken), or,
@@ -55,23 +42,23 @@ const (
 // The record is not waited for on replicas: a failover that loses it
 // lets one proof be used once more, which costs its user nothing they
 // did not already have.
-func (s *Store) UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (ProofUse, error) {
+func (s *Store) UseProof(ctx context.Context, saleID int64, userID, challenge string, expires time.Time, retry string) (seckill.ProofUse, error) {
 	key, err := s.ProofKey(ctx, saleID, userID, challenge)
 	if err != nil {
-		return ProofUsed, err
+		return seckill.ProofUsed, err
 	}
 	mark := proofMark(retry)
 	got, err := useProofScript.Run(ctx, s.rdb, []string{key}, mark, expires.Add(ProofGrace).UnixMilli()).Int()
 	if err != nil {
-		return ProofUsed, fmt.Errorf("record the use of a proof of work: %w", err)
+		return seckill.ProofUsed, fmt.Errorf("record the use of a proof of work: %w", err)
 	}
 	switch got {
 	case 1:
-		return ProofTaken, nil // not used before: recorded now
+		return seckill.ProofTaken, nil // not used before: recorded now
 	case 2:
-		return ProofRetried, nil // and the taker can no longer give it back
+		return seckill.ProofRetried, nil // and the taker can no longer give it back
 	}
-	return ProofUsed, nil
+	return seckill.ProofUsed, nil
 }
 
 // GiveProofBack deletes the record of a use UseProof answered ProofTaken

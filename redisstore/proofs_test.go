@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/pow"
 	"github.com/seckill/seckill/redisstore"
@@ -38,10 +39,10 @@ func TestUseProof_CountsOnce(t *testing.T) {
 			defer wg.Done()
 			use, err := rs.UseProof(ctx, 42, "alice", challengeHex, expires, "")
 			require.NoError(t, err)
-			if use == redisstore.ProofTaken {
+			if use == seckill.ProofTaken {
 				firsts.Add(1)
 			} else {
-				require.Equal(t, redisstore.ProofUsed, use)
+				require.Equal(t, seckill.ProofUsed, use)
 			}
 		}()
 	}
@@ -59,10 +60,10 @@ func TestUseProof_CountsOnce(t *testing.T) {
 	// Another challenge, another sale: their own records.
 	use, err := rs.UseProof(ctx, 42, "alice", strings.Repeat("ab", 32), expires, "")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofTaken, use)
+	require.Equal(t, seckill.ProofTaken, use)
 	use, err = rs.UseProof(ctx, 43, "alice", challengeHex, expires, "")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofTaken, use)
+	require.Equal(t, seckill.ProofTaken, use)
 }
 
 // A request retried under the same Idempotency-Key may show its proof
@@ -73,22 +74,22 @@ func TestUseProof_ARetryOfTheSameRequest(t *testing.T) {
 	expires := time.Now().Add(time.Minute)
 	use, err := rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofTaken, use)
+	require.Equal(t, seckill.ProofTaken, use)
 	use, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, "key-1")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofRetried, use, "the same request again")
+	require.Equal(t, seckill.ProofRetried, use, "the same request again")
 	for _, retry := range []string{"key-2", ""} {
 		use, err = rs.UseProof(ctx, 7, "bob", challengeHex, expires, retry)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.ProofUsed, use, "retry %q", retry)
+		require.Equal(t, seckill.ProofUsed, use, "retry %q", retry)
 	}
 	// Used without a key first: no retry takes it.
 	use, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofTaken, use)
+	require.Equal(t, seckill.ProofTaken, use)
 	use, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "1")
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ProofUsed, use, "a retry tag never matches a use without one")
+	require.Equal(t, seckill.ProofUsed, use, "a retry tag never matches a use without one")
 }
 
 // A proof given back counts again; only the record of the use that took
@@ -101,7 +102,7 @@ func TestGiveProofBack_OnlyTheUseThatTookIt(t *testing.T) {
 		challenge := strconv.Itoa(len(retry)) + strings.Repeat("e", 63) // 128 bits name a proof: they differ first
 		use, err := rs.UseProof(ctx, 8, "carl", challenge, expires, retry)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.ProofTaken, use)
+		require.Equal(t, seckill.ProofTaken, use)
 
 		other := "key-2"
 		if retry != "" {
@@ -110,12 +111,12 @@ func TestGiveProofBack_OnlyTheUseThatTookIt(t *testing.T) {
 		require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", challenge, other))
 		use, err = rs.UseProof(ctx, 8, "carl", challenge, expires, other)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.ProofUsed, use, "another use's give-back leaves it (retry %q)", retry)
+		require.Equal(t, seckill.ProofUsed, use, "another use's give-back leaves it (retry %q)", retry)
 
 		require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", challenge, retry))
 		use, err = rs.UseProof(ctx, 8, "carl", challenge, expires, other)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.ProofTaken, use, "given back, it counts again (retry %q)", retry)
+		require.Equal(t, seckill.ProofTaken, use, "given back, it counts again (retry %q)", retry)
 	}
 	// Giving back a proof nobody holds does nothing.
 	require.NoError(t, rs.GiveProofBack(ctx, 8, "carl", strings.Repeat("f", 64), ""))
@@ -150,7 +151,7 @@ func BenchmarkUseProof(b *testing.B) {
 	for b.Loop() {
 		i++
 		use, err := rs.UseProof(ctx, 1, "bench", strconv.Itoa(i)+challengeHex, expires, "")
-		if err != nil || use != redisstore.ProofTaken {
+		if err != nil || use != seckill.ProofTaken {
 			b.Fatal(use, err)
 		}
 	}
@@ -189,7 +190,7 @@ func BenchmarkVerifyAndUseProof(b *testing.B) {
 			b.Fatal(err)
 		}
 		use, err := rs.UseProof(ctx, p.SaleID, sub, p.Challenge, p.Expires, "")
-		if err != nil || use != redisstore.ProofTaken {
+		if err != nil || use != seckill.ProofTaken {
 			b.Fatal(use, err)
 		}
 	}

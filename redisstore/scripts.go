@@ -39,7 +39,8 @@ const KeyRetention = 7 * 24 * time.Hour
 // Keys are the Redis keys of one sale.
 type Keys struct {
 	Stock, Claims, Meta, Outbox string
-	// Admitted maps each admitted order id to "<pay_by ms>:<user>".
+	// Admitted maps each admitted order id to "<pay_by ms>:<user>", or
+	// "<pay_by ms>d:<user>" when the sale's draw admitted it (Admission).
 	Admitted string
 	// Wait is the waitlist: user -> join sequence, first come first.
 	// Waited maps a user the waitlist gave a unit to the order.

@@ -19,25 +19,25 @@ import (
 const saleID = 42
 
 // terms are what every admitted buyer of the tests' sale owes.
-var terms = redisstore.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+var terms = seckill.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
 
 // openSale is a window that is open now and for the rest of the test.
-func openSale(units int64) redisstore.WarmSpec {
+func openSale(units int64) seckill.WarmSpec {
 	now := time.Now()
-	return redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	return seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
 }
 
 // next is the order a released unit becomes if a buyer waits for it.
-func next(id int64) *redisstore.NextOrder { return &redisstore.NextOrder{ID: id, Terms: terms} }
+func next(id int64) *seckill.NextOrder { return &seckill.NextOrder{ID: id, Terms: terms} }
 
-func warm(t *testing.T, sc *redisstore.Store, spec redisstore.WarmSpec) {
+func warm(t *testing.T, sc *redisstore.Store, spec seckill.WarmSpec) {
 	t.Helper()
 	loaded, err := sc.Warm(t.Context(), spec)
 	require.NoError(t, err)
 	require.True(t, loaded)
 }
 
-func claim(t *testing.T, sc *redisstore.Store, user string, orderID int64) redisstore.ClaimResult {
+func claim(t *testing.T, sc *redisstore.Store, user string, orderID int64) seckill.ClaimResult {
 	t.Helper()
 	res, err := sc.Claim(t.Context(), saleID, user, orderID, "", terms)
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestClaim_AdmitsAndRecordsTheClaim(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1001, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	msgs := outbox(t, sc)
@@ -173,7 +173,7 @@ func TestClaim_AlreadyClaimedReturnsActiveOrder(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, res)
 	require.Equal(t, int64(2), remaining(t, sc))
 	require.Equal(t, int64(1001), claimOf(t, sc, "alice"))
 	require.Len(t, outbox(t, sc), 1)
@@ -187,7 +187,7 @@ func TestClaim_SoldOutAfterLastUnit(t *testing.T) {
 
 	res := claim(t, sc, "bob", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.SoldOut}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "bob"))
 	require.Len(t, outbox(t, sc), 1)
@@ -209,11 +209,11 @@ func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			sc := testenv.RedisStore(t)
-			warm(t, sc, redisstore.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
+			warm(t, sc, seckill.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
 
 			res := claim(t, sc, "alice", 1001)
 
-			require.Equal(t, redisstore.ClaimResult{Outcome: tt.expected}, res)
+			require.Equal(t, seckill.ClaimResult{Outcome: tt.expected}, res)
 			require.Equal(t, int64(5), remaining(t, sc))
 			require.Zero(t, claimOf(t, sc, "alice"))
 			require.Empty(t, outbox(t, sc))
@@ -228,7 +228,7 @@ func TestClaim_NotWarmedFailsClosed(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Unavailable}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Unavailable}, res)
 	for _, key := range []string{k.Stock, k.Claims, k.Meta, k.Outbox} {
 		require.False(t, exists(t, sc, key), "claim wrote %s", key)
 	}
@@ -243,7 +243,7 @@ func TestClaim_NotWarmedWithoutWindow(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1001)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Unavailable}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Unavailable}, res)
 	require.Equal(t, int64(5), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 	require.Empty(t, outbox(t, sc))
@@ -262,7 +262,7 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
-		outcomes = make([]redisstore.ClaimResult, buyers)
+		outcomes = make([]seckill.ClaimResult, buyers)
 		errs     = make([]error, buyers)
 	)
 	for i := range buyers {
@@ -345,7 +345,7 @@ func TestRelease_UserMayClaimAgain(t *testing.T) {
 
 	res := claim(t, sc, "alice", 1002)
 
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1002, PayBy: res.PayBy}, res)
 	require.Equal(t, int64(0), remaining(t, sc))
 }
 
@@ -456,7 +456,7 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	adm, ok, err := sc.Admission(ctx, 7, []int64{saleID + 1, saleID})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, redisstore.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
+	require.Equal(t, seckill.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
 	_, ok, err = sc.Admission(ctx, 8, []int64{saleID})
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -465,6 +465,42 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	again := claim(t, sc, "alice", 9)
 	require.Equal(t, seckill.AlreadyClaimed, again.Outcome)
 	require.True(t, again.PayBy.IsZero())
+}
+
+// An admission says whether the sale's draw made it, so a saga started
+// from the admission instead of its outbox entry (a cancel before the
+// relay, reconciliation) writes the order as the draw's. A record written
+// before the marker still reads, as an ordinary admission, and a replayed
+// answer of the draw's admission keeps its pay_by.
+func TestAdmission_SaysWhetherTheDrawAdmittedIt(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSale(3))
+
+	drawn, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 1, "draw-key", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, drawn.Outcome)
+	ordinary := claim(t, sc, "buyer", 2)
+	require.Equal(t, seckill.Admitted, ordinary.Outcome)
+	older := time.UnixMilli(1_700_000_000_000).UTC()
+	require.NoError(t, sc.Client().HSet(ctx, sc.SaleKeys(saleID).Admitted, "3",
+		strconv.FormatInt(older.UnixMilli(), 10)+":old:buyer").Err())
+
+	for _, want := range []seckill.Admission{
+		{OrderID: 1, SaleID: saleID, UserID: "sso:winner", PayBy: drawn.PayBy, Drawn: true},
+		{OrderID: 2, SaleID: saleID, UserID: "buyer", PayBy: ordinary.PayBy},
+		{OrderID: 3, SaleID: saleID, UserID: "old:buyer", PayBy: older},
+	} {
+		adm, ok, err := sc.Admission(ctx, want.OrderID, []int64{saleID})
+		require.NoError(t, err)
+		require.True(t, ok, "order %d", want.OrderID)
+		require.Equal(t, want, adm)
+	}
+
+	again, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 4, "draw-key", terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: drawn.PayBy}, again)
 }
 
 func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
@@ -476,24 +512,24 @@ func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
 	require.False(t, first.PayBy.IsZero())
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
 
 	// The same key again, even with another fresh order id: the first
 	// answer, with the same pay_by.
 	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
 	// Another key is a new request: the user already holds an order.
 	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1}, other)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1}, other)
 	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
 	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut}, bob)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.SoldOut}, bob)
 	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.SoldOut, Replayed: true}, bobAgain)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.SoldOut, Replayed: true}, bobAgain)
 
 	// Only one unit was taken and one outbox entry written.
 	require.Equal(t, int64(0), remaining(t, sc))
@@ -523,7 +559,7 @@ func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 	warm(t, sc, openSale(1))
 	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
 }
 
 func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
@@ -531,14 +567,14 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	spec := openSale(7)
-	claims := []redisstore.ActiveClaim{{UserID: "alice", OrderID: 11}, {UserID: "bob", OrderID: 12}}
+	claims := []seckill.ActiveClaim{{UserID: "alice", OrderID: 11}, {UserID: "bob", OrderID: 12}}
 
 	loaded, err := sc.Rewarm(ctx, spec, claims)
 	require.NoError(t, err)
 	require.True(t, loaded)
 	require.Equal(t, int64(7), remaining(t, sc))
 	res := claim(t, sc, "alice", 99)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 11}, res, "restored claims still count")
 	require.Equal(t, seckill.Admitted, claim(t, sc, "carol", 13).Outcome)
 
 	// A live counter is never overwritten.
@@ -547,7 +583,7 @@ func TestRewarm_RestoresCounterAndClaimsOnlyWhenLost(t *testing.T) {
 	require.False(t, loaded)
 	require.Equal(t, int64(6), remaining(t, sc))
 	res = claim(t, sc, "bob", 98)
-	require.Equal(t, redisstore.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 12}, res)
+	require.Equal(t, seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 12}, res)
 }
 
 func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
@@ -631,7 +667,7 @@ func TestClaim_NotStartedIsNotRecordedAndTheDrawPassesTheHeldStart(t *testing.T)
 	now := time.Now()
 	lobby := now.Add(-time.Hour)
 	sale := &seckill.Sale{ID: saleID, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), LobbyOpensAt: &lobby}
-	warm(t, sc, redisstore.WarmSpec{SaleID: saleID, Units: 2, StartsAt: redisstore.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	warm(t, sc, seckill.WarmSpec{SaleID: saleID, Units: 2, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
 
 	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
 	require.NoError(t, err)
@@ -656,10 +692,10 @@ func TestRewarmAdmitting_GivesTheLostAdmissionsTheirUnitsFirst(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	now := time.Now()
-	spec := redisstore.WarmSpec{SaleID: 41, Units: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 2}
-	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
-	active := []redisstore.ActiveClaim{{UserID: "held", OrderID: 7001}}
-	again := []redisstore.ActiveClaim{{UserID: "ann", OrderID: 7101}, {UserID: "bob", OrderID: 7102}, {UserID: "cat", OrderID: 7103}, {UserID: "held", OrderID: 7104}}
+	spec := seckill.WarmSpec{SaleID: 41, Units: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 2}
+	terms := seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	active := []seckill.ActiveClaim{{UserID: "held", OrderID: 7001}}
+	again := []seckill.ActiveClaim{{UserID: "ann", OrderID: 7101}, {UserID: "bob", OrderID: 7102}, {UserID: "cat", OrderID: 7103}, {UserID: "held", OrderID: 7104}}
 
 	loaded, admitted, err := rs.RewarmAdmitting(ctx, spec, active, again, terms)
 	require.NoError(t, err)

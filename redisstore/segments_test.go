@@ -16,7 +16,7 @@ import (
 )
 
 // openSegments is openSale split into n segments.
-func openSegments(units int64, n int) redisstore.WarmSpec {
+func openSegments(units int64, n int) seckill.WarmSpec {
 	spec := openSale(units)
 	spec.Segments = n
 	return spec
@@ -108,7 +108,7 @@ func TestSegments_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossSegments(t *testin
 	for i, u := range []string{"w-a", "w-b", "w-c"} {
 		j, err := sc.Join(ctx, saleID, u, 100, 0, terms)
 		require.NoError(t, err)
-		require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
+		require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
 	}
 	order := func(u string) int64 { id := claimOf(t, sc, u); require.NotZero(t, id); return id }
 
@@ -118,8 +118,8 @@ func TestSegments_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossSegments(t *testin
 	require.NotNil(t, res.HandedTo)
 	require.Equal(t, "w-a", res.HandedTo.UserID)
 	require.Equal(t, int64(5001), claimOf(t, sc, "w-a"))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w-b"))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 2}, waitState(t, sc, "w-c"))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w-b"))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 2}, waitState(t, sc, "w-c"))
 	require.Zero(t, remaining(t, sc))
 
 	// A repeat finds nothing to do.
@@ -238,7 +238,7 @@ func TestSegments_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 		require.Equal(t, i < units, got[u], "%s (position %d)", u, i+1)
 	}
 	require.Zero(t, remaining(t, sc))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, line[units]))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, line[units]))
 }
 
 // Every buyer belongs to segment 0 of 8: they buy the units of the 7 others
@@ -319,7 +319,7 @@ func TestSegments_AReleasedUnitLandsOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, claimOf(t, sc, waiters[1]), "the second waiting buyer did not get the same unit")
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, waiters[1]))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, waiters[1]))
 	require.Zero(t, remaining(t, sc))
 }
 
@@ -540,7 +540,7 @@ func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 	require.Equal(t, int64(2), j.Position, "behind the buyer already waiting")
 	ws, err := sc.WaitStateOf(ctx, saleID, first)
 	require.NoError(t, err)
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, ws)
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, ws)
 }
 
 // A move aimed at a segment that is then lost may have reached it or not (its

@@ -14,34 +14,6 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// WarmSpec is what warm-up loads for one sale.
-type WarmSpec struct {
-	SaleID   int64
-	Units    int64
-	StartsAt time.Time
-	EndsAt   time.Time
-	// Segments is how many segments the stock is split into (stock_segments;
-	// 0 means 1).
-	Segments int
-}
-
-func (spec WarmSpec) segments() int { return max(spec.Segments, 1) }
-
-// heldStart is the start a sale with a lobby has in Redis until its draw
-// is done (the last millisecond of year 9999): open claims and joins are
-// held back; the draw's pass (ForDraw). OpenClaims ends it.
-var heldStart = time.UnixMilli(253402300799999).UTC()
-
-// ClaimsOpenAt is the start sale has in Redis: its starts_at, or, for a
-// sale with a lobby whose draw is not done, a start that never comes
-// (OpenClaims ends it).
-func ClaimsOpenAt(sale *seckill.Sale) time.Time {
-	if sale.LobbyOpensAt != nil && sale.Drawn == nil {
-		return heldStart
-	}
-	return sale.StartsAt
-}
-
 // OpenClaims opens a sale whose draw is done to claims and joins from
 // startsAt on, in every loaded segment (one not loaded is loaded open by
 // the re-warm, which reads the database's drawn sale). Idempotent.
@@ -77,11 +49,11 @@ func share(units int64, n, p int) int64 {
 // segments, unless the sale is live (a live counter is never overwritten),
 // and lists the sale for the relay. It reports whether it loaded segment 0
 // now.
-func (s *Store) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
+func (s *Store) Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error) {
 	if spec.Units < 0 {
 		return false, errors.New("warm: negative units")
 	}
-	n := spec.segments()
+	n := max(spec.Segments, 1)
 	expire := spec.EndsAt.Add(KeyRetention)
 	var first bool
 	for p := range n {
@@ -105,7 +77,7 @@ func (s *Store) Warm(ctx context.Context, spec WarmSpec) (bool, error) {
 // listForRelay lists the sale for the relay, which watches a sale's outbox
 // until every claim of it has been relayed; claims stop at EndsAt, so a day
 // past it is ample.
-func (s *Store) listForRelay(ctx context.Context, spec WarmSpec) error {
+func (s *Store) listForRelay(ctx context.Context, spec seckill.WarmSpec) error {
 	if err := s.rdb.ZAdd(ctx, s.ActiveSalesKey(), redis.Z{
 		Score:  float64(spec.EndsAt.Add(24 * time.Hour).UnixMilli()),
 		Member: strconv.FormatInt(spec.SaleID, 10),
@@ -115,20 +87,14 @@ func (s *Store) listForRelay(ctx context.Context, spec WarmSpec) error {
 	return nil
 }
 
-// ActiveClaim is a user's order that still counts as their one claim.
-type ActiveClaim struct {
-	UserID  string
-	OrderID int64
-}
-
 // Rewarm loads the segments of a sale whose keys Redis lost (restarted empty,
 // or a Cluster primary lost with no replica) from a database snapshot:
 // spec.Units are the units Redis should hold in all; the segments still live
 // keep theirs (and their units in flight), the lost ones share the rest,
 // and get back the claims of their buyers' active orders. It does nothing
 // when every segment is live, and reports whether it loaded any now.
-func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim) (bool, error) {
-	loaded, _, err := s.RewarmAdmitting(ctx, spec, claims, nil, Terms{})
+func (s *Store) Rewarm(ctx context.Context, spec seckill.WarmSpec, claims []seckill.ActiveClaim) (bool, error) {
+	loaded, _, err := s.RewarmAdmitting(ctx, spec, claims, nil, seckill.Terms{})
 	return loaded, err
 }
 
@@ -138,8 +104,8 @@ func (s *Store) Rewarm(ctx context.Context, spec WarmSpec, claims []ActiveClaim)
 // same script as the load of their segment, so no claim takes their units
 // first. A buyer who holds a claim already keeps it. It reports how many
 // it admitted again.
-func (s *Store) RewarmAdmitting(ctx context.Context, spec WarmSpec, claims, again []ActiveClaim, terms Terms) (loaded bool, admitted int, err error) {
-	n := spec.segments()
+func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, terms seckill.Terms) (loaded bool, admitted int, err error) {
+	n := max(spec.Segments, 1)
 	s.rememberSegments(spec.SaleID, n)
 	live, err := s.stableHolding(ctx, spec.SaleID, n)
 	if err != nil {
@@ -179,8 +145,8 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec WarmSpec, claims, agai
 	}
 	// Each admission made again takes its unit in its own segment: the
 	// lost segments share what is left after them.
-	inSegment := func(cs []ActiveClaim, p int) []ActiveClaim {
-		var out []ActiveClaim
+	inSegment := func(cs []seckill.ActiveClaim, p int) []seckill.ActiveClaim {
+		var out []seckill.ActiveClaim
 		for _, c := range cs {
 			if segmentOf(c.UserID, n) == p {
 				out = append(out, c)
@@ -193,7 +159,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec WarmSpec, claims, agai
 	for _, c := range claims {
 		holds[c.UserID] = true
 	}
-	again = slices.DeleteFunc(slices.Clone(again), func(c ActiveClaim) bool { return holds[c.UserID] })
+	again = slices.DeleteFunc(slices.Clone(again), func(c seckill.ActiveClaim) bool { return holds[c.UserID] })
 	reserved := make([]int64, len(lost))
 	shared := units
 	for i, p := range lost {
@@ -205,7 +171,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec WarmSpec, claims, agai
 		mine, agains := inSegment(claims, p), inSegment(again, p)
 		load := share(shared, len(lost), i) + reserved[i]
 		args := []any{load, spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin, spec.SaleID}
-		args = append(args, terms.args()...)
+		args = append(args, termArgs(terms)...)
 		args = append(args, len(mine))
 		for _, c := range append(mine, agains...) {
 			args = append(args, c.UserID, c.OrderID)
@@ -522,29 +488,12 @@ func (s *Store) segmentsOf(ctx context.Context, saleIDs []int64) (map[int64]int,
 	return segments, nil
 }
 
-// Held is what Redis holds of a sale's units at one read (holdings, the
-// one count of docs/DESIGN.md invariant 7), each unit once, as the health
-// gauge of stranded units weighs it against the database's total.
-type Held struct {
-	// Stock is the units in the segments' stock and in flight between
-	// them (Remaining).
-	Stock int64
-	// Stuck is the part of Stock in flight since before the caller's
-	// cut-off: taken from a segment and not given to another, by a mover
-	// that seems to have stopped (reconciliation lands it).
-	Stuck int64
-	// Claimed is the units the buyers' claims hold, one per claim, whatever
-	// the state of its order: from the admission (queued, awaiting payment,
-	// paid) until its release forgets it.
-	Claimed int64
-}
-
 // UnitsHeld reads what Redis holds of each of saleIDs; moves taken before
 // stuckBefore count as Stuck. A sale that is not warmed is absent. Claims
 // are counted (HLEN), never read: a few commands per segment, in one round
 // trip (per node on a Cluster) and a second only when a move record has a
 // destination, however many claims the sales have.
-func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]Held, error) {
+func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]seckill.Held, error) {
 	segments, err := s.segmentsOf(ctx, saleIDs)
 	if err != nil {
 		return nil, err
@@ -553,10 +502,10 @@ func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]Held, len(all))
+	out := make(map[int64]seckill.Held, len(all))
 	for id, h := range all {
 		if n, ok := h.total(); ok {
-			out[id] = Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
+			out[id] = seckill.Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
 		}
 	}
 	return out, nil
@@ -613,19 +562,9 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 	return excess == 0, nil
 }
 
-// SaleCounts are a live sale's Redis figures, over all its segments.
-type SaleCounts struct {
-	// Remaining is the stock (admissions still possible).
-	Remaining int64
-	// Waiting is the waitlist's length.
-	Waiting int64
-	// FromWaitlist counts the units the waitlist has given buyers.
-	FromWaitlist int64
-}
-
 // Counts reads the figures of several sales in one round trip (split per
 // node on a Cluster). A sale that is not warmed is absent.
-func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCounts, error) {
+func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error) {
 	remaining, err := s.RemainingMany(ctx, saleIDs)
 	if err != nil {
 		return nil, err
@@ -651,9 +590,9 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]SaleCoun
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read sale counts: %w", err)
 	}
-	out := make(map[int64]SaleCounts, len(remaining))
+	out := make(map[int64]seckill.SaleCounts, len(remaining))
 	for id, c := range all {
-		sc := SaleCounts{Remaining: remaining[id]}
+		sc := seckill.SaleCounts{Remaining: remaining[id]}
 		for q := range c.handed {
 			h, _ := c.handed[q].Int64()
 			sc.FromWaitlist += h

@@ -53,7 +53,7 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 
 			const units, buyers, workers = 300, 3000, 16
 			now := time.Now()
-			_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+			_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 			require.NoError(t, err)
 			key := st.SaleKeys(saleID).Stock
 
@@ -147,7 +147,7 @@ func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 
 	const units, buyers, segments = 600, 3000, 8
 	now := time.Now()
-	_, err = st.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments})
+	_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments})
 	require.NoError(t, err)
 	primaries := map[string]bool{}
 	for p := range segments {

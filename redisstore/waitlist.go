@@ -13,22 +13,6 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// JoinResult is the answer of join.lua.
-type JoinResult struct {
-	// Outcome is one of Waiting, Admitted, AlreadyWaiting,
-	// AlreadyClaimed, SaleNotStarted, SaleEnded, WaitlistFull, or
-	// Unavailable (the sale is not loaded in Redis).
-	Outcome seckill.Outcome
-	// Position is the buyer's place in line, 1 next (Waiting,
-	// AlreadyWaiting).
-	Position int64
-	// OrderID is the order a unit in stock became at once (Admitted), or
-	// the user's active order (AlreadyClaimed).
-	OrderID int64
-	// PayBy is the admitted order's deadline (Admitted).
-	PayBy time.Time
-}
-
 // Join puts userID on saleID's waitlist, holding at most maxEntries; a
 // unit still in stock is given to them at once as order orderID with
 // terms. One entry per user: a repeat is AlreadyWaiting with the
@@ -38,23 +22,23 @@ type JoinResult struct {
 // by a sequence all segments share (kept in segment 0), so the first to join is
 // first served whichever segment the unit comes back to; a unit still in
 // another segment's stock is handed over at once (HandOver).
-func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms Terms) (JoinResult, error) {
+func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
-		return JoinResult{}, err
+		return seckill.JoinResult{}, err
 	}
 	seq, room := "", int64(maxEntries)
 	if n > 1 {
 		v, others, err := s.sequenceAndOthers(ctx, saleID, n, segmentOf(userID, n))
 		if err != nil {
-			return JoinResult{}, err
+			return seckill.JoinResult{}, err
 		}
 		if v < 0 {
-			return JoinResult{Outcome: seckill.Unavailable}, nil
+			return seckill.JoinResult{Outcome: seckill.Unavailable}, nil
 		}
 		seq, room = strconv.FormatInt(v, 10), int64(maxEntries)-others
 	}
-	args := append([]any{userID, room, orderID, saleID}, terms.args()...)
+	args := append([]any{userID, room, orderID, saleID}, termArgs(terms)...)
 	args = append(args, seq, flag(s.byDraw))
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
@@ -69,7 +53,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 		return o == seckill.Admitted || o == seckill.Waiting, nil
 	})
 	if err != nil {
-		return JoinResult{}, err
+		return seckill.JoinResult{}, err
 	}
 	r, err := parseJoin(res)
 	if err != nil || n == 1 || (r.Outcome != seckill.Waiting && r.Outcome != seckill.AlreadyWaiting) {
@@ -79,27 +63,27 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	// segment still has a unit, the hand-over it is owed (one read for both).
 	joined, err := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
 	if err != nil {
-		return JoinResult{}, fmt.Errorf("join script: bad join sequence %v", res[2])
+		return seckill.JoinResult{}, fmt.Errorf("join script: bad join sequence %v", res[2])
 	}
 	st, pos, err := s.stocksAndPosition(ctx, saleID, n, joined)
 	if err != nil {
-		return JoinResult{}, err
+		return seckill.JoinResult{}, err
 	}
 	r.Position = pos
 	if st <= 0 || r.Outcome != seckill.Waiting {
 		return r, nil
 	}
 	if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
-		return JoinResult{}, err
+		return seckill.JoinResult{}, err
 	}
 	ws, err := s.WaitStateOf(ctx, saleID, userID)
 	switch {
 	case err != nil:
-		return JoinResult{}, err
+		return seckill.JoinResult{}, err
 	case ws.Waiting:
 		r.Position = ws.Position
 	case ws.OrderID != 0:
-		r = JoinResult{Outcome: seckill.Admitted, OrderID: ws.OrderID}
+		r = seckill.JoinResult{Outcome: seckill.Admitted, OrderID: ws.OrderID}
 		if a, ok, err := s.Admission(ctx, ws.OrderID, []int64{saleID}); err == nil && ok {
 			r.PayBy = a.PayBy
 		}
@@ -169,49 +153,40 @@ func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq 
 	return units, pos, nil
 }
 
-func parseJoin(res []any) (JoinResult, error) {
+func parseJoin(res []any) (seckill.JoinResult, error) {
 	o, _ := scriptOutcome(res[0])
-	r := JoinResult{Outcome: o}
+	r := seckill.JoinResult{Outcome: o}
 	value, _ := res[1].(string)
 	var err error
 	switch r.Outcome {
 	case seckill.Admitted, seckill.AlreadyClaimed:
 		if r.OrderID, err = strconv.ParseInt(value, 10, 64); err != nil {
-			return JoinResult{}, fmt.Errorf("join script: bad order id %q", value)
+			return seckill.JoinResult{}, fmt.Errorf("join script: bad order id %q", value)
 		}
 		if r.Outcome == seckill.Admitted {
 			ms, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
 			if err != nil {
-				return JoinResult{}, fmt.Errorf("join script: bad pay_by %v", res[2])
+				return seckill.JoinResult{}, fmt.Errorf("join script: bad pay_by %v", res[2])
 			}
 			r.PayBy = time.UnixMilli(ms).UTC()
 		}
 	case seckill.Waiting, seckill.AlreadyWaiting:
 		if r.Position, err = strconv.ParseInt(value, 10, 64); err != nil {
-			return JoinResult{}, fmt.Errorf("join script: bad position %q", value)
+			return seckill.JoinResult{}, fmt.Errorf("join script: bad position %q", value)
 		}
 	case seckill.SaleNotStarted, seckill.SaleEnded, seckill.Unavailable, seckill.WaitlistFull:
 	default:
-		return JoinResult{}, fmt.Errorf("join script: unexpected code %v", res[0])
+		return seckill.JoinResult{}, fmt.Errorf("join script: unexpected code %v", res[0])
 	}
 	return r, nil
 }
 
-// WaitState is where a buyer stands on a sale's waitlist.
-type WaitState struct {
-	// Waiting is set while they wait, at Position (1 is next).
-	Waiting  bool
-	Position int64
-	// OrderID is the order the waitlist gave them (0: none).
-	OrderID int64
-}
-
 // WaitStateOf reads userID's place on saleID's waitlist (over all its
 // segments). Neither Waiting nor an OrderID: they never joined, or left.
-func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (WaitState, error) {
+func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (seckill.WaitState, error) {
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
-		return WaitState{}, err
+		return seckill.WaitState{}, err
 	}
 	var (
 		rank  *redis.IntCmd
@@ -225,24 +200,24 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (W
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return WaitState{}, fmt.Errorf("read waitlist: %w", err)
+		return seckill.WaitState{}, fmt.Errorf("read waitlist: %w", err)
 	}
 	if r, err := rank.Result(); err == nil {
 		if n == 1 {
-			return WaitState{Waiting: true, Position: r + 1}, nil
+			return seckill.WaitState{Waiting: true, Position: r + 1}, nil
 		}
 		// The one line over every segment: those who joined before, anywhere.
 		_, pos, err := s.stocksAndPosition(ctx, saleID, n, score.Val())
-		return WaitState{Waiting: true, Position: pos}, err
+		return seckill.WaitState{Waiting: true, Position: pos}, err
 	}
 	if v, err := order.Result(); err == nil {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return WaitState{}, fmt.Errorf("waitlist record of %s: malformed %q", userID, v)
+			return seckill.WaitState{}, fmt.Errorf("waitlist record of %s: malformed %q", userID, v)
 		}
-		return WaitState{OrderID: id}, nil
+		return seckill.WaitState{OrderID: id}, nil
 	}
-	return WaitState{}, nil
+	return seckill.WaitState{}, nil
 }
 
 // Waiting counts the buyers on saleID's waitlist, over all its segments, in
@@ -297,7 +272,7 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 // buyer waits; this repairs the ways they can meet anyway (a counter
 // re-loaded while the waitlist survived; on a sale of several segments, a
 // buyer who joined in one segment while another still had a unit).
-func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderIDs []int64) (int, error) {
+func (s *Store) HandOver(ctx context.Context, saleID int64, terms seckill.Terms, orderIDs []int64) (int, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil || len(orderIDs) == 0 {
 		return 0, err
@@ -342,9 +317,9 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms Terms, orderID
 }
 
 // handOverIn runs handover.lua on segment p of saleID with one order id.
-func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms Terms, id int64) (int, error) {
+func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms seckill.Terms, id int64) (int, error) {
 	k := s.SegmentKeys(saleID, p)
-	args := append(append([]any{saleID}, terms.args()...), id)
+	args := append(append([]any{saleID}, termArgs(terms)...), id)
 	var n int
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error

@@ -12,14 +12,14 @@ import (
 	"github.com/seckill/seckill/redisstore"
 )
 
-func join(t *testing.T, sc *redisstore.Store, user string) redisstore.JoinResult {
+func join(t *testing.T, sc *redisstore.Store, user string) seckill.JoinResult {
 	t.Helper()
 	res, err := sc.Join(t.Context(), saleID, user, 3, 7000, terms)
 	require.NoError(t, err)
 	return res
 }
 
-func waitState(t *testing.T, sc *redisstore.Store, user string) redisstore.WaitState {
+func waitState(t *testing.T, sc *redisstore.Store, user string) seckill.WaitState {
 	t.Helper()
 	st, err := sc.WaitStateOf(t.Context(), saleID, user)
 	require.NoError(t, err)
@@ -39,21 +39,21 @@ func TestJoin_FirstComeFirstServedAndBounded(t *testing.T) {
 	warm(t, sc, openSale(1))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 
-	require.Equal(t, redisstore.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, join(t, sc, "ann"))
+	require.Equal(t, seckill.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: 1001}, join(t, sc, "ann"))
 	for i, u := range []string{"bob", "cy", "dee"} {
-		require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, join(t, sc, u))
+		require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, join(t, sc, u))
 	}
-	require.Equal(t, redisstore.JoinResult{Outcome: seckill.AlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
+	require.Equal(t, seckill.JoinResult{Outcome: seckill.AlreadyWaiting, Position: 2}, join(t, sc, "cy"), "one entry per user")
 	require.Equal(t, seckill.WaitlistFull, join(t, sc, "eve").Outcome, "at most 3 entries")
 	require.Equal(t, int64(3), waiting(t, sc), "the line is at its bound")
 
 	left, err := sc.Leave(t.Context(), saleID, "bob")
 	require.NoError(t, err)
 	require.True(t, left)
-	require.Equal(t, redisstore.WaitState{}, waitState(t, sc, "bob"))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, seckill.WaitState{}, waitState(t, sc, "bob"))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
 	require.Equal(t, int64(2), waiting(t, sc), "a place opens")
-	require.Equal(t, redisstore.JoinResult{Outcome: seckill.Waiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
+	require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: 3}, join(t, sc, "bob"), "a buyer who left joins again at the back")
 }
 
 func TestJoin_OutsideTheWindowOrUnwarmed(t *testing.T) {
@@ -81,7 +81,7 @@ func TestJoin_AdmitsAtOnceWhileStockLasts(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(terms.PaymentTimeout), res.PayBy, 5*time.Second)
 	require.Zero(t, remaining(t, sc))
 	require.Equal(t, int64(7000), claimOf(t, sc, "ann"))
-	require.Equal(t, redisstore.WaitState{OrderID: 7000}, waitState(t, sc, "ann"))
+	require.Equal(t, seckill.WaitState{OrderID: 7000}, waitState(t, sc, "ann"))
 	require.Len(t, outbox(t, sc), 1, "the relay starts its saga like a claim's")
 }
 
@@ -103,8 +103,8 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	require.Equal(t, int64(5001), res.HandedTo.OrderID)
 	require.Zero(t, remaining(t, sc), "the unit went to bob, not to open claims")
 	require.Equal(t, int64(5001), claimOf(t, sc, "bob"))
-	require.Equal(t, redisstore.WaitState{OrderID: 5001}, waitState(t, sc, "bob"))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, seckill.WaitState{OrderID: 5001}, waitState(t, sc, "bob"))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
 	require.Equal(t, int64(1), waiting(t, sc), "bob, given the unit, is out of the line")
 	entries := outbox(t, sc)
 	require.Len(t, entries, 2)
@@ -112,12 +112,12 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	require.Equal(t, "bob", entries[1].Values["u"])
 	counts, err := sc.Counts(ctx, []int64{saleID})
 	require.NoError(t, err)
-	require.Equal(t, redisstore.SaleCounts{Remaining: 0, Waiting: 1, FromWaitlist: 1}, counts[saleID])
+	require.Equal(t, seckill.SaleCounts{Remaining: 0, Waiting: 1, FromWaitlist: 1}, counts[saleID])
 
 	again, err := sc.Release(ctx, saleID, "ann", 1001, next(5002))
 	require.NoError(t, err)
-	require.Equal(t, redisstore.Released{}, again, "a repeat gives nothing twice")
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
+	require.Equal(t, seckill.Released{}, again, "a repeat gives nothing twice")
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
 }
 
 // A waiting buyer who got an order by a claim left the line as ADMITTED; the
@@ -138,7 +138,7 @@ func TestRelease_SkipsBuyersWhoHoldAnOrder(t *testing.T) {
 
 	require.NoError(t, err)
 	require.Equal(t, "dee", res.HandedTo.UserID)
-	require.Equal(t, redisstore.WaitState{OrderID: 900}, waitState(t, sc, "cy"))
+	require.Equal(t, seckill.WaitState{OrderID: 900}, waitState(t, sc, "cy"))
 }
 
 func TestClaim_TakesAWaitingBuyerOffTheLine(t *testing.T) {
@@ -154,7 +154,7 @@ func TestClaim_TakesAWaitingBuyerOffTheLine(t *testing.T) {
 
 	require.Equal(t, seckill.Admitted, claim(t, sc, "bob", 1002).Outcome)
 
-	require.Equal(t, redisstore.WaitState{OrderID: 1002}, waitState(t, sc, "bob"))
+	require.Equal(t, seckill.WaitState{OrderID: 1002}, waitState(t, sc, "bob"))
 }
 
 // Once the sale ended its waitlist expired: a released unit goes back to the
@@ -194,7 +194,7 @@ func TestHandOver_GivesStockToWaitingBuyers(t *testing.T) {
 	require.Zero(t, remaining(t, sc))
 	require.Equal(t, int64(8001), claimOf(t, sc, "w0"))
 	require.Equal(t, int64(8002), claimOf(t, sc, "w1"))
-	require.Equal(t, redisstore.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w2"))
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w2"))
 }
 
 // After the end, a buyer who holds an order is told so (the draw's retry

@@ -53,9 +53,9 @@ func admitAll(t *testing.T, rs *redisstore.Store, saleID, units int64) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
-	_, err := rs.Warm(ctx, redisstore.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	_, err := rs.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 	require.NoError(t, err)
-	terms := redisstore.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	terms := seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
 	for i := int64(1); i <= units; i++ {
 		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
 		require.NoError(t, err)

@@ -115,9 +115,10 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		DrawNextRank int
 		DrawEntries  *int
 		DrawAdmitted *int
+		DrawEndedAt  *int `gorm:"column:draw_ended_at_rank"`
 		DrawnAt      *time.Time
 	}
-	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, drawn_at
+	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, draw_ended_at_rank, drawn_at
 		FROM sales WHERE id = ?`, saleID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && row.DrawState == nil) {
 		return nil, seckill.ErrNotFound
@@ -131,6 +132,9 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	}
 	if row.DrawAdmitted != nil {
 		d.Admitted = *row.DrawAdmitted
+	}
+	if row.DrawEndedAt != nil {
+		d.EndedAtRank = *row.DrawEndedAt
 	}
 	return d, nil
 }
@@ -238,9 +242,14 @@ func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seck
 // FinishDraw records that the sale's draw is done: the seed may be
 // published from now on.
 func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
+	// A rank within min(stock, entries) is LOST only when the sale had
+	// ended before the draw reached it (SettleDraw): the first such rank
+	// is where the end cut the draw.
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
-		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?)
-		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID).Error
+		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
+		draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries
+			WHERE sale_id = ? AND outcome = ? AND rank <= LEAST(sales.total, sales.draw_entries))
+		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}
@@ -323,8 +332,9 @@ func (s *Store) LoseRanks(ctx context.Context, saleID int64, from, to int) error
 // the waitlist's, which serves only entrants the draw queued): a step of
 // the draw retried after it admitted a winner finds that winner's order
 // here even once it closed (a cancel, a failed payment), and does not
-// admit them a second time. (orders.drawn is not asked: a saga started by
-// a cancel before the relay, or by reconciliation, does not know it.)
+// admit them a second time. (orders.drawn is not asked: an admission made
+// again after Redis lost it (rewarm.lua), or recorded before admissions
+// carried the draw's mark, is not marked drawn.)
 func (s *Store) OrdersOfEach(ctx context.Context, saleID int64, users []string) (map[string]int64, error) {
 	out := make(map[string]int64)
 	if len(users) == 0 {

@@ -60,6 +60,7 @@ func (r *orderRow) order() *seckill.Order {
 		CreatedAt:   r.CreatedAt,
 		PaidAt:      r.PaidAt,
 		ClosedAt:    r.ClosedAt,
+		Drawn:       r.Drawn,
 	}
 	if r.CloseReason != nil {
 		o.CloseReason = seckill.CloseReason(*r.CloseReason)

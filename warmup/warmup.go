@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
@@ -142,27 +143,27 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 		if err != nil {
 			return rewarmed, err
 		}
-		claims := make([]redisstore.ActiveClaim, len(snap.Claims))
+		claims := make([]seckill.ActiveClaim, len(snap.Claims))
 		for i, c := range snap.Claims {
-			claims[i] = redisstore.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
+			claims[i] = seckill.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
 		}
 		// A drawn sale's entrants told an order that Redis lost before its
 		// saga wrote it are admitted again, with that order, in the same
 		// script as the load: their units are theirs, not the first
 		// claimer's.
-		var again []redisstore.ActiveClaim
+		var again []seckill.ActiveClaim
 		if snap.Sale.LobbyOpensAt != nil {
 			unwritten, err := w.store.UnwrittenDrawOrders(ctx, id)
 			if err != nil {
 				return rewarmed, err
 			}
 			for _, e := range unwritten {
-				again = append(again, redisstore.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID})
+				again = append(again, seckill.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID})
 			}
 		}
-		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, redisstore.WarmSpec{
-			SaleID: id, Units: snap.Units, StartsAt: redisstore.ClaimsOpenAt(snap.Sale), EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
-		}, claims, again, redisstore.TermsOf(*snap.Sale))
+		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, seckill.WarmSpec{
+			SaleID: id, Units: snap.Units, StartsAt: seckill.ClaimsOpenAt(snap.Sale), EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
+		}, claims, again, seckill.TermsOf(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}

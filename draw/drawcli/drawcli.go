@@ -144,13 +144,13 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 	if err != nil {
 		return p, err
 	}
-	p.Commitment, p.Seed, p.DeclaredEntries, p.Admitted = d.Commitment, d.Seed, d.Entries, d.Admitted
+	p.Commitment, p.Seed, p.DeclaredEntries, p.Admitted, p.EndedAtRank = d.Commitment, d.Seed, d.Entries, d.Admitted, d.EndedAtRank
 
 	var s seckill.SaleJSON
 	if err := c.getJSON(ctx, base, "", &s); err != nil {
 		return p, fmt.Errorf("reading the sale: %w", err)
 	}
-	p.Stock = s.Stock.Total
+	p.Stock, p.SaleEndsAt, p.ReadAt = s.Stock.Total, s.EndsAt, time.Now()
 	if s.Draw != nil {
 		p.SaleCommitment = s.Draw.Commitment
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +37,8 @@ type fakeAPI struct {
 	orders     []map[string]any
 	// tamper, when set, changes the draw's JSON before it is served.
 	tamper   func(d map[string]any)
-	drawCode string // when set, /draw answers 409 with this code
+	endsAt   time.Time // the sale's ends_at (zero: an hour from now)
+	drawCode string    // when set, /draw answers 409 with this code
 	// entriesServed, ordersAuth record what was asked.
 	ordersAuth string
 }
@@ -71,8 +73,12 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base := "/api/v1/sales/" + f.saleID
 	switch r.URL.Path {
 	case base:
+		endsAt := f.endsAt
+		if endsAt.IsZero() {
+			endsAt = time.Now().Add(time.Hour)
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": f.saleID, "state": "ACTIVE",
+			"id": f.saleID, "state": "ACTIVE", "ends_at": endsAt.UTC().Format(time.RFC3339),
 			"stock": map[string]any{"total": f.stock, "remaining": 0},
 			"draw":  map[string]any{"commitment": f.commitment},
 		})
@@ -145,7 +151,7 @@ func TestDrawVerify_Good(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep), buf.String())
 	require.True(t, rep.OK())
 	require.Equal(t, int64(20), rep.Admitted)
-	require.Len(t, rep.Checks, 11)
+	require.Len(t, rep.Checks, 12)
 }
 
 func TestDrawVerify_Tampered(t *testing.T) {
@@ -190,6 +196,27 @@ func TestDrawVerify_Tampered(t *testing.T) {
 			require.Contains(t, out, "the draw does NOT check out")
 		})
 	}
+}
+
+// A draw the sale's end cut publishes the rank it cut at: verify holds it
+// to the ranks before it, once the sale's ends_at has passed.
+func TestDrawVerify_ADrawTheSalesEndCut(t *testing.T) {
+	cut := func(f *fakeAPI) {
+		f.orders = f.orders[:2]
+		f.tamper = func(d map[string]any) { d["admitted"], d["ended_at_rank"] = 2, 3 }
+	}
+	f := newFakeAPI(50, 5)
+	cut(f)
+	f.endsAt = time.Now().Add(-time.Minute)
+	out, err := run(t, f, adminToken, "verify", "--sale", "42")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "so up to the sale's end, declared at rank 3, 2 admitted (ranks 1..2); 2 orders listed\n")
+
+	f = newFakeAPI(50, 5)
+	cut(f) // ends_at an hour ahead
+	out, err = run(t, f, adminToken, "verify", "--sale", "42")
+	require.ErrorIs(t, err, drawcli.ErrFailed, out)
+	require.Contains(t, out, "  FAIL "+draw.CheckEnded+"\n")
 }
 
 // TestDrawVerify_NoAdmin: without an admin token the public pieces are

@@ -12,7 +12,6 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/idgen"
-	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/saga"
 )
 
@@ -51,7 +50,7 @@ type Store interface {
 // order without a row is still admitted.
 type Admissions interface {
 	ActiveSales(ctx context.Context) ([]int64, error)
-	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a redisstore.Admission, ok bool, err error)
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
 }
 
 // Deliverer delivers payment events.

@@ -1,0 +1,123 @@
+package seckill
+
+import "time"
+
+// A claim, a waitlist join and the release of a unit as the Redis hot path
+// (redisstore) answers them: the vocabulary its consumers' interfaces name
+// (the API, reconciliation, the activities, payment delivery), so none of
+// them imports the adapter to speak of an admission.
+
+// Terms are what an admitted buyer owes and for how long they may pay:
+// the sale's price and payment timeout, fixed at admission.
+type Terms struct {
+	PaymentTimeout time.Duration
+	AmountCents    int64
+	Currency       string
+}
+
+// TermsOf are sale's terms for every buyer it admits.
+func TermsOf(sale Sale) Terms {
+	return Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
+}
+
+// ClaimResult is the outcome of one admission.
+type ClaimResult struct {
+	// Outcome is one of Admitted, SoldOut, AlreadyClaimed,
+	// SaleNotStarted, SaleEnded, RateLimited, or Unavailable (the sale is
+	// not loaded in Redis: fail closed).
+	Outcome Outcome
+	// OrderID is the new order (Admitted) or the user's active order
+	// (AlreadyClaimed); zero otherwise.
+	OrderID int64
+	// Replayed is set when the result is the recorded first answer to the
+	// same Idempotency-Key.
+	Replayed bool
+	// RetryAfter is how long a RateLimited user must wait.
+	RetryAfter time.Duration
+	// PayBy is the admitted order's payment deadline, fixed at admission
+	// (Admitted only).
+	PayBy time.Time
+	// Tentative marks a SOLD_OUT that is true now but may not stay so (a
+	// sale of several segments with units still moving between them, or owed
+	// to the waiting buyers of the claimant's segment): it was not recorded
+	// for the Idempotency-Key, and is no reason to answer other buyers
+	// SOLD_OUT.
+	Tentative bool
+	// Owed marks a Tentative SOLD_OUT given because the claimant's segment
+	// has buyers waiting: units that come go to them first, so asking
+	// again, or landing the moves in flight, gets this claimant none.
+	Owed bool
+}
+
+// Admission is an admitted order as Redis holds it until its saga has
+// written it down.
+type Admission struct {
+	OrderID int64
+	SaleID  int64
+	UserID  string
+	PayBy   time.Time
+	// Drawn: the sale's draw admitted it (SagaInput.Drawn), so a saga
+	// started from the admission rather than from its outbox entry (an
+	// early cancel, reconciliation) writes the order as the draw's too.
+	// False for admissions recorded before the marker was.
+	Drawn bool
+}
+
+// JoinResult is the answer to a waitlist join (join.lua).
+type JoinResult struct {
+	// Outcome is one of Waiting, Admitted, AlreadyWaiting,
+	// AlreadyClaimed, SaleNotStarted, SaleEnded, WaitlistFull, or
+	// Unavailable (the sale is not loaded in Redis).
+	Outcome Outcome
+	// Position is the buyer's place in line, 1 next (Waiting,
+	// AlreadyWaiting).
+	Position int64
+	// OrderID is the order a unit in stock became at once (Admitted), or
+	// the user's active order (AlreadyClaimed).
+	OrderID int64
+	// PayBy is the admitted order's deadline (Admitted).
+	PayBy time.Time
+}
+
+// WaitState is where a buyer stands on a sale's waitlist.
+type WaitState struct {
+	// Waiting is set while they wait, at Position (1 is next).
+	Waiting  bool
+	Position int64
+	// OrderID is the order the waitlist gave them (0: none).
+	OrderID int64
+}
+
+// NextOrder is what a released unit becomes when a buyer is waiting for
+// one: a fresh order id and the sale's terms.
+type NextOrder struct {
+	ID    int64
+	Terms Terms
+}
+
+// Released is what a release of a claim did.
+type Released struct {
+	// Now is set when the claim still named the order and was released
+	// by this call.
+	Now bool
+	// HandedTo is the waiting buyer who got the unit, as a new admission;
+	// nil when nobody did (the unit went back to the stock, or stayed out
+	// of it).
+	HandedTo *Admission
+}
+
+// ProofUse is what the single-use record of proofs of work found of one
+// proof.
+type ProofUse int
+
+const (
+	// ProofUsed: another request used it; it does not count.
+	ProofUsed ProofUse = iota
+	// ProofTaken: nobody had used it; it is recorded now, as this
+	// request's (giving it back undoes that).
+	ProofTaken
+	// ProofRetried: the same request (its Idempotency-Key) took it before
+	// and still holds it; it counts again, and is not this request's to
+	// give back.
+	ProofRetried
+)

@@ -1,0 +1,93 @@
+package seckill
+
+import "time"
+
+// A sale's stock as the Redis hot path (redisstore) holds it: what warm-up
+// loads, the figures and holdings it reads back, and what it tells of
+// changes, in the words its consumers' interfaces use (the API, warm-up,
+// reconciliation, the health gauges, the audit).
+
+// WarmSpec is what warm-up loads for one sale.
+type WarmSpec struct {
+	SaleID   int64
+	Units    int64
+	StartsAt time.Time
+	EndsAt   time.Time
+	// Segments is how many segments the stock is split into (stock_segments;
+	// 0 means 1).
+	Segments int
+}
+
+// heldStart is the start a sale with a lobby has in Redis until its draw
+// is done (the last millisecond of year 9999): open claims and joins are
+// held back; the draw's own claims and joins pass. Opening the sale's
+// claims when the draw is done ends it.
+var heldStart = time.UnixMilli(253402300799999).UTC()
+
+// ClaimsOpenAt is the start sale has in Redis: its starts_at, or, for a
+// sale with a lobby whose draw is not done, a start that never comes
+// (the draw opens the claims when it is done).
+func ClaimsOpenAt(sale *Sale) time.Time {
+	if sale.LobbyOpensAt != nil && sale.Drawn == nil {
+		return heldStart
+	}
+	return sale.StartsAt
+}
+
+// ActiveClaim is a user's order that still counts as their one claim.
+type ActiveClaim struct {
+	UserID  string
+	OrderID int64
+}
+
+// SaleCounts are a live sale's Redis figures, over all its segments.
+type SaleCounts struct {
+	// Remaining is the stock (admissions still possible).
+	Remaining int64
+	// Waiting is the waitlist's length.
+	Waiting int64
+	// FromWaitlist counts the units the waitlist has given buyers.
+	FromWaitlist int64
+}
+
+// Held is what Redis holds of a sale's units at one read (holdings, the
+// one count of docs/DESIGN.md invariant 7), each unit once, as the health
+// gauge of stranded units weighs it against the database's total.
+type Held struct {
+	// Stock is the units in the segments' stock and in flight between
+	// them (Remaining).
+	Stock int64
+	// Stuck is the part of Stock in flight since before the caller's
+	// cut-off: taken from a segment and not given to another, by a mover
+	// that seems to have stopped (reconciliation lands it).
+	Stuck int64
+	// Claimed is the units the buyers' claims hold, one per claim, whatever
+	// the state of its order: from the admission (queued, awaiting payment,
+	// paid) until its release forgets it.
+	Claimed int64
+}
+
+// Move is a move of units between the segments of a sale, as the audit
+// reports one.
+type Move struct {
+	ID    string
+	From  int
+	Dest  int // -1: a released unit not aimed yet
+	Units int64
+	At    time.Time
+	// Given: the units reached Dest; only the record is left to forget.
+	Given bool
+}
+
+// Changes are told what the installation says of its sales and orders as
+// they change: a sale has stock again (a unit was released to it) or an
+// order's row changed.
+type Changes struct {
+	Restocked    func(saleID int64)
+	OrderChanged func(orderID int64)
+	// Subscribed is called on each (re)subscription: messages may have
+	// been missed while the connection was down.
+	Subscribed func()
+	// Interrupted is called when the subscription broke; it is renewed.
+	Interrupted func(error)
+}
