@@ -149,10 +149,20 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// since closed (a live one Redis answers ALREADY_CLAIMED): the
 			// winner keeps it, and is not admitted twice.
 			e.Outcome, e.OrderID = seckill.EntryWon, held[e.UserID]
+		case progress.Ended:
+			// An earlier rank found the sale ended: no later rank is
+			// admitted or queued, whatever the clock of another segment's
+			// Redis says (a Cluster's nodes, a primary failed over to a
+			// host behind), so the ranks admitted are 1..R-1 and the
+			// published cut R holds.
+			e.Outcome = seckill.EntryLost
 		case e.Rank <= units:
 			err = a.admitDrawn(ctx, sale.ID, e, terms)
 		default:
 			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, terms, &progress)
+		}
+		if errors.Is(err, errSaleEnded) {
+			progress.Ended, err = true, nil
 		}
 		if err != nil {
 			return progress, err
@@ -238,7 +248,8 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 }
 
 // admitDrawn admits a winner as a claim, as order e.OrderID (fresh, so ids
-// follow ranks); an entrant admitted by an earlier try keeps that order.
+// follow ranks); an entrant admitted by an earlier try keeps that order,
+// live or since closed (the claim's DrawClaimKey replays it).
 //
 // A winner is ranked within the units, so a unit is theirs: a tentative
 // SOLD_OUT (units in flight between the sale's segments, left there by a
@@ -252,7 +263,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 	if err != nil {
 		return err
 	}
-	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, "", terms)
+	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms)
 	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
 		if _, err := a.redis.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
@@ -261,7 +272,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 		if orderID, err = a.ids.Next(); err != nil {
 			return err
 		}
-		res, err = a.drawPass.Claim(ctx, saleID, e.UserID, orderID, "", terms)
+		res, err = a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms)
 	}
 	if err != nil {
 		return err
@@ -272,7 +283,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 		return nil
 	case seckill.SaleEnded: // holding no order: claim.lua tells a held one first
 		e.Outcome = seckill.EntryLost
-		return nil
+		return errSaleEnded
 	case seckill.SoldOut:
 		if res.Tentative && !res.Owed {
 			return fmt.Errorf("admit rank %d of sale %d: its units are still moving between segments", e.Rank, saleID)
@@ -320,6 +331,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 		e.Outcome, *full = seckill.EntryLost, true
 	case seckill.SaleEnded:
 		e.Outcome = seckill.EntryLost
+		return errSaleEnded
 	default:
 		return fmt.Errorf("queue rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 	}
@@ -341,6 +353,19 @@ func (a *Activities) FinishDraw(ctx context.Context, in seckill.DrawInput) error
 	activity.GetLogger(ctx).Info("draw done", "saleID", in.SaleID)
 	return nil
 }
+
+// DrawClaimKey is the Idempotency-Key of the draw's claims: a retried
+// step's claim for an entrant an earlier attempt admitted answers that
+// admission again (202 replayed, the same order id) even once the buyer
+// has cancelled it and its unit is back, so nobody is admitted twice for
+// one rank. It holds a space, which no buyer's Idempotency-Key can
+// (printable ASCII without it, docs/API.md), so no claim of theirs shares
+// its record.
+const DrawClaimKey = "seckill draw"
+
+// errSaleEnded: Redis refused an entrant because the sale has ended; the
+// entrant is LOST, and so is every later rank (SettleDraw).
+var errSaleEnded = errors.New("the sale has ended")
 
 // drawRefusal makes a sale without a draw a non-retryable failure.
 func drawRefusal(saleID int64, err error) error {

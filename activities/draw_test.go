@@ -406,3 +406,59 @@ func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
 	require.Zero(t, again, "no entrant is admitted twice (docs/API.md, the draw)")
 	require.Len(t, orders, entrants, "K orders, one per rank")
 }
+
+// A sale's segments may disagree on the time (a Cluster's nodes, a primary
+// failed over to a host whose clock is behind): the first rank refused for
+// the sale's end ends the draw for every later rank, so the ranks admitted
+// are 1..R-1 and the published cut R holds, whatever another segment's
+// clock says.
+func TestSettleDraw_TheFirstRankRefusedForTheEndEndsTheDrawWhateverAnotherSegmentsClockSays(t *testing.T) {
+	const units = 20
+	r := newSegmentedDrawRig(t, units, units, 2)
+	ctx := t.Context()
+	r.rank(t)
+	// Segment 1's Redis says the sale has ended; segment 0's does not.
+	require.NoError(t, r.rdb.HSet(ctx, r.rs.SegmentKeys(r.sale.ID, 1).Meta, "ends_ms", time.Now().Add(-time.Second).UnixMilli()).Err())
+	r.settleAll(t)
+	d, err := r.st.DrawOf(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.NotZero(t, d.EndedAtRank, "segment 1's end cut the draw")
+	require.Equal(t, d.EndedAtRank-1, d.Admitted)
+	orders, err := r.st.DrawOrders(ctx, r.sale.ID)
+	require.NoError(t, err)
+	require.Len(t, orders, d.Admitted, "no rank past the cut admitted")
+	for i, o := range orders {
+		require.Equal(t, i+1, o.Rank, "each rank before the cut has its order")
+	}
+}
+
+// A winner an attempt admitted, who cancels while the retried step is
+// settling the same batch (the saga, started by the cancel, closed the
+// order and gave the unit back before its row was seen), keeps that one
+// order for their rank: the retry's claim answers the admission again
+// rather than admit them a second time.
+func TestSettleDraw_AWinnerWhoCancelledDuringTheRetryIsNotAdmittedTwice(t *testing.T) {
+	r := newDrawRig(t, 2, 4)
+	ctx := t.Context()
+	r.rank(t)
+	first, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 1)
+	require.NoError(t, err)
+	winner := first[0].UserID
+	// The cut-off attempt admitted rank 1 as order 1000...
+	res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, winner, 1000, activities.DrawClaimKey, seckill.TermsOf(*r.sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	// ...which its buyer cancelled: the claim and the unit are back in
+	// Redis, and no row is written yet.
+	_, err = r.rs.Release(ctx, r.sale.ID, winner, 1000, nil)
+	require.NoError(t, err)
+
+	r.settleAll(t)
+	e, err := r.st.LobbyEntryOf(ctx, r.sale.ID, winner)
+	require.NoError(t, err)
+	require.Equal(t, seckill.EntryWon, e.Outcome)
+	require.Equal(t, int64(1000), e.OrderID, "rank 1 keeps the order it was admitted with")
+	claimed, err := r.rs.ClaimOf(ctx, r.sale.ID, winner)
+	require.NoError(t, err)
+	require.Zero(t, claimed, "no second order for the winner who cancelled")
+}

@@ -33,6 +33,10 @@ type Published struct {
 	// SaleEndsAt is the sale object's ends_at and ReadAt when it was read
 	// (zero: not known): a cut by the end is believed only after it.
 	SaleEndsAt, ReadAt time.Time
+	// Taken is the sale object's stock.sold + stock.locked: the units
+	// orders hold (-1: not known). A sale its end cut in the draw took no
+	// claim after it, so these are at most the ranks admitted.
+	Taken int64
 	// Entries is GET /api/v1/sales/{id}/draw/entries, in its order.
 	Entries *EntryList
 	// Stock is the sale's stock.total.
@@ -247,7 +251,7 @@ const (
 	CheckDistinct   = "the entries are distinct"
 	CheckSorted     = "the entries are published sorted ascending"
 	CheckCount      = "the number of entries is the one declared"
-	CheckEnded      = "a cut by the sale's end falls within 1..min(stock, entries), after the sale's ends_at"
+	CheckEnded      = "a cut by the sale's end falls within 1..min(stock, entries), after the sale's ends_at, and nobody got the units it refused"
 	CheckAdmitted   = "the number admitted is min(stock, entries), or the ranks before the end's cut"
 	CheckInDraw     = "every admitted order's entry is an entry of the draw"
 	CheckTopK       = "every admitted order's entry ranks within 1..K"
@@ -320,8 +324,10 @@ func checkEntries(p Published) []Check {
 
 // checkEnded checks a cut the draw declares (the sale ended while it
 // ran): a rank within 1..full (min(stock, entries)), declared for a sale
-// whose ends_at had passed when it was read. The cut cannot favour one
-// entrant over another: every rank from it on is refused alike.
+// whose ends_at had passed when it was read, whose orders hold no more
+// units than the ranks before the cut (the refused units went to nobody).
+// So a cut cannot favour anyone: every rank from it on is refused alike,
+// and no claim after the draw got their units.
 func checkEnded(p Published, full int64) Check {
 	var pe problems
 	switch r := p.EndedAtRank; {
@@ -331,6 +337,11 @@ func checkEnded(p Published, full int64) Check {
 	case !p.SaleEndsAt.IsZero() && !p.ReadAt.IsZero() && p.ReadAt.Before(p.SaleEndsAt):
 		pe.add("the draw declares the sale's end cut it at rank %d, but the sale ends at %s, after it was read (%s)",
 			r, p.SaleEndsAt.UTC().Format(time.RFC3339), p.ReadAt.UTC().Format(time.RFC3339))
+	case p.Taken > r-1:
+		// The units the cut refused went to someone: to claims after the
+		// draw, which a sale that had ended could not take.
+		pe.add("the draw declares the sale's end cut it at rank %d, but orders hold %d units (sold + locked), more than the %d ranks before it",
+			r, p.Taken, r-1)
 	}
 	return pe.check(CheckEnded)
 }

@@ -401,11 +401,24 @@ func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
 	})
 
 	// A cut declared for a sale that has not ended.
+	// The units the cut refused went to orders after the draw: a cut
+	// that let claims take them is no cut by the sale's end.
+	d = p.cutAt(3)
+	d.Taken = 2
+	rep := draw.Verify(d)
+	require.True(t, rep.OK(), "the two ranks before the cut hold their units: %s", rep.String())
+	d.Taken = 4
+	requireFails(t, draw.Verify(d), map[string]string{
+		draw.CheckEnded:    "orders hold 4 units (sold + locked), more than the 2 ranks before it",
+		draw.CheckAdmitted: "declares 2 admitted, but min(stock 5, entries 10) is 5",
+		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
+	})
+
 	// A cut declared for a sale that has not ended: K is min(stock,
 	// entries), and the ranks past the cut were owed their units.
 	d = p.cutAt(3)
 	d.ReadAt = d.SaleEndsAt.Add(-time.Minute)
-	rep := draw.Verify(d)
+	rep = draw.Verify(d)
 	requireFails(t, rep, map[string]string{
 		draw.CheckEnded:    "but the sale ends at 2026-11-22T11:00:00Z, after it was read (2026-11-22T10:59:00Z)",
 		draw.CheckAdmitted: "declares 2 admitted, but min(stock 5, entries 10) is 5",

@@ -251,9 +251,17 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			continue // running: it will write its row; completed: it decided
 		}
 		in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: idgen.Time(orderID)}
-		if adm, ok, err := r.Redis.Admission(ctx, orderID, []int64{saleID}); err == nil && ok {
-			// The draw's admission stays the draw's (invariant 9), as its
-			// outbox entry would have said.
+		adm, ok, err := r.Redis.Admission(ctx, orderID, []int64{saleID})
+		if err != nil {
+			// Not started from a guess: without its admission the saga
+			// would have no pay_by and a draw's order would not say it is
+			// the draw's (invariant 9). The next pass tries again.
+			failed(orderID, "read the admission of a claim", err)
+			continue
+		}
+		if ok {
+			// The draw's admission stays the draw's, as its outbox entry
+			// would have said.
 			in.PayBy, in.Drawn = adm.PayBy, adm.Drawn
 		}
 		err = r.Sagas.Start(ctx, in)

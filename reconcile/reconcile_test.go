@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"strconv"
 	"testing"
 	"time"
 
@@ -111,6 +112,32 @@ func TestSale_StartsTheMissingSagaOfADrawnClaimAsTheDraws(t *testing.T) {
 		require.True(t, d.Fixed, "%+v", d)
 	}
 	require.Equal(t, map[int64]bool{won: true, bought: false}, temporal.drawn)
+}
+
+// A claim whose admission cannot be read is left for the next pass, not
+// given a saga started from a guess (no pay_by, not the draw's).
+func TestSale_AClaimWhoseAdmissionCannotBeReadWaitsForTheNextPass(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 5)
+	testenv.Warm(t, rs, sale, 5)
+	won := idgen.At(time.Now().Add(-time.Minute))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsOf(*sale))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	require.NoError(t, rdb.HSet(ctx, rs.SaleKeys(sale.ID).Admitted, strconv.FormatInt(won, 10), "garbled").Err())
+	temporal := &sagas{}
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: temporal, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	require.Len(t, drifts, 1)
+	require.Equal(t, seckill.DriftCheckFailed, drifts[0].Kind, "%+v", drifts[0])
+	require.Empty(t, temporal.started, "no saga started without its admission")
 }
 
 // Units re-loaded into the stock while buyers wait (Redis lost the counter

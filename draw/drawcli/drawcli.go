@@ -151,6 +151,7 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 		return p, fmt.Errorf("reading the sale: %w", err)
 	}
 	p.Stock, p.SaleEndsAt, p.ReadAt = s.Stock.Total, s.EndsAt, time.Now()
+	p.Taken = s.Stock.Sold + s.Stock.Locked
 	if s.Draw != nil {
 		p.SaleCommitment = s.Draw.Commitment
 	}

@@ -38,6 +38,7 @@ type fakeAPI struct {
 	// tamper, when set, changes the draw's JSON before it is served.
 	tamper   func(d map[string]any)
 	endsAt   time.Time // the sale's ends_at (zero: an hour from now)
+	sold     int64     // the sale's stock.sold
 	drawCode string    // when set, /draw answers 409 with this code
 	// entriesServed, ordersAuth record what was asked.
 	ordersAuth string
@@ -79,7 +80,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": f.saleID, "state": "ACTIVE", "ends_at": endsAt.UTC().Format(time.RFC3339),
-			"stock": map[string]any{"total": f.stock, "remaining": 0},
+			"stock": map[string]any{"total": f.stock, "remaining": 0, "sold": f.sold},
 			"draw":  map[string]any{"commitment": f.commitment},
 		})
 	case base + "/draw":
@@ -217,6 +218,14 @@ func TestDrawVerify_ADrawTheSalesEndCut(t *testing.T) {
 	out, err = run(t, f, adminToken, "verify", "--sale", "42")
 	require.ErrorIs(t, err, drawcli.ErrFailed, out)
 	require.Contains(t, out, "  FAIL "+draw.CheckEnded+"\n")
+
+	// Ended, but the units refused at the cut were sold afterwards.
+	f = newFakeAPI(50, 5)
+	cut(f)
+	f.endsAt, f.sold = time.Now().Add(-time.Minute), 5
+	out, err = run(t, f, adminToken, "verify", "--sale", "42")
+	require.ErrorIs(t, err, drawcli.ErrFailed, out)
+	require.Contains(t, out, "orders hold 5 units (sold + locked), more than the 2 ranks before it")
 }
 
 // TestDrawVerify_NoAdmin: without an admin token the public pieces are
