@@ -2,11 +2,13 @@
 SHELL     := /bin/bash
 GO        ?= go
 # Packages that embed the Temporal server link slowly (minutes, cold): they
-# are tested without -race; everything else runs with it.
-SLOW_PKGS := ./app/... ./cmd/...
+# are tested without -race; everything else runs with it. (bench runs the
+# system through app: its race build alone compiled the server's ~300
+# packages again.)
+SLOW_PKGS := ./app/... ./cmd/... ./bench/...
 # Listed when test-fast runs, not for every target: `go list` takes seconds
 # and downloads every module (chaos' included) before `make dev` starts.
-FAST_PKGS = $$($(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/devserver$$')
+FAST_PKGS = $$($(GO) list ./... | grep -v -e '/app$$' -e '/cmd/' -e '/bench$$' -e '/devserver$$')
 
 FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
