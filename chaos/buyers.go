@@ -139,22 +139,26 @@ func (s *shop) buy() {
 	if o.segments > 1 {
 		burst = min(o.buyers/3, 2*o.units)
 	}
+	start := time.Now()
+	eachBuyer(o.buyers, 64, func(i int) {
+		if i >= burst {
+			time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(o.buyers))))
+		}
+		s.claim(i)
+	})
+}
+
+// eachBuyer calls do(i) for buyers 0..n-1 in order of i, workers at a
+// time, and returns when every call has.
+func eachBuyer(n, workers int, do func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
-	for range 64 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= o.buyers {
-					return
-				}
-				if i >= burst {
-					time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(o.buyers))))
-				}
-				s.claim(i)
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				do(i)
 			}
 		}()
 	}

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -201,24 +200,11 @@ type lobbyAnswer struct {
 // (bounded by starts_at: an entry is then refused, LOBBY_CLOSED).
 func (s *shop) enterAll(window time.Duration, startsAt time.Time) {
 	spread := window / 2
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= s.o.buyers {
-					return
-				}
-				time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(s.o.buyers))))
-				s.enter(i, startsAt)
-			}
-		}()
-	}
-	wg.Wait()
+	eachBuyer(s.o.buyers, 32, func(i int) {
+		time.Sleep(time.Until(start.Add(spread * time.Duration(i) / time.Duration(s.o.buyers))))
+		s.enter(i, startsAt)
+	})
 }
 
 // enter is buyer i's entry, retried until answered or a little past
@@ -259,42 +245,29 @@ func (s *shop) enter(i int, startsAt time.Time) {
 // orders from the waitlist (followWaitlist). Each answer is kept for the
 // referee.
 func (s *shop) learnOutcomes() {
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lost []int
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= s.o.buyers {
-					return
-				}
-				a, ok := s.lobbyMe(i)
-				if !ok {
-					continue
-				}
-				s.mu.Lock()
-				s.told[i] = a
-				s.mu.Unlock()
-				switch a.Status {
-				case "WON":
-					if a.OrderID != "" {
-						s.drawOrder(a.OrderID, i)
-					}
-				case "LOST":
-					if fate(s.seed, i) == 0 { // the losers who would pay try their luck
-						mu.Lock()
-						lost = append(lost, i)
-						mu.Unlock()
-					}
-				}
+	eachBuyer(s.o.buyers, 32, func(i int) {
+		a, ok := s.lobbyMe(i)
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		s.told[i] = a
+		s.mu.Unlock()
+		switch a.Status {
+		case "WON":
+			if a.OrderID != "" {
+				s.drawOrder(a.OrderID, i)
 			}
-		}()
-	}
-	wg.Wait()
+		case "LOST":
+			if fate(s.seed, i) == 0 { // the losers who would pay try their luck
+				mu.Lock()
+				lost = append(lost, i)
+				mu.Unlock()
+			}
+		}
+	})
 	sort.Ints(lost)
 	// The losers' claims, a little spread: most are SOLD_OUT (or
 	// SALE_ENDED); a unit no waiting buyer took may be theirs.
