@@ -55,8 +55,21 @@ func (f *funnel) flush(ctx context.Context, st Store) error {
 	counts, soldOut := f.counts, f.soldOut
 	f.counts, f.soldOut = map[int64]map[seckill.Outcome]int64{}, map[int64]time.Time{}
 	f.mu.Unlock()
-	err := st.AddClaimCounts(ctx, counts)
-	if err != nil {
+	// The sold-out time goes first: a reader who sees this flush's counts
+	// (a SOLD_OUT among them) sees the sell-out too.
+	var err error
+	for sale, at := range soldOut {
+		if serr := st.MarkSoldOut(ctx, sale, at); serr != nil {
+			err = serr
+			f.markSoldOut(sale, at)
+			continue
+		}
+		f.mu.Lock()
+		f.stored[sale] = true
+		f.mu.Unlock()
+	}
+	if cerr := st.AddClaimCounts(ctx, counts); cerr != nil {
+		err = cerr
 		f.mu.Lock()
 		for sale, m := range counts {
 			for o, n := range m {
@@ -66,16 +79,6 @@ func (f *funnel) flush(ctx context.Context, st Store) error {
 				f.counts[sale][o] += n
 			}
 		}
-		f.mu.Unlock()
-	}
-	for sale, at := range soldOut {
-		if serr := st.MarkSoldOut(ctx, sale, at); serr != nil {
-			err = serr
-			f.markSoldOut(sale, at)
-			continue
-		}
-		f.mu.Lock()
-		f.stored[sale] = true
 		f.mu.Unlock()
 	}
 	return err
