@@ -7,18 +7,28 @@ import "time"
 // (the API, reconciliation, the activities, payment delivery), so none of
 // them imports the adapter to speak of an admission.
 
-// Terms are what an admitted buyer owes and for how long they may pay:
-// the sale's price and payment timeout, fixed at admission.
+// Terms are what a buyer admitted to one variant owes per unit and for how
+// long they may pay: the variant's price and the sale's payment timeout,
+// fixed at admission. An order of Quantity units owes Quantity x
+// UnitPriceCents.
 type Terms struct {
 	PaymentTimeout time.Duration
-	AmountCents    int64
+	UnitPriceCents int64
 	Currency       string
 }
 
-// TermsOf are sale's terms for every buyer it admits.
-func TermsOf(sale Sale) Terms {
-	return Terms{PaymentTimeout: sale.PaymentTimeout, AmountCents: sale.PriceCents, Currency: sale.Currency}
+// TermsOf are the terms of sale's variant sku for every buyer it admits
+// (ok false: the sale has no such variant).
+func TermsOf(sale Sale, sku string) (Terms, bool) {
+	v, ok := sale.Variant(sku)
+	if !ok {
+		return Terms{}, false
+	}
+	return Terms{PaymentTimeout: sale.PaymentTimeout, UnitPriceCents: v.PriceCents, Currency: sale.Currency}, true
 }
+
+// Amount is what an order of quantity units owes under t.
+func (t Terms) Amount(quantity int) int64 { return int64(quantity) * t.UnitPriceCents }
 
 // ClaimResult is the outcome of one admission.
 type ClaimResult struct {
@@ -47,6 +57,9 @@ type ClaimResult struct {
 	// has buyers waiting: units that come go to them first, so asking
 	// again, or landing the moves in flight, gets this claimant none.
 	Owed bool
+	// Remaining is the variant's units left when fewer than the quantity
+	// asked (NotEnoughStock).
+	Remaining int64
 }
 
 // Admission is an admitted order as Redis holds it until its saga has
@@ -56,6 +69,9 @@ type Admission struct {
 	SaleID  int64
 	UserID  string
 	PayBy   time.Time
+	// Item is the variant and the units admitted (DefaultItem for
+	// admissions recorded before v4).
+	Item Item
 	// Drawn: the sale's draw admitted it (SagaInput.Drawn), so a saga
 	// started from the admission rather than from its outbox entry (an
 	// early cancel, reconciliation) writes the order as the draw's too.

@@ -51,9 +51,11 @@ type Refund struct {
 
 // Order is the order object of docs/API.md.
 type Order struct {
-	ID          int64
-	SaleID      int64
-	UserID      string
+	ID     int64
+	SaleID int64
+	UserID string
+	// Item is the variant and the units the order holds.
+	Item        Item
 	Status      OrderStatus
 	CloseReason CloseReason
 	AmountCents int64
@@ -85,6 +87,8 @@ type OrderJSON struct {
 	OrderID     string       `json:"order_id"`
 	SaleID      string       `json:"sale_id"`
 	UserID      string       `json:"user_id"`
+	SKU         string       `json:"sku"`
+	Quantity    int          `json:"quantity"`
 	Status      OrderStatus  `json:"status"`
 	CloseReason *CloseReason `json:"close_reason"`
 	AmountCents int64        `json:"amount_cents"`
@@ -112,6 +116,8 @@ func (o *Order) JSON() OrderJSON {
 		OrderID:     strconv.FormatInt(o.ID, 10),
 		SaleID:      strconv.FormatInt(o.SaleID, 10),
 		UserID:      o.UserID,
+		SKU:         o.Item.OrDefault().SKU,
+		Quantity:    o.Item.OrDefault().Quantity,
 		Status:      o.Status,
 		AmountCents: o.AmountCents,
 		Currency:    o.Currency,

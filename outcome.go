@@ -12,20 +12,22 @@ type Outcome string
 
 // The outcomes of claims and joins. A refusal's string is its Code.
 const (
-	Admitted       Outcome = "ADMITTED"                  // 202 (a claim) or 201 ADMITTED (a join)
-	Replayed       Outcome = "REPLAYED"                  // the first answer to an Idempotency-Key, again
-	Waiting        Outcome = "WAITING"                   // 201 WAITING: on the waitlist
-	SoldOut        Outcome = Outcome(CodeSoldOut)        // 409
-	AlreadyClaimed Outcome = Outcome(CodeAlreadyClaimed) // 409, with the user's active order
-	AlreadyWaiting Outcome = Outcome(CodeAlreadyWaiting) // 409, with the user's place in line
-	WaitlistFull   Outcome = Outcome(CodeWaitlistFull)   // 409
-	SaleNotStarted Outcome = Outcome(CodeSaleNotStarted) // 409
-	SaleEnded      Outcome = Outcome(CodeSaleEnded)      // 409
-	RateLimited    Outcome = Outcome(CodeRateLimited)    // 429
-	Unavailable    Outcome = Outcome(CodeUnavailable)    // 503: Redis did not answer, or the sale is not loaded in it
-	InvalidRequest Outcome = Outcome(CodeInvalidRequest) // 400 (a bad Idempotency-Key)
-	SaleNotFound   Outcome = Outcome(CodeSaleNotFound)   // 404
-	Internal       Outcome = Outcome(CodeInternal)       // anything else (500)
+	Admitted       Outcome = "ADMITTED"                        // 202 (a claim) or 201 ADMITTED (a join)
+	Replayed       Outcome = "REPLAYED"                        // the first answer to an Idempotency-Key, again
+	Waiting        Outcome = "WAITING"                         // 201 WAITING: on the waitlist
+	SoldOut        Outcome = Outcome(CodeSoldOut)              // 409
+	NotEnoughStock Outcome = Outcome(CodeNotEnoughStock)       // 409, fewer units left than the quantity asked
+	KeyReused      Outcome = Outcome(CodeIdempotencyKeyReused) // 422: the Idempotency-Key was used with another body
+	AlreadyClaimed Outcome = Outcome(CodeAlreadyClaimed)       // 409, with the user's active order
+	AlreadyWaiting Outcome = Outcome(CodeAlreadyWaiting)       // 409, with the user's place in line
+	WaitlistFull   Outcome = Outcome(CodeWaitlistFull)         // 409
+	SaleNotStarted Outcome = Outcome(CodeSaleNotStarted)       // 409
+	SaleEnded      Outcome = Outcome(CodeSaleEnded)            // 409
+	RateLimited    Outcome = Outcome(CodeRateLimited)          // 429
+	Unavailable    Outcome = Outcome(CodeUnavailable)          // 503: Redis did not answer, or the sale is not loaded in it
+	InvalidRequest Outcome = Outcome(CodeInvalidRequest)       // 400 (a bad Idempotency-Key)
+	SaleNotFound   Outcome = Outcome(CodeSaleNotFound)         // 404
+	Internal       Outcome = Outcome(CodeInternal)             // anything else (500)
 )
 
 // Refusal reports whether o refused the buyer: every outcome but

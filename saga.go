@@ -19,6 +19,8 @@ type ReleaseClaimInput struct {
 	SaleID  int64
 	OrderID int64
 	UserID  string
+	// Item is the variant and the units the claim holds (zero: DefaultItem).
+	Item Item
 	// ReturnUnit gives the unit back to the Redis counter; false only
 	// forgets the claim (the database never had the unit to give).
 	ReturnUnit bool
@@ -54,6 +56,8 @@ type StartOrderInput struct {
 	PayBy time.Time
 	// Drawn: the sale's draw admitted this order (SagaInput.Drawn).
 	Drawn bool
+	// Item is the variant and the units the order locks (zero: DefaultItem).
+	Item Item
 }
 
 // StartOrderResult is the order as it stands after the first step (new,
@@ -94,9 +98,11 @@ type IntentInput struct {
 // its database unit back, then forget the user's claim in Redis and give
 // the unit back there.
 type ReleaseOrderInput struct {
-	OrderID  int64
-	SaleID   int64
-	UserID   string
+	OrderID int64
+	SaleID  int64
+	UserID  string
+	// Item is the variant and the units the order holds (zero: DefaultItem).
+	Item     Item
 	Reason   CloseReason
 	ClosedAt time.Time
 	// EventID is the failed payment that closed the order, if any: it is

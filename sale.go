@@ -24,10 +24,14 @@ const (
 
 // NewSale is what an admin creates (POST /api/v1/sales, validated).
 type NewSale struct {
-	Name           string
-	PriceCents     int64
-	Currency       string
-	Stock          int64
+	Name     string
+	Currency string
+	// Variants are the sale's 1..MaxVariants variants, each with its
+	// stock and price (a v3 body becomes one, sku DefaultSKU).
+	Variants []NewVariant
+	// LimitPerBuyer is the most units one buyer's active order may hold
+	// (1..MaxLimitPerBuyer; 0: DefaultLimitPerBuyer).
+	LimitPerBuyer  int
 	StartsAt       time.Time
 	EndsAt         time.Time
 	PaymentTimeout time.Duration
@@ -57,10 +61,12 @@ const (
 	StateEnded     SaleState = "ENDED"
 )
 
-// Sale is a flash sale: a fixed stock offered at one price in a time window.
+// Sale is a flash sale: one product in one or more variants, each with a
+// fixed stock and price, offered in a time window.
 type Sale struct {
-	ID             int64
-	Name           string
+	ID   int64
+	Name string
+	// PriceCents is the lowest variant price (SumVariants).
 	PriceCents     int64
 	Currency       string
 	StartsAt       time.Time
@@ -78,10 +84,16 @@ type Sale struct {
 	// DrawCommitment is the hex SHA-256 of the draw's seed, published
 	// from LobbyOpensAt on ("" without a lobby).
 	DrawCommitment string
-	Stock          Stock
+	// LimitPerBuyer is the most units one buyer's active order may hold
+	// (0 in sales read before v4: Limit says 1).
+	LimitPerBuyer int
+	// Variants are the sale's variants, each with its stock split; Stock
+	// is their sum (SumVariants).
+	Variants []Variant
+	Stock    Stock
 }
 
-// Stock is the split of a sale's units. Total, Available, Locked and Sold
+// Stock is the split of a sale's (or a variant's) units. Total, Available, Locked and Sold
 // come from Postgres (the authority); Remaining from the Redis counter.
 type Stock struct {
 	Total     int64 `json:"total"`
@@ -113,16 +125,18 @@ func (s *Sale) State(now time.Time) SaleState {
 
 // SaleJSON is the wire form of a Sale.
 type SaleJSON struct {
-	ID                    string    `json:"id"`
-	Name                  string    `json:"name"`
-	PriceCents            int64     `json:"price_cents"`
-	Currency              string    `json:"currency"`
-	StartsAt              time.Time `json:"starts_at"`
-	EndsAt                time.Time `json:"ends_at"`
-	PaymentTimeoutSeconds int64     `json:"payment_timeout_seconds"`
-	StockSegments         int       `json:"stock_segments"`
-	State                 SaleState `json:"state"`
-	Stock                 Stock     `json:"stock"`
+	ID                    string        `json:"id"`
+	Name                  string        `json:"name"`
+	PriceCents            int64         `json:"price_cents"`
+	Currency              string        `json:"currency"`
+	StartsAt              time.Time     `json:"starts_at"`
+	EndsAt                time.Time     `json:"ends_at"`
+	PaymentTimeoutSeconds int64         `json:"payment_timeout_seconds"`
+	StockSegments         int           `json:"stock_segments"`
+	State                 SaleState     `json:"state"`
+	LimitPerBuyer         int           `json:"limit_per_buyer"`
+	Stock                 Stock         `json:"stock"`
+	Variants              []VariantJSON `json:"variants"`
 	// LobbyOpensAt and Draw: a sale with a lobby (docs/API.md "Fair
 	// start"); Draw shows the seed's commitment from the lobby's opening.
 	LobbyOpensAt *time.Time `json:"lobby_opens_at,omitempty"`
@@ -167,8 +181,13 @@ func (s *Sale) JSON(now time.Time) SaleJSON {
 		PaymentTimeoutSeconds: int64(s.PaymentTimeout / time.Second),
 		StockSegments:         max(s.StockSegments, 1),
 		State:                 s.State(now),
+		LimitPerBuyer:         s.Limit(),
 		Stock:                 s.Stock,
+		Variants:              make([]VariantJSON, len(s.Variants)),
 		LobbyOpensAt:          s.LobbyOpensAt,
+	}
+	for i, v := range s.Variants {
+		j.Variants[i] = VariantJSON{SKU: v.SKU, Name: v.Name, PriceCents: v.PriceCents, Stock: v.Stock}
 	}
 	if s.ProofDifficulty > 0 {
 		j.ProofOfWork = &ProofOfWorkJSON{Difficulty: s.ProofDifficulty}

@@ -75,6 +75,9 @@ type SagaInput struct {
 	// at admission), shown in the saga's memo.
 	AmountCents int64
 	Currency    string
+	// Item is the variant and the units the order holds; the zero Item
+	// (inputs written before v4) is DefaultItem (Item.OrDefault).
+	Item Item
 	// Drawn marks an admission of the sale's draw (docs/API.md "Fair
 	// start"): the order row records it, so the audit can hold the draw's
 	// record of each entrant to the orders (invariant 9). False in inputs
