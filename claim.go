@@ -104,10 +104,11 @@ type WaitState struct {
 	OrderID int64
 }
 
-// NextOrder is what a released unit becomes when a buyer is waiting for
-// one: a fresh order id and the sale's terms.
+// NextOrder is what released units become when buyers are waiting for
+// them: fresh order ids, one per unit released (each waiting buyer takes
+// one unit), and the variant's terms.
 type NextOrder struct {
-	ID    int64
+	IDs   []int64
 	Terms Terms
 }
 
@@ -116,10 +117,10 @@ type Released struct {
 	// Now is set when the claim still named the order and was released
 	// by this call.
 	Now bool
-	// HandedTo is the waiting buyer who got the unit, as a new admission;
-	// nil when nobody did (the unit went back to the stock, or stayed out
-	// of it).
-	HandedTo *Admission
+	// HandedTo are the waiting buyers who got a unit, as new admissions;
+	// empty when nobody did (the units went back to the stock, or stayed
+	// out of it).
+	HandedTo []Admission
 }
 
 // ProofUse is what the single-use record of proofs of work found of one

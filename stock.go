@@ -9,13 +9,29 @@ import "time"
 
 // WarmSpec is what warm-up loads for one sale.
 type WarmSpec struct {
-	SaleID   int64
-	Units    int64
+	SaleID int64
+	// Variants are the units to load of each variant, in the sale's order.
+	Variants []VariantUnits
 	StartsAt time.Time
 	EndsAt   time.Time
 	// Segments is how many segments the stock is split into (stock_segments;
 	// 0 means 1).
 	Segments int
+}
+
+// VariantUnits are units of one variant.
+type VariantUnits struct {
+	SKU   string
+	Units int64
+}
+
+// SKUs lists the spec's skus, in order.
+func (w WarmSpec) SKUs() []string {
+	out := make([]string, len(w.Variants))
+	for i, v := range w.Variants {
+		out[i] = v.SKU
+	}
+	return out
 }
 
 // heldStart is the start a sale with a lobby has in Redis until its draw
@@ -34,16 +50,20 @@ func ClaimsOpenAt(sale *Sale) time.Time {
 	return sale.StartsAt
 }
 
-// ActiveClaim is a user's order that still counts as their one claim.
+// ActiveClaim is a user's order that still counts as their one claim,
+// with the units it holds (the zero Item: DefaultItem).
 type ActiveClaim struct {
 	UserID  string
 	OrderID int64
+	Item    Item
 }
 
 // SaleCounts are a live sale's Redis figures, over all its segments.
 type SaleCounts struct {
-	// Remaining is the stock (admissions still possible).
+	// Remaining is the stock (admissions still possible), in units, over
+	// every variant; Variants is each variant's.
 	Remaining int64
+	Variants  map[string]int64
 	// Waiting is the waitlist's length.
 	Waiting int64
 	// FromWaitlist counts the units the waitlist has given buyers.
@@ -61,16 +81,20 @@ type Held struct {
 	// cut-off: taken from a segment and not given to another, by a mover
 	// that seems to have stopped (reconciliation lands it).
 	Stuck int64
-	// Claimed is the units the buyers' claims hold, one per claim, whatever
-	// the state of its order: from the admission (queued, awaiting payment,
-	// paid) until its release forgets it.
+	// Claimed is the units the buyers' claims hold (each its quantity),
+	// whatever the state of its order: from the admission (queued,
+	// awaiting payment, paid) until its release forgets it.
 	Claimed int64
+	// Variants are the same figures per variant (sku); the fields above
+	// are their sums.
+	Variants map[string]Held
 }
 
 // Move is a move of units between the segments of a sale, as the audit
 // reports one.
 type Move struct {
 	ID    string
+	SKU   string
 	From  int
 	Dest  int // -1: a released unit not aimed yet
 	Units int64

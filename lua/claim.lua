@@ -1,8 +1,10 @@
--- claim.lua: the whole admission decision for one claim, atomically.
+-- claim.lua: the whole admission decision for one claim of quantity units
+-- of one variant, atomically: all the units or none.
 -- Every check runs before any write, so a refused claim changes nothing
 -- (except the rate limiter's log of the attempt). admit.lua comes first.
 --
--- KEYS[1] stock   seckill:{sN}:stock   string counter of units left
+-- KEYS[1] stock   seckill:{sN}:stock[:<sku>]  string counter of the
+--         variant's units left ("stock" for the variant "default")
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
 -- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
 -- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
@@ -15,9 +17,11 @@
 --         ("<pay_by_ms>d:<user>" for the draw's, see admit.lua) of every
 --         admission, so an order can be found and shown (QUEUED, with its
 --         pay_by) before its saga has written it
--- KEYS[8] wait    seckill:{sN}:wait    the waitlist (a waiting buyer who
---         is admitted by a claim leaves it as ADMITTED)
+-- KEYS[8] wait    seckill:{sN}:wait[:<sku>]  the variant's waitlist (a
+--         waiting buyer who is admitted by a claim leaves it as ADMITTED)
 -- KEYS[9] waited  seckill:{sN}:waited  hash user -> order the waitlist gave
+-- KEYS[10] units  seckill:{sN}:units   hash sku -> units the claims hold
+-- KEYS[11] lines  seckill:{sN}:lines   hash user -> the wait key of their line
 -- ARGV[1] user id
 -- ARGV[2] order id (fresh, from the caller's time-ordered generator)
 -- ARGV[3] sale id
@@ -26,7 +30,8 @@
 -- ARGV[6] attempts allowed per user in the sliding window (0: no limit)
 -- ARGV[7] the window, milliseconds
 -- ARGV[8] the sale's payment timeout, milliseconds: pay_by = admission + it
--- ARGV[9] the amount owed, cents (the sale's price)
+-- ARGV[9] the variant's price, cents per unit (the amount owed is
+--         quantity x price)
 -- ARGV[10] its currency
 -- ARGV[11] "1" when SOLD_OUT is the final answer; "0" on one segment of a
 --          sale of several, whose other segments may still lend it units:
@@ -38,10 +43,14 @@
 --          until its draw is done, so open claims get SALE_NOT_STARTED
 --          (the API answers DRAW_IN_PROGRESS from starts_at on); only the
 --          draw's admissions pass that check
+-- ARGV[14] the variant's sku
+-- ARGV[15] quantity: the units asked for, 1..the sale's limit per buyer
 --
--- With an Idempotency-Key, a recorded decision is returned as it was, with
--- the third element 1 (replayed), and nothing else happens; otherwise the
--- decision is recorded. UNAVAILABLE (not warmed), RATE_LIMITED and
+-- With an Idempotency-Key, a recorded decision ("<code>:<order id>:<q>/<sku>")
+-- is returned as it was, with the third element 1 (replayed), and nothing
+-- else happens; the same key with another item (sku, quantity) is code 11,
+-- and nothing is decided. A record written before items (no third part)
+-- is one unit of "default". Otherwise the decision is recorded. UNAVAILABLE (not warmed), RATE_LIMITED and
 -- SALE_NOT_STARTED are never recorded: they are not answers, only "try
 -- again" (later).
 --
@@ -57,13 +66,27 @@
 --   5 UNAVAILABLE      the stock key or meta is missing: fail closed, never
 --                      read nil as zero or as stock
 --   6 RATE_LIMITED     value = milliseconds until an attempt is allowed
+--  10 NOT_ENOUGH_STOCK value = the variant's units left (fewer than the
+--                      quantity, at least one)
+--  11 IDEMPOTENCY_KEY_REUSED  value = '': the key's first request asked
+--                      for another item
 local idem = ARGV[5] == '1'
+local q = tonumber(ARGV[15])
+local item = q .. '/' .. ARGV[14]
 if idem then
   local prev = redis.call('GET', KEYS[5])
   if prev then
     local sep = string.find(prev, ':', 1, true)
     local code = tonumber(string.sub(prev, 1, sep - 1))
     local id = string.sub(prev, sep + 1)
+    local was = '1/default'
+    local sep2 = string.find(id, ':', 1, true)
+    if sep2 then
+      id, was = string.sub(id, 1, sep2 - 1), string.sub(id, sep2 + 1)
+    end
+    if was ~= item then
+      return {11, '', 0, ''}
+    end
     local pay_by = ''
     if code == 0 then
       local adm = redis.call('HGET', KEYS[7], id)
@@ -77,7 +100,7 @@ end
 
 local function decide(code, id, pay_by)
   if idem then
-    redis.call('SET', KEYS[5], code .. ':' .. id, 'EX', ARGV[4])
+    redis.call('SET', KEYS[5], code .. ':' .. id .. ':' .. item, 'EX', ARGV[4])
   end
   return {code, id, 0, pay_by or ''}
 end
@@ -120,17 +143,23 @@ end
 if now >= tonumber(window[2]) then
   return decide(4, '')
 end
-if tonumber(stock) <= 0 then
-  if ARGV[11] == '0' then
-    return {1, '', 0, ''}
+if tonumber(stock) < q then
+  -- Not final on one segment of a sale of several: the others may still
+  -- lend it units (the caller borrows and asks again).
+  local code, left = 1, ''
+  if tonumber(stock) > 0 then
+    code, left = 10, stock
   end
-  return decide(1, '')
+  if ARGV[11] == '0' then
+    return {code, left, 0, ''}
+  end
+  return decide(code, left)
 end
 
-redis.call('DECR', KEYS[1])
+redis.call('DECRBY', KEYS[1], q)
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[7], wait = KEYS[8], waited = KEYS[9]}
+  admitted = KEYS[7], wait = KEYS[8], waited = KEYS[9], units = KEYS[10], lines = KEYS[11]}
 local pay_by = admit(k, ARGV[1], ARGV[2], now,
-  {sale = ARGV[3], timeout_ms = ARGV[8], amount = ARGV[9], currency = ARGV[10], trace = ARGV[12],
-   drawn = ARGV[13] == '1'}, false)
+  {sale = ARGV[3], timeout_ms = ARGV[8], price = ARGV[9], currency = ARGV[10], trace = ARGV[12],
+   drawn = ARGV[13] == '1', sku = ARGV[14], q = q}, false)
 return decide(0, ARGV[2], pay_by)

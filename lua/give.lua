@@ -5,17 +5,21 @@
 --
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN.p}:...)
--- KEYS[8] moved   set of the move ids this segment was given
+-- KEYS[8] moved   set of the move ids this segment was given (the variant's)
+-- KEYS[9] units   hash sku -> units the claims hold
+-- KEYS[10] lines  hash user -> the wait key of their line
+-- (KEYS[1], KEYS[6] and KEYS[8] are the variant's: stock[:<sku>], ...)
 -- ARGV[1] move id
 -- ARGV[2] units
 -- ARGV[3] sale id
--- ARGV[4] payment timeout ms, ARGV[5] amount cents, ARGV[6] currency
+-- ARGV[4] payment timeout ms, ARGV[5] price cents per unit, ARGV[6] currency
 -- ARGV[7] pub/sub channel told that the sale has stock again
 -- ARGV[8] the join sequence the caller saw at the head of this segment's
 --         waitlist ('' when it expects nobody): when the head has changed
 --         meanwhile (a claim or a leave took it), nothing happens and the
 --         caller gives it again without expecting anyone
--- ARGV[9..] fresh order ids for waiting buyers, at most one per unit
+-- ARGV[9] the variant's sku
+-- ARGV[10..] fresh order ids for waiting buyers, at most one per unit
 --
 -- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
 -- 0 when this move was given before (nothing happens again), 2 when the
@@ -42,13 +46,13 @@ if expire then
   redis.call('PEXPIREAT', KEYS[8], expire)
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
-local t = {sale = ARGV[3], timeout_ms = ARGV[4], amount = ARGV[5], currency = ARGV[6]}
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[9], lines = KEYS[10]}
+local t = {sale = ARGV[3], timeout_ms = ARGV[4], price = ARGV[5], currency = ARGV[6], sku = ARGV[9], q = 1}
 local now = now_ms()
 local out = {1}
 local back = 0
 for i = 1, tonumber(ARGV[2]) do
-  local order = ARGV[8 + i]
+  local order = ARGV[9 + i]
   local user, pay_by
   if order then
     user, pay_by = hand_over(k, order, now, t)

@@ -9,19 +9,23 @@
 -- admitted at once, exactly as by a claim.
 --
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
--- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN}:...)
+-- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited, KEYS[8] units,
+-- KEYS[9] lines (hash user -> the wait key of the line they are in)
+-- (seckill:{sN}:...; stock and wait are the variant's: one line per variant,
+-- and a buyer waits in one line of a sale at most)
 -- ARGV[1] user id
 -- ARGV[2] most entries this segment's line may hold: SECKILL_WAITLIST_MAX
 --         less the buyers waiting in the sale's other segments (0 or less:
 --         the line is full)
 -- ARGV[3] a fresh order id, used only if a unit is in stock
 -- ARGV[4] sale id
--- ARGV[5] payment timeout ms, ARGV[6] amount cents, ARGV[7] currency
+-- ARGV[5] payment timeout ms, ARGV[6] price cents per unit, ARGV[7] currency
 -- ARGV[8] the join sequence to use ('' for the next of this segment's own):
 --         a sale of several segments numbers joins in segment 0, so that the
 --         first to join is first across every segment
 -- ARGV[9] "1" when the sale's draw queues an entrant (past the start check,
 --         as claim.lua's ARGV[13])
+-- ARGV[10] the variant's sku
 --
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
@@ -32,7 +36,8 @@
 --   7 WAITING          value = position in this segment's line (1 is
 --                      next): joined now; extra = the join sequence
 --   8 ALREADY_WAITING  value = position in this segment's line, extra = the
---                      join sequence
+--                      join sequence, and a fourth element: the wait key
+--                      of the line they are in (another variant's, maybe)
 --   9 WAITLIST_FULL
 local stock = redis.call('GET', KEYS[1])
 local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
@@ -51,13 +56,17 @@ end
 if now >= tonumber(window[2]) then
   return {4, '', ''}
 end
-local rank = redis.call('ZRANK', KEYS[6], ARGV[1])
+-- One place per buyer per sale, in one variant's line: lines names it (a
+-- line of the same slot); a buyer who joined before lines existed is
+-- found in this line.
+local line = redis.call('HGET', KEYS[9], ARGV[1]) or KEYS[6]
+local rank = redis.call('ZRANK', line, ARGV[1])
 if rank then
-  return {8, tostring(rank + 1), redis.call('ZSCORE', KEYS[6], ARGV[1])}
+  return {8, tostring(rank + 1), redis.call('ZSCORE', line, ARGV[1]), line}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7]}
-local t = {sale = ARGV[4], timeout_ms = ARGV[5], amount = ARGV[6], currency = ARGV[7]}
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[8], lines = KEYS[9]}
+local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[10], q = 1}
 if tonumber(stock) > 0 then
   redis.call('DECR', KEYS[1])
   return {0, ARGV[3], admit(k, ARGV[1], ARGV[3], now, t, true)}
@@ -70,8 +79,10 @@ if seq == '' then
   seq = redis.call('HINCRBY', KEYS[3], 'wait_seq', 1)
 end
 redis.call('ZADD', KEYS[6], seq, ARGV[1])
+redis.call('HSET', KEYS[9], ARGV[1], KEYS[6])
 redis.call('HDEL', KEYS[7], ARGV[1])
 if window[3] then
   redis.call('PEXPIREAT', KEYS[6], window[3])
+  redis.call('PEXPIREAT', KEYS[9], window[3])
 end
 return {7, tostring(redis.call('ZRANK', KEYS[6], ARGV[1]) + 1), tostring(seq)}

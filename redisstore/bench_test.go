@@ -53,7 +53,7 @@ func BenchmarkWinnerLatency(b *testing.B) {
 			}
 			defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
 			now := time.Now()
-			if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Units: int64(b.N), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+			if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: int64(b.N)}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 				b.Fatal(err)
 			}
 			var (
@@ -68,7 +68,7 @@ func BenchmarkWinnerLatency(b *testing.B) {
 				for pb.Next() {
 					i := next.Add(1)
 					t0 := time.Now()
-					res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+					res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms, seckill.DefaultItem)
 					if err != nil || res.Outcome != seckill.Admitted {
 						b.Errorf("claim %d: %v %v", i, res.Outcome, err)
 						return
@@ -113,7 +113,7 @@ func BenchmarkSellOut(b *testing.B) {
 				defer func() { _ = st.DropAll(b.Context()); _ = st.Close() }()
 				units := max(int64(b.N/5), 1)
 				now := time.Now()
-				if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments}); err != nil {
+				if _, err := st.Warm(b.Context(), seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments}); err != nil {
 					b.Fatal(err)
 				}
 				var (
@@ -130,7 +130,7 @@ func BenchmarkSellOut(b *testing.B) {
 					for pb.Next() {
 						i := next.Add(1)
 						t0 := time.Now()
-						res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+						res, err := st.Claim(b.Context(), saleID, "u"+strconv.FormatInt(i, 10), i, "", terms, seckill.DefaultItem)
 						if err != nil {
 							b.Errorf("claim %d: %v", i, err)
 							return

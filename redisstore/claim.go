@@ -21,16 +21,18 @@ import (
 // integer result code (one numbering for both scripts, documented at the
 // top of each): the one place the scripts' codes become seckill.Outcome.
 var scriptOutcomes = [...]seckill.Outcome{
-	0: seckill.Admitted,
-	1: seckill.SoldOut,
-	2: seckill.AlreadyClaimed,
-	3: seckill.SaleNotStarted,
-	4: seckill.SaleEnded,
-	5: seckill.Unavailable, // the sale's keys are missing: not warmed
-	6: seckill.RateLimited,
-	7: seckill.Waiting,
-	8: seckill.AlreadyWaiting,
-	9: seckill.WaitlistFull,
+	0:  seckill.Admitted,
+	1:  seckill.SoldOut,
+	2:  seckill.AlreadyClaimed,
+	3:  seckill.SaleNotStarted,
+	4:  seckill.SaleEnded,
+	5:  seckill.Unavailable, // the sale's keys are missing: not warmed
+	6:  seckill.RateLimited,
+	7:  seckill.Waiting,
+	8:  seckill.AlreadyWaiting,
+	9:  seckill.WaitlistFull,
+	10: seckill.NotEnoughStock,
+	11: seckill.KeyReused,
 }
 
 // scriptOutcome maps a script's result code; ok is false for a code
@@ -46,9 +48,10 @@ func scriptOutcome(code any) (o seckill.Outcome, ok bool) {
 // IdempotencyTTL is how long the first answer to an Idempotency-Key is kept.
 const IdempotencyTTL = 24 * time.Hour
 
-// termArgs are terms as the scripts take them: timeout ms, amount, currency.
+// termArgs are terms as the scripts take them: timeout ms, price per
+// unit, currency.
 func termArgs(t seckill.Terms) []any {
-	return []any{t.PaymentTimeout.Milliseconds(), t.AmountCents, t.Currency}
+	return []any{t.PaymentTimeout.Milliseconds(), t.UnitPriceCents, t.Currency}
 }
 
 // maxBorrows bounds how often a claim on a sale of several segments borrows
@@ -56,32 +59,36 @@ func termArgs(t seckill.Terms) []any {
 // tentative SOLD_OUT.
 const maxBorrows = 8
 
-// Claim runs the admission for userID on saleID with the fresh orderID;
-// an admitted buyer owes terms, and may pay until the admission time (on
+// Claim runs the admission of item (quantity units of one variant, all or
+// none) for userID on saleID with the fresh orderID; an admitted buyer owes
+// item.Quantity x terms.UnitPriceCents, and may pay until the admission time (on
 // Redis' clock) plus terms.PaymentTimeout. With a non-empty idempotencyKey
 // the first decision for (user, sale, key) is recorded for IdempotencyTTL
-// and returned again to every repeat. An error means the outcome is
+// and returned again to every repeat of the same item (another item under
+// the key: KeyReused, nothing decided). An error means the outcome is
 // unknown (Redis unreachable or timed out): the caller must not assume the
 // claim failed or succeeded.
 //
 // On a sale of several segments the claim runs on the buyer's segment; when that
 // segment is empty it borrows units from the fullest other segment (moves), so
-// the answer is a final SOLD_OUT only when no segment has a unit and none is
-// in flight between segments. A segment whose line has waiting buyers borrows
+// the answer is a final SOLD_OUT (or NOT_ENOUGH_STOCK) only when no segment
+// has the variant's units to lend and none is in flight between segments. A segment whose line has waiting buyers borrows
 // nothing for a new claim (the line comes first): its SOLD_OUT is
 // Tentative, as is one given after maxBorrows.
-func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error) {
+	item = item.OrDefault()
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
 		return seckill.ClaimResult{}, err
 	}
+	k = k.Variant(item.SKU)
 	home := segmentOf(userID, n)
 	final := n == 1
-	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
+	res, err := s.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, item, final)
 	again := s.WithRateLimit(RateLimit{}) // one claim is one attempt, however often it borrows
-	for attempt := 0; err == nil && res.Outcome == seckill.SoldOut && !final; attempt++ {
+	for attempt := 0; err == nil && (res.Outcome == seckill.SoldOut || res.Outcome == seckill.NotEnoughStock) && !final; attempt++ {
 		var b borrowed
-		if b, err = s.borrow(ctx, saleID, n, home, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt)); err != nil {
+		if b, err = s.borrow(ctx, saleID, n, home, item, "b"+strconv.FormatInt(orderID, 10)+"."+strconv.Itoa(attempt)); err != nil {
 			break
 		}
 		switch {
@@ -99,7 +106,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 		case b == borrowedInFlight: // units are on their way between segments: let them land
 			time.Sleep(2 * time.Millisecond)
 		}
-		res, err = again.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, final)
+		res, err = again.claimOnce(ctx, k, saleID, userID, orderID, idempotencyKey, terms, item, final)
 	}
 	return res, err
 }
@@ -107,7 +114,7 @@ func (s *Store) Claim(ctx context.Context, saleID int64, userID string, orderID 
 // claimOnce runs claim.lua on the segment with keys k. Unless final, a
 // SOLD_OUT of the segment is not recorded as the Idempotency-Key's answer:
 // other segments may still have units.
-func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, final bool) (seckill.ClaimResult, error) {
+func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item, final bool) (seckill.ClaimResult, error) {
 	idem, idemKey := "0", ""
 	if idempotencyKey != "" {
 		idem, idemKey = "1", idempotencyKeyOf(k, userID, idempotencyKey)
@@ -126,7 +133,8 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 		res, err = claimScript.Run(ctx, c, keys,
 			userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 			s.limit.Max, s.limit.Window.Milliseconds(),
-			terms.PaymentTimeout.Milliseconds(), terms.AmountCents, terms.Currency, fin, tracing.TraceParent(ctx), flag(s.byDraw)).Slice()
+			terms.PaymentTimeout.Milliseconds(), terms.UnitPriceCents, terms.Currency, fin, tracing.TraceParent(ctx), flag(s.byDraw),
+			item.SKU, item.Quantity).Slice()
 		if err != nil {
 			return false, fmt.Errorf("claim script: %w", err)
 		}
@@ -160,6 +168,10 @@ func parseClaim(res []any) (seckill.ClaimResult, error) {
 		}
 		r.PayBy = time.UnixMilli(n).UTC()
 	}
+	if r.Outcome == seckill.NotEnoughStock {
+		r.Remaining, _ = strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		return r, nil
+	}
 	if r.Outcome == seckill.RateLimited {
 		ms, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
 		r.RetryAfter = time.Duration(max(ms, 1)) * time.Millisecond
@@ -179,16 +191,18 @@ func parseClaim(res []any) (seckill.ClaimResult, error) {
 // keys and arguments), with user and order as given: redis-benchmark
 // replays it as the raw ceiling of the claim path. Preload the script
 // first.
-func (s *Store) ClaimCommand(saleID int64, user, order string, terms seckill.Terms) []string {
-	keys := claimKeys(s.SaleKeys(saleID), user, "")
+func (s *Store) ClaimCommand(saleID int64, user, order string, terms seckill.Terms, item seckill.Item) []string {
+	item = item.OrDefault()
+	keys := claimKeys(s.SaleKeys(saleID).Variant(item.SKU), user, "")
 	cmd := append([]string{"EVALSHA", claimScript.Hash(), strconv.Itoa(len(keys))}, keys...)
 	return append(cmd, user, order, strconv.FormatInt(saleID, 10), strconv.FormatInt(int64(IdempotencyTTL/time.Second), 10), "0",
 		strconv.Itoa(s.limit.Max), strconv.FormatInt(s.limit.Window.Milliseconds(), 10),
-		strconv.FormatInt(terms.PaymentTimeout.Milliseconds(), 10), strconv.FormatInt(terms.AmountCents, 10), terms.Currency, "1")
+		strconv.FormatInt(terms.PaymentTimeout.Milliseconds(), 10), strconv.FormatInt(terms.UnitPriceCents, 10), terms.Currency, "1",
+		"", "0", item.SKU, strconv.Itoa(item.Quantity))
 }
 
 // tag is the "prefix:{tag}:" every key of the segment with keys k starts with.
-func (k Keys) tag() string { return strings.TrimSuffix(k.Stock, "stock") }
+func (k Keys) tag() string { return strings.TrimSuffix(k.Meta, "meta") }
 
 // claimKeys are claim.lua's KEYS for userID on the segment with keys k, with
 // idem as KEYS[5]. Without an Idempotency-Key (idem "") the script never
@@ -198,7 +212,7 @@ func claimKeys(k Keys, userID, idem string) []string {
 	if idem == "" {
 		idem = k.tag() + "idem:-"
 	}
-	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userInKey(userID), k.Admitted, k.Wait, k.Waited}
+	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, idem, k.tag() + "rl:" + userInKey(userID), k.Admitted, k.Wait, k.Waited, k.Units, k.Lines}
 }
 
 // userInKey is userID as it appears in a key name. An id of the form
@@ -323,17 +337,28 @@ func (s *Store) Admission(ctx context.Context, orderID int64, saleIDs []int64) (
 	return seckill.Admission{}, false, nil
 }
 
-// parseAdmission reads an admission record, "<pay_by ms>:<user>" with
-// "d" after the pay_by when the draw admitted it (admit.lua). The marker
-// is in the numeric field because a user id may hold ':'.
+// parseAdmission reads an admission record (admit.lua),
+// "<pay_by ms>[d][/<quantity>/<sku>]:<user>": "d" when the draw admitted
+// it, the item unless one unit of "default" (records written before
+// variants have none). The markers come before the first ':' because a
+// user id may hold ':' (a sku never does).
 func parseAdmission(v string) (a seckill.Admission, ok bool) {
-	ms, user, found := strings.Cut(v, ":")
-	ms, a.Drawn = strings.CutSuffix(ms, "d")
+	head, user, found := strings.Cut(v, ":")
+	head, item, hasItem := strings.Cut(head, "/")
+	ms, drawn := strings.CutSuffix(head, "d")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if !found || err != nil {
 		return seckill.Admission{}, false
 	}
-	a.UserID, a.PayBy = user, time.UnixMilli(n).UTC()
+	a.Item = seckill.DefaultItem
+	if hasItem {
+		q, sku, _ := strings.Cut(item, "/")
+		if a.Item.Quantity, err = strconv.Atoi(q); err != nil || a.Item.Quantity < 1 || !seckill.ValidSKU(sku) {
+			return seckill.Admission{}, false
+		}
+		a.Item.SKU = sku
+	}
+	a.UserID, a.PayBy, a.Drawn = user, time.UnixMilli(n).UTC(), drawn
 	return a, true
 }
 

@@ -58,7 +58,7 @@ func TestMoves_AFinalSoldOutNeedsACountThatHolds(t *testing.T) {
 			second = u
 		}
 	}
-	res, err := sc.Claim(ctx, saleID, second, 200, "key-1", terms)
+	res, err := sc.Claim(ctx, saleID, second, 200, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.True(t, h.fired.Load())
 	require.Equal(t, seckill.Admitted, res.Outcome, "the unit that landed in segment 2 is borrowed")

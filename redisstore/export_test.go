@@ -26,7 +26,7 @@ func SlotOf(key string) uint16 {
 // TakeForTest takes units from segment from for segment dest and stops there, as
 // a mover that died would.
 func (s *Store) TakeForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
-	_, err := s.take(ctx, saleID, from, id, units, dest)
+	_, err := s.take(ctx, saleID, seckill.DefaultSKU, from, id, units, dest)
 	return err
 }
 
@@ -54,29 +54,29 @@ func SegmentOf(userID string, n int) int { return segmentOf(userID, n) }
 // stops before forgetting the move, as a mover killed between the two
 // scripts would.
 func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id string, units int64, dest int) error {
-	got, err := s.take(ctx, saleID, from, id, units, dest)
+	got, err := s.take(ctx, saleID, seckill.DefaultSKU, from, id, units, dest)
 	if err != nil {
 		return err
 	}
-	_, err = s.give(ctx, saleID, dest, id, got, nil, nil, seckill.Terms{})
+	_, err = s.give(ctx, saleID, seckill.DefaultSKU, dest, id, got, nil, nil, seckill.Terms{})
 	return err
 }
 
 // AimForTest aims parked move id of segment from at segment dest (aim.lua).
 func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id string, dest int) error {
-	_, _, _, err := s.aim(ctx, saleID, from, id, dest)
+	_, _, _, err := s.aim(ctx, saleID, seckill.DefaultSKU, from, id, dest)
 	return err
 }
 
 // GiveOnlyForTest runs give.lua alone: a concurrent mover's second step.
 func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id string, units int64) error {
-	_, err := s.give(ctx, saleID, dest, id, units, nil, nil, seckill.Terms{})
+	_, err := s.give(ctx, saleID, seckill.DefaultSKU, dest, id, units, nil, nil, seckill.Terms{})
 	return err
 }
 
 // ForgetOnlyForTest runs forget.lua alone: a concurrent mover's last step.
 func (s *Store) ForgetOnlyForTest(ctx context.Context, saleID int64, from int, id string) error {
-	return s.forget(ctx, saleID, from, id)
+	return s.forget(ctx, saleID, seckill.DefaultSKU, from, id)
 }
 
 var UserInKey = userInKey

@@ -82,7 +82,7 @@ const (
 	modelMaxSegments       = 4
 )
 
-var modelTerms = seckill.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+var modelTerms = seckill.Terms{PaymentTimeout: 15 * time.Minute, UnitPriceCents: 990, Currency: "usd"}
 
 func TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
@@ -189,7 +189,7 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 	m.n = rapid.IntRange(1, modelMaxSegments).Draw(t, "parts")
 	m.maxWait = rapid.IntRange(1, modelUsers).Draw(t, "waitlistMax")
 	now := time.Now()
-	m.spec = seckill.WarmSpec{SaleID: modelSale, Units: m.total, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
+	m.spec = seckill.WarmSpec{SaleID: modelSale, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: m.total}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
 	loaded, err := s.Warm(m.ctx, m.spec)
 	if err != nil || !loaded {
 		t.Fatalf("warm: %v %v", loaded, err)
@@ -445,7 +445,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 		// re-warm will load into it.)
 		want.Outcome, record = seckill.SoldOut, true
 	}
-	res, err := m.store(slow).Claim(m.ctx, modelSale, u, o, key, modelTerms)
+	res, err := m.store(slow).Claim(m.ctx, modelSale, u, o, key, modelTerms, seckill.DefaultItem)
 	t.Logf("claim %s key=%q order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, key, o, slow, res, err, st)
 	expectErr(t, "claim", err, wantErr)
 	if !wantErr {
@@ -507,7 +507,7 @@ func (m *model) join(t *rapid.T) {
 			}
 		}
 	}
-	res, err := m.store(slow).Join(m.ctx, modelSale, u, m.maxWait, o, modelTerms)
+	res, err := m.store(slow).Join(m.ctx, modelSale, u, seckill.DefaultSKU, m.maxWait, o, modelTerms)
 	t.Logf("join %s order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, o, slow, res, err, st)
 	expectErr(t, "join", err, wantErr)
 	res.PayBy = time.Time{}
@@ -555,7 +555,7 @@ func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 	u, home := ord.user, m.segment(ord.user)
 	var next *seckill.NextOrder
 	if giveBack {
-		next = &seckill.NextOrder{ID: m.id(), Terms: modelTerms}
+		next = &seckill.NextOrder{IDs: []int64{m.id()}, Terms: modelTerms}
 	}
 	moveID := "r" + strconv.FormatInt(o, 10)
 	held := !m.lost[home] && m.active[u] == o // the claim names the order
@@ -574,13 +574,13 @@ func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 		// Parked, and the caller stopped before landing it.
 		m.moves[moveID] = &mMove{from: home, dest: -1, units: 1}
 	case held && giveBack:
-		handedTo = m.handToLine(next.ID)
+		handedTo = m.handToLine(next.IDs[0])
 	case !held && giveBack && m.n > 1 && !slow && m.moves[moveID] != nil:
 		// A retry lands the unit an earlier attempt parked.
 		delete(m.moves, moveID)
-		handedTo = m.handToLine(next.ID)
+		handedTo = m.handToLine(next.IDs[0])
 	}
-	res, err := m.store(slow).Release(m.ctx, modelSale, u, o, next)
+	res, err := m.store(slow).Release(m.ctx, modelSale, u, o, seckill.DefaultItem, next)
 	t.Logf("release %d of %s giveBack=%v first=%v WAIT-fails=%v: now=%v handedTo=%+v err=%v", o, u, giveBack, first, slow, res.Now, res.HandedTo, err)
 	expectErr(t, "release", err, slow)
 	if slow && m.n > 1 {
@@ -593,10 +593,10 @@ func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 		t.Fatalf("release %d: Now %v, want %v", o, res.Now, held)
 	}
 	got := ""
-	if res.HandedTo != nil {
-		got = res.HandedTo.UserID
-		if res.HandedTo.OrderID != next.ID {
-			t.Fatalf("release %d: handed as order %d, want %d", o, res.HandedTo.OrderID, next.ID)
+	if len(res.HandedTo) > 0 {
+		got = res.HandedTo[0].UserID
+		if res.HandedTo[0].OrderID != next.IDs[0] {
+			t.Fatalf("release %d: handed as order %d, want %d", o, res.HandedTo[0].OrderID, next.IDs[0])
 		}
 	}
 	if got != handedTo {
@@ -661,9 +661,9 @@ func (m *model) rewarm(t *rapid.T) {
 		}
 	}
 	spec := m.spec
-	spec.Units = m.available()
+	spec.Variants[0].Units = m.available()
 	loaded, err := m.s.Rewarm(m.ctx, spec, claims)
-	t.Logf("rewarm %d units, %d claims, lost segments %v: loaded=%v err=%v", spec.Units, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
+	t.Logf("rewarm %d units, %d claims, lost segments %v: loaded=%v err=%v", spec.Variants[0].Units, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
 	if err != nil || loaded != m.anyLost() {
 		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", loaded, err, m.anyLost())
 	}
@@ -743,7 +743,7 @@ func (m *model) reconcile(t *rapid.T) {
 	}
 	drawn := m.ids - base
 	m.ids = base // nextID draws them again
-	done, err := m.s.FinishMoves(m.ctx, modelSale, modelTerms, 0, nextID)
+	done, err := m.s.FinishMoves(m.ctx, modelSale, func(string) seckill.Terms { return modelTerms }, 0, nextID)
 	if int64(len(ids)) != drawn {
 		t.Fatalf("FinishMoves drew %d order ids, want %d (one per unit of each record)", len(ids), drawn)
 	}
@@ -768,7 +768,7 @@ func (m *model) reconcile(t *rapid.T) {
 				want = append(want, grant{u, hand[i]})
 			}
 		}
-		n, err := m.s.HandOver(m.ctx, modelSale, modelTerms, hand)
+		n, err := m.s.HandOver(m.ctx, modelSale, seckill.DefaultSKU, modelTerms, hand)
 		t.Logf("reconcile: %d in stock while %d wait: handed %d err=%v, want %v", c.Remaining, c.Waiting, n, err, want)
 		if err != nil || n != len(want) {
 			t.Fatalf("HandOver: %d, %v; want %d", n, err, len(want))
@@ -867,7 +867,7 @@ func (m *model) check(t *rapid.T) {
 		got := m.redisMoves(t)
 		want := map[string]seckill.Move{}
 		for id, mv := range m.moves {
-			want[id] = seckill.Move{ID: id, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
+			want[id] = seckill.Move{ID: id, SKU: seckill.DefaultSKU, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
 		}
 		for id, x := range got {
 			x.At = time.Time{}

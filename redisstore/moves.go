@@ -82,8 +82,8 @@ var errHeadMoved = errors.New("the waitlist's head moved")
 
 // take takes at most most units from segment from of saleID for segment dest,
 // as move id; it returns how many it took (0: the segment had none).
-func (s *Store) take(ctx context.Context, saleID int64, from int, id string, most int64, dest int) (int64, error) {
-	k := s.SegmentKeys(saleID, from)
+func (s *Store) take(ctx context.Context, saleID int64, sku string, from int, id string, most int64, dest int) (int64, error) {
+	k := s.SegmentKeys(saleID, from).Variant(sku)
 	var got int64
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
@@ -100,21 +100,21 @@ func (s *Store) take(ctx context.Context, saleID int64, from int, id string, mos
 // stock. With head (a join sequence) set, it gives only while that buyer
 // still heads the segment's waitlist, else errHeadMoved. It returns the
 // buyers who got a unit (none when the move was given before).
-func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
-	k := s.SegmentKeys(saleID, dest)
+func (s *Store) give(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+	k := s.SegmentKeys(saleID, dest).Variant(sku)
 	args := append([]any{id, units, saleID}, termArgs(terms)...)
 	expect := ""
 	if head != nil {
 		expect = strconv.FormatFloat(*head, 'f', -1, 64)
 	}
-	args = append(args, s.RestockChannel(), expect)
+	args = append(args, s.RestockChannel(), expect, sku)
 	for _, o := range orders {
 		args = append(args, o)
 	}
 	var res []any
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved), args...).Slice(); err != nil {
+		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved, k.Units, k.Lines), args...).Slice(); err != nil {
 			return false, fmt.Errorf("give script: %w", err)
 		}
 		return res[0] == int64(1), nil
@@ -128,37 +128,28 @@ func (s *Store) give(ctx context.Context, saleID int64, dest int, id string, uni
 	case int64(3):
 		return nil, errSegmentNotWarmed
 	}
-	var out []seckill.Admission
-	for i := 1; i+2 < len(res); i += 3 {
-		user, _ := res[i].(string)
-		order, err := strconv.ParseInt(fmt.Sprint(res[i+1]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("give script: bad order %v", res[i+1])
-		}
-		ms, err := strconv.ParseInt(fmt.Sprint(res[i+2]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("give script: bad pay_by %v", res[i+2])
-		}
-		out = append(out, seckill.Admission{OrderID: order, SaleID: saleID, UserID: user, PayBy: time.UnixMilli(ms).UTC()})
+	handed, err := parseHanded(saleID, sku, res[1:])
+	if err != nil {
+		return nil, fmt.Errorf("give script: %w", err)
 	}
-	return out, nil
+	return handed, nil
 }
 
 // giveToHead gives move id to segment dest, to the waiting buyer with join
 // sequence head if head is set and that buyer still heads the segment's
 // line, else to whoever heads it now (the move's destination never
 // changes once chosen).
-func (s *Store) giveToHead(ctx context.Context, saleID int64, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
-	handed, err := s.give(ctx, saleID, dest, id, units, head, orders, terms)
+func (s *Store) giveToHead(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+	handed, err := s.give(ctx, saleID, sku, dest, id, units, head, orders, terms)
 	if errors.Is(err, errHeadMoved) {
-		handed, err = s.give(ctx, saleID, dest, id, units, nil, orders, terms)
+		handed, err = s.give(ctx, saleID, sku, dest, id, units, nil, orders, terms)
 	}
 	return handed, err
 }
 
 // forget forgets move id in segment from of saleID, once it was given.
-func (s *Store) forget(ctx context.Context, saleID int64, from int, id string) error {
-	k := s.SegmentKeys(saleID, from)
+func (s *Store) forget(ctx context.Context, saleID int64, sku string, from int, id string) error {
+	k := s.SegmentKeys(saleID, from).Variant(sku)
 	return s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		n, err := forgetScript.Run(ctx, c, []string{k.Moves}, id).Int()
 		if err != nil {
@@ -172,23 +163,23 @@ func (s *Store) forget(ctx context.Context, saleID int64, from int, id string) e
 // segment dest, as move id: take, give (to the segment's waiting buyers first,
 // as orders), forget. It returns the units taken (0: the segment had none)
 // and the buyers who got one.
-func (s *Store) moveUnits(ctx context.Context, saleID int64, from, dest int, id string, most int64, head *float64, orders []int64, terms seckill.Terms) (int64, []seckill.Admission, error) {
-	got, err := s.take(ctx, saleID, from, id, most, dest)
+func (s *Store) moveUnits(ctx context.Context, saleID int64, sku string, from, dest int, id string, most int64, head *float64, orders []int64, terms seckill.Terms) (int64, []seckill.Admission, error) {
+	got, err := s.take(ctx, saleID, sku, from, id, most, dest)
 	if err != nil || got == 0 {
 		return got, nil, err
 	}
-	handed, err := s.giveToHead(ctx, saleID, dest, id, got, head, orders, terms)
+	handed, err := s.giveToHead(ctx, saleID, sku, dest, id, got, head, orders, terms)
 	if err != nil {
 		return got, nil, err
 	}
-	return got, handed, s.forget(ctx, saleID, from, id)
+	return got, handed, s.forget(ctx, saleID, sku, from, id)
 }
 
 // aim fixes the destination of parked move id in segment from: choice,
 // unless an earlier mover aimed it. It returns the destination, whether
 // this call chose it, and ok false when the move is forgotten already.
-func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choice int) (dest int, chosen, ok bool, err error) {
-	k := s.SegmentKeys(saleID, from)
+func (s *Store) aim(ctx context.Context, saleID int64, sku string, from int, id string, choice int) (dest int, chosen, ok bool, err error) {
+	k := s.SegmentKeys(saleID, from).Variant(sku)
 	var res []any
 	// Waits for the replicas like every write of a move: an aim lost in a
 	// failover could be aimed again elsewhere, and land in two segments.
@@ -209,8 +200,8 @@ func (s *Store) aim(ctx context.Context, saleID int64, from int, id string, choi
 // finishMove gives move id, in flight from segment from of a sale of n
 // segments, to its destination and forgets it (land). A move already forgotten
 // is left alone.
-func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id string, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
-	v, err := s.rdb.HGet(ctx, s.SegmentKeys(saleID, from).Moves, id).Result()
+func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, sku, id string, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+	v, err := s.rdb.HGet(ctx, s.SegmentKeys(saleID, from).Variant(sku).Moves, id).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -221,7 +212,7 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 	if err != nil {
 		return nil, err
 	}
-	return s.land(ctx, saleID, n, from, id, m, orders, terms)
+	return s.land(ctx, saleID, n, from, sku, id, m, orders, terms)
 }
 
 // land gives move id (m, in flight from segment from of a sale of n segments)
@@ -231,12 +222,12 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, id st
 // move reads that aim, so the unit lands in one segment only. Movers of one
 // sale take turns (landingLock), so concurrent releases serve the line in
 // order.
-func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, m move, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+func (s *Store) land(ctx context.Context, saleID int64, n, from int, sku, id string, m move, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	unlock := s.landingLock(ctx, saleID)
 	defer unlock()
 	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
-		first, seq, waiting, err := s.firstWaitingSegment(ctx, saleID, n)
+		first, seq, waiting, err := s.firstWaitingSegment(ctx, saleID, sku, n)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +235,7 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, 
 		if waiting {
 			choice = first
 		}
-		aimed, chosen, ok, err := s.aim(ctx, saleID, from, id, choice)
+		aimed, chosen, ok, err := s.aim(ctx, saleID, sku, from, id, choice)
 		if err != nil || !ok {
 			return nil, err // !ok: forgotten meanwhile
 		}
@@ -252,11 +243,11 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, id string, 
 			head = &seq
 		}
 	}
-	handed, err := s.giveToHead(ctx, saleID, dest, id, m.Units, head, orders, terms)
+	handed, err := s.giveToHead(ctx, saleID, sku, dest, id, m.Units, head, orders, terms)
 	if err != nil {
 		return nil, err
 	}
-	return handed, s.forget(ctx, saleID, from, id)
+	return handed, s.forget(ctx, saleID, sku, from, id)
 }
 
 // landingLockTTL bounds how long one mover holds a sale's landing lock.
@@ -298,14 +289,14 @@ func (s *Store) landingLock(ctx context.Context, saleID int64) func() {
 	}
 }
 
-// firstWaitingSegment is the segment of saleID (of n) whose first waiting buyer
-// joined first, and that buyer's join sequence; ok is false when nobody
+// firstWaitingSegment is the segment of saleID (of n) whose first buyer
+// waiting for variant sku joined first, and that buyer's join sequence; ok is false when nobody
 // waits.
-func (s *Store) firstWaitingSegment(ctx context.Context, saleID int64, n int) (segment int, seq float64, ok bool, err error) {
+func (s *Store) firstWaitingSegment(ctx context.Context, saleID int64, sku string, n int) (segment int, seq float64, ok bool, err error) {
 	heads := make([]*redis.ZSliceCmd, n)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			heads[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Wait, 0, 0)
+			heads[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait, 0, 0)
 		}
 		return nil
 	})
@@ -336,17 +327,20 @@ const (
 	borrowedOwed
 )
 
-// borrow moves units into segment home of saleID (of n) for a claim, from
-// the fullest other segment, half of what it holds, as move id.
-func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string) (borrowed, error) {
-	waiting, err := s.rdb.ZCard(ctx, s.SegmentKeys(saleID, home).Wait).Result()
+// borrow moves units of item's variant into segment home of saleID (of n)
+// for a claim of item, from the fullest other segment: half of what it
+// holds, and at least the claim's quantity when it has that many, as move
+// id.
+func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, item seckill.Item, id string) (borrowed, error) {
+	sku := item.SKU
+	waiting, err := s.rdb.ZCard(ctx, s.SegmentKeys(saleID, home).Variant(sku).Wait).Result()
 	if err != nil {
 		return 0, fmt.Errorf("read the waitlist: %w", err)
 	}
 	if waiting > 0 {
 		return borrowedOwed, nil
 	}
-	h, err := s.holdingOf(ctx, saleID, n)
+	h, err := s.holdingOf(ctx, saleID, sku, n)
 	if err != nil {
 		return 0, err
 	}
@@ -360,7 +354,7 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 		// "None anywhere" makes a final SOLD_OUT: only a read that a second
 		// one confirms may say so (a move given between the two round trips
 		// of one read hides its units).
-		stable, err := s.stableHolding(ctx, saleID, n)
+		stable, err := s.stableHolding(ctx, saleID, sku, n)
 		if errors.Is(err, errStillMoving) {
 			return borrowedInFlight, nil
 		}
@@ -380,7 +374,8 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 	case donor < 0:
 		return borrowedNone, nil
 	}
-	got, _, err := s.moveUnits(ctx, saleID, donor, home, id, (h.stock[donor]+1)/2, nil, nil, seckill.Terms{})
+	most := max((h.stock[donor]+1)/2, int64(item.Quantity))
+	got, _, err := s.moveUnits(ctx, saleID, sku, donor, home, id, most, nil, nil, seckill.Terms{})
 	if err != nil {
 		return 0, err
 	}
@@ -390,23 +385,28 @@ func (s *Store) borrow(ctx context.Context, saleID int64, n, home int, id string
 	return borrowedUnits, nil
 }
 
-// FinishMoves completes the moves of saleID in flight for longer than
-// olderThan (their mover stopped between the steps), giving a parked
-// released unit to the first waiting buyer as an order numbered by
-// nextID, and forgets the moves given but not forgotten. It returns how
-// many it finished; an error of nextID stops it there, before the move
-// that needed the id.
-func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error) {
-	n, err := s.Segments(ctx, saleID)
-	if err != nil || n == 1 {
+// FinishMoves completes the moves of saleID (every variant's) in flight
+// for longer than olderThan (their mover stopped between the steps),
+// giving parked released units to the first waiting buyers as orders
+// numbered by nextID, on the terms of their variant (termsOf), and forgets
+// the moves given but not forgotten. It returns how many it finished; an
+// error of nextID stops it there, before the move that needed the id.
+func (s *Store) FinishMoves(ctx context.Context, saleID int64, termsOf func(sku string) seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error) {
+	sh, err := s.shapeOf(ctx, saleID)
+	if err != nil || sh.n == 1 {
 		return 0, err
 	}
-	h, err := s.holdingOf(ctx, saleID, n)
+	n := sh.n
+	all, err := s.holdings(ctx, map[int64]shape{saleID: sh}, false)
 	if err != nil {
 		return 0, err
 	}
+	var moves []pending
+	for _, sku := range sh.skus {
+		moves = append(moves, all[saleID][sku].moves...)
+	}
 	done := 0
-	for _, f := range h.moves {
+	for _, f := range moves {
 		if time.Since(time.UnixMilli(f.At)) < olderThan {
 			continue
 		}
@@ -416,7 +416,7 @@ func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms seckill.Ter
 				return done, err
 			}
 		}
-		if _, err := s.land(ctx, saleID, n, f.from, f.id, f.move, orders, terms); err != nil {
+		if _, err := s.land(ctx, saleID, n, f.from, f.sku, f.id, f.move, orders, termsOf(f.sku)); err != nil {
 			return done, err
 		}
 		done++
@@ -426,26 +426,30 @@ func (s *Store) FinishMoves(ctx context.Context, saleID int64, terms seckill.Ter
 
 // Moves lists saleID's moves whose record is still kept.
 func (s *Store) Moves(ctx context.Context, saleID int64) ([]seckill.Move, error) {
-	n, err := s.Segments(ctx, saleID)
-	if err != nil || n == 1 {
+	sh, err := s.shapeOf(ctx, saleID)
+	if err != nil || sh.n == 1 {
 		return nil, err
 	}
-	h, err := s.holdingOf(ctx, saleID, n)
+	all, err := s.holdings(ctx, map[int64]shape{saleID: sh}, false)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]seckill.Move, len(h.moves))
-	for i, f := range h.moves {
-		out[i] = seckill.Move{ID: f.id, From: f.from, Dest: f.Dest, Units: f.Units, At: time.UnixMilli(f.At), Given: f.given}
+	var out []seckill.Move
+	for _, sku := range sh.skus {
+		for _, f := range all[saleID][sku].moves {
+			out = append(out, seckill.Move{ID: f.id, SKU: sku, From: f.from, Dest: f.Dest, Units: f.Units, At: time.UnixMilli(f.At), Given: f.given})
+		}
 	}
 	return out, nil
 }
 
-// RestoreClaim writes userID's claim on saleID back as orderID (its
+// RestoreClaim writes userID's claim on saleID back as orderID holding
+// item (its
 // order is active in the database but Redis lost the claim), unless the
 // user holds a claim or the order was released meanwhile (restore.lua
 // reads both where it writes). It reports whether it wrote it.
-func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error) {
+func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item) (bool, error) {
+	item = item.OrDefault()
 	k, _, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
 		return false, err
@@ -453,7 +457,7 @@ func (s *Store) RestoreClaim(ctx context.Context, saleID int64, userID string, o
 	var n int
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if n, err = restoreScript.Run(ctx, c, []string{k.Claims, k.Released, k.Meta}, userID, orderID).Int(); err != nil {
+		if n, err = restoreScript.Run(ctx, c, []string{k.Claims, k.Released, k.Meta, k.Units}, userID, orderID, item.SKU, item.Quantity).Int(); err != nil {
 			return false, fmt.Errorf("restore script: %w", err)
 		}
 		return n == 1, nil

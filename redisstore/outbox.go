@@ -232,8 +232,8 @@ func entries(msgs []redis.XMessage) []OutboxEntry {
 
 // parseEntry reads the fields claim.lua writes: o order, u user, s sale,
 // t admission time (ms), and since payable-at-admission p pay_by (ms),
-// a amount (cents), c currency, and d "1" for an admission of the sale's
-// draw.
+// a amount (cents), c currency, d "1" for an admission of the sale's
+// draw, and k sku and n quantity unless the order is one unit of "default".
 func parseEntry(values map[string]any) (seckill.SagaInput, error) {
 	str := func(k string) string { s, _ := values[k].(string); return s }
 	orderID, err := strconv.ParseInt(str("o"), 10, 64)
@@ -252,7 +252,16 @@ func parseEntry(values map[string]any) (seckill.SagaInput, error) {
 	if err != nil {
 		return seckill.SagaInput{}, fmt.Errorf("admission time: %w", err)
 	}
-	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC(), Drawn: str("d") == "1"}
+	in := seckill.SagaInput{OrderID: orderID, SaleID: saleID, UserID: user, AdmittedAt: time.UnixMilli(ms).UTC(), Drawn: str("d") == "1",
+		Item: seckill.DefaultItem}
+	// k sku and n quantity: written unless one unit of "default".
+	if sku := str("k"); sku != "" {
+		q, err := strconv.Atoi(str("n"))
+		if err != nil || q < 1 || !seckill.ValidSKU(sku) {
+			return seckill.SagaInput{}, fmt.Errorf("item %q x %q: malformed", str("n"), sku)
+		}
+		in.Item = seckill.Item{SKU: sku, Quantity: q}
+	}
 	// Entries written before payable-at-admission have no terms: the saga
 	// derives pay_by from the admission time and the sale.
 	if p := str("p"); p != "" {

@@ -18,7 +18,7 @@ func TestParseEntry_CarriesTheTermsFixedAtAdmission(t *testing.T) {
 	require.Equal(t, seckill.SagaInput{
 		OrderID: 42, SaleID: 7, UserID: "alice",
 		AdmittedAt: time.UnixMilli(1763805600000).UTC(), PayBy: time.UnixMilli(1763805630512).UTC(),
-		AmountCents: 990, Currency: "usd",
+		AmountCents: 990, Currency: "usd", Item: seckill.DefaultItem,
 	}, in)
 }
 
@@ -55,13 +55,13 @@ func TestRelayAliveKey_IsUnderTheInstallationsPrefix(t *testing.T) {
 // the API's word for it; a code neither returns is not an answer.
 func TestScriptOutcome_EveryCodeHasItsOwnName(t *testing.T) {
 	seen := map[seckill.Outcome]bool{}
-	for code := int64(0); code <= 9; code++ {
+	for code := int64(0); code <= 11; code++ {
 		o, ok := scriptOutcome(code)
 		require.True(t, ok, "code %d", code)
 		require.False(t, seen[o], "code %d: %s twice", code, o)
 		seen[o] = true
 	}
-	for _, code := range []any{int64(-1), int64(10), "0", nil} {
+	for _, code := range []any{int64(-1), int64(12), "0", nil} {
 		_, ok := scriptOutcome(code)
 		require.False(t, ok, "code %v", code)
 	}

@@ -42,7 +42,7 @@ func TestClaimPrefix_KeysOfAnUnrecordedInstallation(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 	now := time.Now()
-	_, err := sc.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: 1, StartsAt: now, EndsAt: now.Add(time.Hour)})
+	_, err := sc.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 1}}, StartsAt: now, EndsAt: now.Add(time.Hour)})
 	require.NoError(t, err)
 
 	err = sc.ClaimPrefix(ctx, "id-b", "database b", knows(7))

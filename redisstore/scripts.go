@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -36,30 +37,54 @@ const RelayGroup = "relay"
 // longest payment timeout, so every order of the sale settles first.
 const KeyRetention = 7 * 24 * time.Hour
 
-// Keys are the Redis keys of one sale.
+// Keys are the Redis keys of one segment of a sale, for one of its
+// variants (SegmentKeys gives the variant "default"'s; Variant another's).
+// Stock, Wait, Moves and Moved are the variant's own; the rest are the
+// segment's, shared by its variants: a buyer's claim is one per sale,
+// whatever its variant.
 type Keys struct {
+	// Stock is the variant's units left in this segment.
 	Stock, Claims, Meta, Outbox string
-	// Admitted maps each admitted order id to "<pay_by ms>:<user>", or
-	// "<pay_by ms>d:<user>" when the sale's draw admitted it (Admission).
+	// Admitted maps each admitted order id to
+	// "<pay_by ms>[d][/<quantity>/<sku>]:<user>" (parseAdmission).
 	Admitted string
-	// Wait is the waitlist: user -> join sequence, first come first.
-	// Waited maps a user the waitlist gave a unit to the order.
-	Wait, Waited string
-	// Moves holds the records of units taken from this segment and not yet
-	// forgotten (move id -> move.lua's record); Moved the ids of the moves
-	// given to this segment (so a repeat gives nothing).
+	// Wait is the variant's waitlist: user -> join sequence, first come
+	// first. Waited maps a user the waitlist gave a unit to the order.
+	// Lines maps each waiting user to the Wait key of the one line they
+	// are in.
+	Wait, Waited, Lines string
+	// Moves holds the records of the variant's units taken from this
+	// segment and not yet forgotten (move id -> move.lua's record); Moved
+	// the ids of the variant's moves given to this segment (so a repeat
+	// gives nothing).
 	Moves, Moved string
 	// Released holds the ids of the orders released (release.lua), so a
 	// claim is never written back for one (restore.lua).
 	Released string
+	// Units maps each sku to the units the segment's claims hold.
+	Units string
+}
+
+// Variant returns k for variant sku: the segment's keys with the
+// variant's own Stock, Wait, Moves and Moved ("stock:<sku>", ...; the
+// variant "default" keeps the names a sale had before variants, so a sale
+// warmed before them reads on).
+func (k Keys) Variant(sku string) Keys {
+	tag := k.tag()
+	suffix := ""
+	if sku != seckill.DefaultSKU && sku != "" {
+		suffix = ":" + sku
+	}
+	k.Stock, k.Wait, k.Moves, k.Moved = tag+"stock"+suffix, tag+"wait"+suffix, tag+"moves"+suffix, tag+"moved"+suffix
+	return k
 }
 
 // SaleKeys returns the keys of sale id's segment 0: all of them for a sale of
 // one segment.
 func (s *Store) SaleKeys(saleID int64) Keys { return s.SegmentKeys(saleID, 0) }
 
-// unitKeys are the keys of every script that gives a unit to a buyer
-// (release, join, handover), in their KEYS order.
+// unitKeys are the first keys of every script that gives a unit to a
+// buyer (release, join, handover, give), in their KEYS order.
 func (k Keys) unitKeys() []string {
 	return []string{k.Stock, k.Claims, k.Meta, k.Outbox, k.Admitted, k.Wait, k.Waited}
 }

@@ -19,16 +19,16 @@ import (
 const saleID = 42
 
 // terms are what every admitted buyer of the tests' sale owes.
-var terms = seckill.Terms{PaymentTimeout: 15 * time.Minute, AmountCents: 990, Currency: "usd"}
+var terms = seckill.Terms{PaymentTimeout: 15 * time.Minute, UnitPriceCents: 990, Currency: "usd"}
 
 // openSale is a window that is open now and for the rest of the test.
 func openSale(units int64) seckill.WarmSpec {
 	now := time.Now()
-	return seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
+	return seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}
 }
 
 // next is the order a released unit becomes if a buyer waits for it.
-func next(id int64) *seckill.NextOrder { return &seckill.NextOrder{ID: id, Terms: terms} }
+func next(id int64) *seckill.NextOrder { return &seckill.NextOrder{IDs: []int64{id}, Terms: terms} }
 
 func warm(t *testing.T, sc *redisstore.Store, spec seckill.WarmSpec) {
 	t.Helper()
@@ -39,7 +39,7 @@ func warm(t *testing.T, sc *redisstore.Store, spec seckill.WarmSpec) {
 
 func claim(t *testing.T, sc *redisstore.Store, user string, orderID int64) seckill.ClaimResult {
 	t.Helper()
-	res, err := sc.Claim(t.Context(), saleID, user, orderID, "", terms)
+	res, err := sc.Claim(t.Context(), saleID, user, orderID, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	return res
 }
@@ -88,6 +88,7 @@ func TestWarm_LoadsStockAndWindow(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"starts_ms": strconv.FormatInt(spec.StartsAt.UnixMilli(), 10),
 		"ends_ms":   strconv.FormatInt(spec.EndsAt.UnixMilli(), 10),
+		"skus":      seckill.DefaultSKU,
 		"expire_ms": strconv.FormatInt(spec.EndsAt.Add(redisstore.KeyRetention).UnixMilli(), 10),
 		"parts":     "1",
 	}, meta)
@@ -209,7 +210,7 @@ func TestClaim_OutsideWindowChangesNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			sc := testenv.RedisStore(t)
-			warm(t, sc, seckill.WarmSpec{SaleID: saleID, Units: 5, StartsAt: tt.starts, EndsAt: tt.ends})
+			warm(t, sc, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 5}}, StartsAt: tt.starts, EndsAt: tt.ends})
 
 			res := claim(t, sc, "alice", 1001)
 
@@ -268,7 +269,7 @@ func TestClaim_ParallelBuyersExactlyStockWinners(t *testing.T) {
 	for i := range buyers {
 		wg.Go(func() {
 			<-start
-			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1), "", terms)
+			outcomes[i], errs[i] = sc.Claim(ctx, saleID, "user-"+strconv.Itoa(i), int64(i+1), "", terms, seckill.DefaultItem)
 		})
 	}
 	close(start)
@@ -308,13 +309,13 @@ func TestRelease_ReturnsUnitExactlyOnce(t *testing.T) {
 	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	ctx := t.Context()
 
-	released, err := sc.Release(ctx, saleID, "alice", 1001, next(5001))
+	released, err := sc.Release(ctx, saleID, "alice", 1001, seckill.DefaultItem, next(5001))
 	require.NoError(t, err)
 	require.True(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Zero(t, claimOf(t, sc, "alice"))
 
-	released, err = sc.Release(ctx, saleID, "alice", 1001, next(5001))
+	released, err = sc.Release(ctx, saleID, "alice", 1001, seckill.DefaultItem, next(5001))
 	require.NoError(t, err)
 	require.False(t, released.Now)
 	require.Equal(t, int64(1), remaining(t, sc), "a repeated release must not return a second unit")
@@ -326,7 +327,7 @@ func TestRelease_WithoutUnitOnlyForgetsClaim(t *testing.T) {
 	warm(t, sc, openSale(2))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, nil)
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, seckill.DefaultItem, nil)
 
 	require.NoError(t, err)
 	require.True(t, released.Now)
@@ -339,7 +340,7 @@ func TestRelease_UserMayClaimAgain(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(1))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, seckill.DefaultItem, next(5001))
 	require.NoError(t, err)
 	require.True(t, released.Now)
 
@@ -355,7 +356,7 @@ func TestRelease_IgnoresClaimOfAnotherOrder(t *testing.T) {
 	warm(t, sc, openSale(2))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 999, next(5001))
+	released, err := sc.Release(t.Context(), saleID, "alice", 999, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
 	require.False(t, released.Now)
@@ -373,7 +374,7 @@ func TestRelease_NeverCreatesMissingStockKey(t *testing.T) {
 	require.NoError(t, sc.Client().Del(ctx, k.Stock).Err()) // Redis lost the counter
 	sub := subscribe(t, sc)
 
-	released, err := sc.Release(ctx, saleID, "alice", 1001, next(5001))
+	released, err := sc.Release(ctx, saleID, "alice", 1001, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
 	require.True(t, released.Now, "the claim is still forgotten")
@@ -392,7 +393,7 @@ func TestRelease_AnnouncesRestock(t *testing.T) {
 	require.Equal(t, seckill.Admitted, claim(t, sc, "alice", 1001).Outcome)
 	sub := subscribe(t, sc)
 
-	released, err := sc.Release(t.Context(), saleID, "alice", 1001, next(5001))
+	released, err := sc.Release(t.Context(), saleID, "alice", 1001, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
 	require.True(t, released.Now)
@@ -456,7 +457,7 @@ func TestClaim_FixesPayByAtAdmission(t *testing.T) {
 	adm, ok, err := sc.Admission(ctx, 7, []int64{saleID + 1, saleID})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, seckill.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy}, adm)
+	require.Equal(t, seckill.Admission{OrderID: 7, SaleID: saleID, UserID: "alice", PayBy: res.PayBy, Item: seckill.DefaultItem}, adm)
 	_, ok, err = sc.Admission(ctx, 8, []int64{saleID})
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -478,7 +479,7 @@ func TestAdmission_SaysWhetherTheDrawAdmittedIt(t *testing.T) {
 	ctx := t.Context()
 	warm(t, sc, openSale(3))
 
-	drawn, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 1, "draw-key", terms)
+	drawn, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 1, "draw-key", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, drawn.Outcome)
 	ordinary := claim(t, sc, "buyer", 2)
@@ -488,9 +489,9 @@ func TestAdmission_SaysWhetherTheDrawAdmittedIt(t *testing.T) {
 		strconv.FormatInt(older.UnixMilli(), 10)+":old:buyer").Err())
 
 	for _, want := range []seckill.Admission{
-		{OrderID: 1, SaleID: saleID, UserID: "sso:winner", PayBy: drawn.PayBy, Drawn: true},
-		{OrderID: 2, SaleID: saleID, UserID: "buyer", PayBy: ordinary.PayBy},
-		{OrderID: 3, SaleID: saleID, UserID: "old:buyer", PayBy: older},
+		{OrderID: 1, SaleID: saleID, UserID: "sso:winner", PayBy: drawn.PayBy, Drawn: true, Item: seckill.DefaultItem},
+		{OrderID: 2, SaleID: saleID, UserID: "buyer", PayBy: ordinary.PayBy, Item: seckill.DefaultItem},
+		{OrderID: 3, SaleID: saleID, UserID: "old:buyer", PayBy: older, Item: seckill.DefaultItem},
 	} {
 		adm, ok, err := sc.Admission(ctx, want.OrderID, []int64{saleID})
 		require.NoError(t, err)
@@ -498,7 +499,7 @@ func TestAdmission_SaysWhetherTheDrawAdmittedIt(t *testing.T) {
 		require.Equal(t, want, adm)
 	}
 
-	again, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 4, "draw-key", terms)
+	again, err := sc.ForDraw().Claim(ctx, saleID, "sso:winner", 4, "draw-key", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: drawn.PayBy}, again)
 }
@@ -509,25 +510,25 @@ func TestClaim_IdempotencyKeyReplaysTheFirstDecision(t *testing.T) {
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
 
-	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
+	first, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.False(t, first.PayBy.IsZero())
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, PayBy: first.PayBy}, first)
 
 	// The same key again, even with another fresh order id: the first
 	// answer, with the same pay_by.
-	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
+	again, err := sc.Claim(ctx, saleID, "alice", 2, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 1, Replayed: true, PayBy: first.PayBy}, again)
 	// Another key is a new request: the user already holds an order.
-	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms)
+	other, err := sc.Claim(ctx, saleID, "alice", 3, "key-2", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: 1}, other)
 	// Keys are scoped per user: bob's "key-1" is his own, and sold out.
-	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms)
+	bob, err := sc.Claim(ctx, saleID, "bob", 4, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.SoldOut}, bob)
-	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms)
+	bobAgain, err := sc.Claim(ctx, saleID, "bob", 5, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.SoldOut, Replayed: true}, bobAgain)
 
@@ -552,12 +553,12 @@ func TestClaim_IdempotencyKeyDoesNotRecordNotWarmed(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	ctx := t.Context()
 
-	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
+	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Unavailable, res.Outcome)
 
 	warm(t, sc, openSale(1))
-	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms)
+	res, err = sc.Claim(ctx, saleID, "alice", 2, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: 2, PayBy: res.PayBy}, res, "a retry after 503 is a new attempt")
 }
@@ -593,11 +594,11 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	warm(t, sc, openSale(10))
 
 	for i := range 3 {
-		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "", terms)
+		res, err := sc.Claim(ctx, saleID, "eager", int64(i+1), "", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.NotEqual(t, seckill.RateLimited, res.Outcome)
 	}
-	res, err := sc.Claim(ctx, saleID, "eager", 4, "", terms)
+	res, err := sc.Claim(ctx, saleID, "eager", 4, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.RateLimited, res.Outcome)
 	require.Positive(t, res.RetryAfter)
@@ -607,7 +608,7 @@ func TestClaim_RateLimitPerUserSlidingWindow(t *testing.T) {
 	require.Equal(t, int64(8), remaining(t, sc))
 
 	time.Sleep(res.RetryAfter + 20*time.Millisecond)
-	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms)
+	res, err = sc.Claim(ctx, saleID, "eager", 6, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.AlreadyClaimed, res.Outcome, "allowed again once the window slid")
 }
@@ -625,11 +626,11 @@ func TestClaim_ProviderSubjectsNeverShareAKey(t *testing.T) {
 
 	orders := map[int64]string{}
 	for i, u := range users {
-		res, err := sc.Claim(ctx, saleID, u, int64(i+1), "key", terms)
+		res, err := sc.Claim(ctx, saleID, u, int64(i+1), "key", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome, u)
 		orders[res.OrderID] = u
-		again, err := sc.Claim(ctx, saleID, u, int64(100+i), "key", terms)
+		again, err := sc.Claim(ctx, saleID, u, int64(100+i), "key", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.True(t, again.Replayed, u)
 		require.Equal(t, res.OrderID, again.OrderID, "%s replays its own answer", u)
@@ -667,17 +668,17 @@ func TestClaim_NotStartedIsNotRecordedAndTheDrawPassesTheHeldStart(t *testing.T)
 	now := time.Now()
 	lobby := now.Add(-time.Hour)
 	sale := &seckill.Sale{ID: saleID, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), LobbyOpensAt: &lobby}
-	warm(t, sc, seckill.WarmSpec{SaleID: saleID, Units: 2, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
+	warm(t, sc, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 2}}, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
 
-	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms)
+	res, err := sc.Claim(ctx, saleID, "alice", 1, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.SaleNotStarted, res.Outcome, "held back until the draw is done")
-	drawn, err := sc.ForDraw().Claim(ctx, saleID, "winner", 2, "", terms)
+	drawn, err := sc.ForDraw().Claim(ctx, saleID, "winner", 2, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, drawn.Outcome, "the draw's admission passes")
 
 	require.NoError(t, sc.OpenClaims(ctx, saleID, sale.StartsAt))
-	res, err = sc.Claim(ctx, saleID, "alice", 3, "key-1", terms)
+	res, err = sc.Claim(ctx, saleID, "alice", 3, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "the same key after the draw: decided afresh")
 }
@@ -692,12 +693,12 @@ func TestRewarmAdmitting_GivesTheLostAdmissionsTheirUnitsFirst(t *testing.T) {
 	rs := redisstore.New(rdb, prefix)
 	ctx := t.Context()
 	now := time.Now()
-	spec := seckill.WarmSpec{SaleID: 41, Units: 3, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 2}
-	terms := seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	spec := seckill.WarmSpec{SaleID: 41, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 3}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 2}
+	terms := seckill.Terms{PaymentTimeout: time.Minute, UnitPriceCents: 990, Currency: "usd"}
 	active := []seckill.ActiveClaim{{UserID: "held", OrderID: 7001}}
 	again := []seckill.ActiveClaim{{UserID: "ann", OrderID: 7101}, {UserID: "bob", OrderID: 7102}, {UserID: "cat", OrderID: 7103}, {UserID: "held", OrderID: 7104}}
 
-	loaded, admitted, err := rs.RewarmAdmitting(ctx, spec, active, again, terms)
+	loaded, admitted, err := rs.RewarmAdmitting(ctx, spec, active, again, func(string) seckill.Terms { return terms })
 	require.NoError(t, err)
 	require.True(t, loaded)
 	require.Equal(t, 3, admitted, "held keeps its order")
@@ -712,7 +713,7 @@ func TestRewarmAdmitting_GivesTheLostAdmissionsTheirUnitsFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), backlog, "each on its way to its saga")
 
-	loaded, admitted, err = rs.RewarmAdmitting(ctx, spec, active, again, terms)
+	loaded, admitted, err = rs.RewarmAdmitting(ctx, spec, active, again, func(string) seckill.Terms { return terms })
 	require.NoError(t, err)
 	require.False(t, loaded, "a live sale is not loaded again")
 	require.Zero(t, admitted)

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill"
 )
 
 // A sale's stock in segments (docs/API.md "stock_segments", docs/DESIGN.md
@@ -28,9 +32,12 @@ type segments struct {
 	mu    sync.Mutex
 	count map[int64]int
 	tags  map[int64][]string
+	skus  map[int64][]string // the sale's variants, in its order
 }
 
-func newSegments() *segments { return &segments{count: map[int64]int{}, tags: map[int64][]string{}} }
+func newSegments() *segments {
+	return &segments{count: map[int64]int{}, tags: map[int64][]string{}, skus: map[int64][]string{}}
+}
 
 // tag is the hash tag (without braces) of segment p of saleID. A tag whose
 // slot an earlier segment holds gets a suffix (~1, ~2, ...) until it has a
@@ -85,7 +92,8 @@ func slot(tag string) uint16 {
 func (s *Store) SegmentKeys(saleID int64, p int) Keys {
 	tag := s.prefix + ":{" + s.segments.tag(saleID, p) + "}:"
 	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted",
-		Wait: tag + "wait", Waited: tag + "waited", Moves: tag + "moves", Moved: tag + "moved", Released: tag + "released"}
+		Wait: tag + "wait", Waited: tag + "waited", Lines: tag + "lines", Moves: tag + "moves", Moved: tag + "moved", Released: tag + "released",
+		Units: tag + "units"}
 }
 
 // Segments returns how many segments sale saleID's stock has: remembered (from
@@ -124,6 +132,56 @@ func (s *Store) rememberSegments(saleID int64, n int) {
 	s.segments.mu.Lock()
 	s.segments.count[saleID] = max(n, 1)
 	s.segments.mu.Unlock()
+}
+
+// SKUs returns the skus of sale saleID's variants, in the sale's order:
+// remembered (KnowSKUs, warm-up, an earlier read) or read from segment 0's
+// meta, which warm-up writes. A sale Redis does not hold, or one warmed
+// before variants, reads as the one variant "default" and is asked again
+// next time.
+func (s *Store) SKUs(ctx context.Context, saleID int64) ([]string, error) {
+	s.segments.mu.Lock()
+	skus, ok := s.segments.skus[saleID]
+	s.segments.mu.Unlock()
+	if ok {
+		return skus, nil
+	}
+	v, err := s.rdb.HGet(ctx, s.SaleKeys(saleID).Meta, "skus").Result()
+	if errors.Is(err, redis.Nil) || v == "" {
+		return []string{seckill.DefaultSKU}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read variants of sale %d: %w", saleID, err)
+	}
+	skus = strings.Split(v, ",")
+	for _, sku := range skus {
+		if !seckill.ValidSKU(sku) {
+			return nil, fmt.Errorf("sale %d: malformed variants %q", saleID, v)
+		}
+	}
+	s.KnowSKUs(saleID, skus)
+	return skus, nil
+}
+
+// KnowSKUs tells s the skus of sale saleID's variants (from the database),
+// as KnowSegments does its segments.
+func (s *Store) KnowSKUs(saleID int64, skus []string) {
+	if len(skus) == 0 {
+		return
+	}
+	s.segments.mu.Lock()
+	s.segments.skus[saleID] = slices.Clone(skus)
+	s.segments.mu.Unlock()
+}
+
+// shapeOf is sale saleID's segments and variants.
+func (s *Store) shapeOf(ctx context.Context, saleID int64) (shape, error) {
+	n, err := s.Segments(ctx, saleID)
+	if err != nil {
+		return shape{}, err
+	}
+	skus, err := s.SKUs(ctx, saleID)
+	return shape{n: n, skus: skus}, err
 }
 
 // segmentOf is the segment buyer userID belongs to on a sale of n segments.

@@ -56,7 +56,7 @@ func TestSegments_SellExactlyTheStockWithNoUnitLeftBehind(t *testing.T) {
 	winners := map[string]int64{}
 	testenv.ForEachBuyer(buyers, 64, func(i int64) {
 		user := fmt.Sprintf("u%05d", i)
-		res, err := sc.Claim(t.Context(), saleID, user, 100000+i, "", terms)
+		res, err := sc.Claim(t.Context(), saleID, user, 100000+i, "", terms, seckill.DefaultItem)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -106,35 +106,35 @@ func TestSegments_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossSegments(t *testin
 	}
 	// Three buyers wait; the first to join gets the first unit back.
 	for i, u := range []string{"w-a", "w-b", "w-c"} {
-		j, err := sc.Join(ctx, saleID, u, 100, 0, terms)
+		j, err := sc.Join(ctx, saleID, u, seckill.DefaultSKU, 100, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
 	}
 	order := func(u string) int64 { id := claimOf(t, sc, u); require.NotZero(t, id); return id }
 
-	res, err := sc.Release(ctx, saleID, holders[0], order(holders[0]), next(5001))
+	res, err := sc.Release(ctx, saleID, holders[0], order(holders[0]), seckill.DefaultItem, next(5001))
 	require.NoError(t, err)
 	require.True(t, res.Now)
-	require.NotNil(t, res.HandedTo)
-	require.Equal(t, "w-a", res.HandedTo.UserID)
+	require.Len(t, res.HandedTo, 1)
+	require.Equal(t, "w-a", res.HandedTo[0].UserID)
 	require.Equal(t, int64(5001), claimOf(t, sc, "w-a"))
 	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "w-b"))
 	require.Equal(t, seckill.WaitState{Waiting: true, Position: 2}, waitState(t, sc, "w-c"))
 	require.Zero(t, remaining(t, sc))
 
 	// A repeat finds nothing to do.
-	again, err := sc.Release(ctx, saleID, holders[0], 1000, next(5002))
+	again, err := sc.Release(ctx, saleID, holders[0], 1000, seckill.DefaultItem, next(5002))
 	require.NoError(t, err)
-	require.Nil(t, again.HandedTo)
+	require.Empty(t, again.HandedTo)
 
 	// Nobody left waiting: the unit goes back to the stock.
 	for _, u := range []string{"w-b", "w-c"} {
 		_, err := sc.Leave(ctx, saleID, u)
 		require.NoError(t, err)
 	}
-	res, err = sc.Release(ctx, saleID, holders[1], order(holders[1]), next(5003))
+	res, err = sc.Release(ctx, saleID, holders[1], order(holders[1]), seckill.DefaultItem, next(5003))
 	require.NoError(t, err)
-	require.Nil(t, res.HandedTo)
+	require.Empty(t, res.HandedTo)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "late", 7).Outcome, "any buyer may claim it, from any segment")
 }
@@ -149,14 +149,14 @@ func TestSegments_FinishMovesLandsUnitsLeftInFlight(t *testing.T) {
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 0, "b-crashed", 2, 1))
 	require.Equal(t, int64(4), remaining(t, sc), "units in flight still count")
 
-	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	n, err := sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	p1, err := sc.Client().Get(ctx, sc.SegmentKeys(saleID, 1).Stock).Int64()
 	require.NoError(t, err)
 	require.Equal(t, int64(4), p1, "segment 1 had 2 and got 2")
 	require.Equal(t, int64(4), remaining(t, sc))
-	n, err = sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	n, err = sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
 	require.Zero(t, n, "landed once")
 }
@@ -179,7 +179,7 @@ func TestSegments_RewarmLoadsOnlyTheLostSegments(t *testing.T) {
 	require.False(t, ok, "a sale missing a segment is not warmed")
 
 	// The database: 8 units available (one sold meanwhile).
-	spec.Units = 8
+	spec.Variants[0].Units = 8
 	loaded, err := sc.Rewarm(ctx, spec, nil)
 	require.NoError(t, err)
 	require.True(t, loaded)
@@ -207,7 +207,7 @@ func TestSegments_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	line := make([]string, waiters)
 	for i := range line {
 		line[i] = fmt.Sprint("w", i)
-		j, err := sc.Join(ctx, saleID, line[i], waiters, 0, terms)
+		j, err := sc.Join(ctx, saleID, line[i], seckill.DefaultSKU, waiters, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), j.Position)
 	}
@@ -222,14 +222,14 @@ func TestSegments_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := sc.Release(ctx, saleID, u, order, nextOrder)
+			res, err := sc.Release(ctx, saleID, u, order, seckill.DefaultItem, nextOrder)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil || res.HandedTo == nil {
+			if err != nil || len(res.HandedTo) == 0 {
 				t.Errorf("release of %s: %+v %v", u, res, err)
 				return
 			}
-			got[res.HandedTo.UserID] = true
+			got[res.HandedTo[0].UserID] = true
 		}()
 	}
 	wg.Wait()
@@ -256,7 +256,7 @@ func TestSegments_BuyersOfOneSegmentBorrowTheOthersUnits(t *testing.T) {
 	}
 	var admitted, soldOut atomic.Int64
 	testenv.ForEachBuyer(buyers, 32, func(i int64) {
-		res, err := sc.Claim(t.Context(), saleID, users[i-1], 100000+i, "", terms)
+		res, err := sc.Claim(t.Context(), saleID, users[i-1], 100000+i, "", terms, seckill.DefaultItem)
 		if err != nil {
 			t.Errorf("claim: %v", err)
 			return
@@ -297,7 +297,7 @@ func TestSegments_AReleasedUnitLandsOnce(t *testing.T) {
 	for p := range 2 {
 		for i := 0; ; i++ {
 			if u := fmt.Sprint("w", p, "-", i); redisstore.SegmentOf(u, 2) == p {
-				j, err := sc.Join(ctx, saleID, u, 10, 0, terms)
+				j, err := sc.Join(ctx, saleID, u, seckill.DefaultSKU, 10, 0, terms)
 				require.NoError(t, err)
 				require.Equal(t, seckill.Waiting, j.Outcome)
 				waiters = append(waiters, u)
@@ -305,17 +305,17 @@ func TestSegments_AReleasedUnitLandsOnce(t *testing.T) {
 			}
 		}
 	}
-	res, err := sc.Release(ctx, saleID, holder, 1000, next(5001))
+	res, err := sc.Release(ctx, saleID, holder, 1000, seckill.DefaultItem, next(5001))
 	require.NoError(t, err)
-	require.Equal(t, waiters[0], res.HandedTo.UserID)
+	require.Equal(t, waiters[0], res.HandedTo[0].UserID)
 
 	// The move is found in flight again, as it was when it landed.
 	moves := sc.SegmentKeys(saleID, redisstore.SegmentOf(holder, 2)).Moves
 	require.NoError(t, sc.Client().HSet(ctx, moves, "r1000", "1:0:0").Err())
-	again, err := sc.Release(ctx, saleID, holder, 1000, next(5002))
+	again, err := sc.Release(ctx, saleID, holder, 1000, seckill.DefaultItem, next(5002))
 	require.NoError(t, err)
-	require.Nil(t, again.HandedTo)
-	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 5003, nil })
+	require.Empty(t, again.HandedTo)
+	n, err := sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 5003, nil })
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, claimOf(t, sc, waiters[1]), "the second waiting buyer did not get the same unit")
@@ -337,7 +337,7 @@ func TestSegments_ALostSegmentZeroIsNotReadAsOneSegment(t *testing.T) {
 	fresh.KnowSegments(saleID, 2)        // from the database
 	for i := 0; ; i++ {
 		if u := fmt.Sprint("u", i); redisstore.SegmentOf(u, 2) == 1 {
-			j, err := fresh.Join(ctx, saleID, u, 10, 0, terms)
+			j, err := fresh.Join(ctx, saleID, u, seckill.DefaultSKU, 10, 0, terms)
 			require.NoError(t, err)
 			require.Equal(t, seckill.Unavailable, j.Outcome)
 			break
@@ -362,7 +362,7 @@ func TestSegments_AMoveGivenButNotForgottenCountsOnce(t *testing.T) {
 	require.NoError(t, sc.GiveForTest(ctx, saleID, 1, "b-given", 3, 0))
 	require.Equal(t, int64(10), remaining(t, sc), "given, not forgotten: counted once")
 
-	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	n, err := sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, int64(10), remaining(t, sc), "settled: still 10")
@@ -390,7 +390,7 @@ func TestSegments_RewarmCountsAMoveGivenButNotForgottenOnce(t *testing.T) {
 	p2, err := sc.Client().Get(ctx, lost.Stock).Int64()
 	require.NoError(t, err)
 	require.Equal(t, int64(3), p2, "the lost segment gets its own 3 back")
-	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	_, err = sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
 	require.Equal(t, int64(9), remaining(t, sc))
 }
@@ -408,14 +408,14 @@ func TestSegments_ASoldOutWhileUnitsAreInFlightIsTentative(t *testing.T) {
 	require.NoError(t, sc.TakeForTest(ctx, saleID, 1, "b-stopped-too", 1, 0))
 	user := userOfSegment(t, 0, 2)
 
-	res, err := sc.Claim(ctx, saleID, user, 100, "key-1", terms)
+	res, err := sc.Claim(ctx, saleID, user, 100, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.SoldOut, res.Outcome)
 	require.True(t, res.Tentative, "two units are still in flight")
 
-	_, err = sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	_, err = sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
-	res, err = sc.Claim(ctx, saleID, user, 101, "key-1", terms)
+	res, err = sc.Claim(ctx, saleID, user, 101, "key-1", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "the first answer was not recorded")
 }
@@ -452,7 +452,7 @@ func TestSegments_TheWaitlistBoundIsTheSales(t *testing.T) {
 	warm(t, sc, openSegments(0, 4))
 	outcomes := map[seckill.Outcome]int{}
 	for i := range 40 {
-		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), 10, int64(1000+i), terms)
+		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), seckill.DefaultSKU, 10, int64(1000+i), terms)
 		require.NoError(t, err)
 		outcomes[j.Outcome]++
 	}
@@ -498,12 +498,12 @@ func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "holder", 1).Outcome)
-	j, err := sc.Join(ctx, saleID, "waiter", 10, 2, terms)
+	j, err := sc.Join(ctx, saleID, "waiter", seckill.DefaultSKU, 10, 2, terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	// waiter's claim comes back from a re-load while she waits.
 	require.NoError(t, sc.Client().HSet(ctx, sc.SaleKeys(saleID).Claims, "waiter", "99").Err())
-	_, err = sc.Release(ctx, saleID, "holder", 1, next(3))
+	_, err = sc.Release(ctx, saleID, "holder", 1, seckill.DefaultItem, next(3))
 	require.NoError(t, err)
 	ttl, err := sc.Client().PTTL(ctx, sc.SaleKeys(saleID).Waited).Result()
 	require.NoError(t, err)
@@ -521,7 +521,7 @@ func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 	spec := openSegments(0, 2)
 	warm(t, sc, spec)
 	first := userOfSegment(t, 1, 2)
-	j, err := sc.Join(ctx, saleID, first, 10, 1, terms)
+	j, err := sc.Join(ctx, saleID, first, seckill.DefaultSKU, 10, 1, terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	p0 := sc.SegmentKeys(saleID, 0)
@@ -535,7 +535,7 @@ func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 			late = u
 		}
 	}
-	j, err = sc.Join(ctx, saleID, late, 10, 2, terms)
+	j, err = sc.Join(ctx, saleID, late, seckill.DefaultSKU, 10, 2, terms)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), j.Position, "behind the buyer already waiting")
 	ws, err := sc.WaitStateOf(ctx, saleID, first)
@@ -566,7 +566,7 @@ func TestSegments_RewarmDropsAMoveIntoALostSegment(t *testing.T) {
 	moves, err := sc.Moves(ctx, saleID)
 	require.NoError(t, err)
 	require.Empty(t, moves, "the record is dropped")
-	n, err := sc.FinishMoves(ctx, saleID, terms, 0, func() (int64, error) { return 1, nil })
+	n, err := sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { return 1, nil })
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Equal(t, int64(9), remaining(t, sc))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,21 +46,31 @@ func share(units int64, n, p int) int64 {
 	return q
 }
 
-// Warm loads spec into Redis, the units split evenly over the sale's
-// segments, unless the sale is live (a live counter is never overwritten),
-// and lists the sale for the relay. It reports whether it loaded segment 0
-// now.
+// Warm loads spec into Redis, each variant's units split evenly over the
+// sale's segments, unless the sale is live (a live counter is never
+// overwritten), and lists the sale for the relay. It reports whether it
+// loaded segment 0 now.
 func (s *Store) Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error) {
-	if spec.Units < 0 {
-		return false, errors.New("warm: negative units")
+	if len(spec.Variants) == 0 {
+		return false, errors.New("warm: a sale of no variant")
+	}
+	for _, v := range spec.Variants {
+		if v.Units < 0 || !seckill.ValidSKU(v.SKU) {
+			return false, fmt.Errorf("warm: bad variant %q with %d units", v.SKU, v.Units)
+		}
 	}
 	n := max(spec.Segments, 1)
 	expire := spec.EndsAt.Add(KeyRetention)
 	var first bool
 	for p := range n {
 		k := s.SegmentKeys(spec.SaleID, p)
-		loaded, err := warmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox},
-			share(spec.Units, n, p), spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n).Int()
+		keys := []string{k.Meta, k.Outbox}
+		args := []any{spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n}
+		for _, v := range spec.Variants {
+			keys = append(keys, k.Variant(v.SKU).Stock)
+			args = append(args, v.SKU, share(v.Units, n, p))
+		}
+		loaded, err := warmScript.Run(ctx, s.rdb, keys, args...).Int()
 		if err != nil {
 			return false, fmt.Errorf("warm script: %w", err)
 		}
@@ -68,6 +79,7 @@ func (s *Store) Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error) {
 		}
 	}
 	s.rememberSegments(spec.SaleID, n)
+	s.KnowSKUs(spec.SaleID, spec.SKUs())
 	if err := s.listForRelay(ctx, spec); err != nil {
 		return false, err
 	}
@@ -89,66 +101,84 @@ func (s *Store) listForRelay(ctx context.Context, spec seckill.WarmSpec) error {
 
 // Rewarm loads the segments of a sale whose keys Redis lost (restarted empty,
 // or a Cluster primary lost with no replica) from a database snapshot:
-// spec.Units are the units Redis should hold in all; the segments still live
-// keep theirs (and their units in flight), the lost ones share the rest,
-// and get back the claims of their buyers' active orders. It does nothing
-// when every segment is live, and reports whether it loaded any now.
+// spec.Variants are the units Redis should hold in all, per variant; the
+// segments still live keep theirs (and their units in flight), the lost
+// ones share the rest, and get back the claims of their buyers' active
+// orders. It does nothing when every segment is live, and reports whether
+// it loaded any now.
 func (s *Store) Rewarm(ctx context.Context, spec seckill.WarmSpec, claims []seckill.ActiveClaim) (bool, error) {
-	loaded, _, err := s.RewarmAdmitting(ctx, spec, claims, nil, seckill.Terms{})
+	loaded, _, err := s.RewarmAdmitting(ctx, spec, claims, nil, func(string) seckill.Terms { return seckill.Terms{} })
 	return loaded, err
 }
 
-// RewarmAdmitting is Rewarm that also admits again, on terms, each with
-// its order and a unit of spec.Units, the admissions of again that Redis
-// lost before their orders were written (a drawn sale's winners), in the
-// same script as the load of their segment, so no claim takes their units
-// first. A buyer who holds a claim already keeps it. It reports how many
-// it admitted again.
-func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, terms seckill.Terms) (loaded bool, admitted int, err error) {
+// RewarmAdmitting is Rewarm that also admits again, on the terms of their
+// variant (termsOf), each with its order and its units of spec's, the
+// admissions of again that Redis lost before their orders were written (a
+// drawn sale's winners), in the same script as the load of their segment,
+// so no claim takes their units first. A buyer who holds a claim already
+// keeps it. It reports how many it admitted again.
+func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, termsOf func(sku string) seckill.Terms) (loaded bool, admitted int, err error) {
+	if len(spec.Variants) == 0 {
+		return false, 0, errors.New("rewarm: a sale of no variant")
+	}
 	n := max(spec.Segments, 1)
 	s.rememberSegments(spec.SaleID, n)
-	live, err := s.stableHolding(ctx, spec.SaleID, n)
-	if err != nil {
-		return false, 0, err
+	s.KnowSKUs(spec.SaleID, spec.SKUs())
+	live := make(map[string]holding, len(spec.Variants))
+	for _, v := range spec.Variants {
+		if live[v.SKU], err = s.stableHolding(ctx, spec.SaleID, v.SKU, n); err != nil {
+			return false, 0, err
+		}
 	}
+	// The first variant's counter marks a segment live (warm.lua): the
+	// counters of one segment are written, and lost, together.
 	var lost []int
-	units := max(spec.Units, 0)
-	for p, st := range live.stock {
+	isLost := make([]bool, n)
+	for p, st := range live[spec.Variants[0].SKU].stock {
 		if st < 0 {
-			lost = append(lost, p)
-		} else {
-			units -= st
+			lost, isLost[p] = append(lost, p), true
 		}
 	}
 	if len(lost) == 0 {
 		return false, 0, s.listForRelay(ctx, spec)
 	}
-	// A move aimed at a lost segment may have reached it or not: its moved
-	// set went with it. Either way its units are the database's now, and
-	// the lost segment is loaded with them: the record is dropped, so it is
-	// neither counted in flight here nor landed again later.
-	for i := range live.moves {
-		if m := &live.moves[i]; m.Dest >= 0 && m.Dest < n && live.stock[m.Dest] < 0 {
-			if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Moves, m.id).Err(); err != nil {
-				return false, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
+	// What the lost segments share of each variant: the database's units
+	// less what the live segments hold and have in flight. A move aimed at
+	// a lost segment may have reached it or not: its moved set went with
+	// it. Either way its units are the database's now, and the lost
+	// segment is loaded with them: the record is dropped, so it is neither
+	// counted in flight here nor landed again later.
+	units := make(map[string]int64, len(spec.Variants))
+	for _, v := range spec.Variants {
+		h := live[v.SKU]
+		u := max(v.Units, 0)
+		for p, st := range h.stock {
+			if !isLost[p] && st > 0 {
+				u -= st
 			}
-			m.given = true // not in flight
 		}
+		for i := range h.moves {
+			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < n && isLost[m.Dest] {
+				if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Variant(v.SKU).Moves, m.id).Err(); err != nil {
+					return false, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
+				}
+				m.given = true // not in flight
+			}
+		}
+		units[v.SKU] = max(u-h.inFlight(), 0)
 	}
-	units = max(units-live.inFlight(), 0)
 	expire := spec.EndsAt.Add(KeyRetention)
 	var lastJoin int64
-	if n > 1 && slices.Contains(lost, 0) {
-		if lastJoin, err = s.lastJoin(ctx, spec.SaleID, n); err != nil {
+	if n > 1 && isLost[0] {
+		if lastJoin, err = s.lastJoin(ctx, spec.SaleID, spec.SKUs(), n); err != nil {
 			return false, 0, err
 		}
 	}
-	// Each admission made again takes its unit in its own segment: the
-	// lost segments share what is left after them.
 	inSegment := func(cs []seckill.ActiveClaim, p int) []seckill.ActiveClaim {
 		var out []seckill.ActiveClaim
 		for _, c := range cs {
 			if segmentOf(c.UserID, n) == p {
+				c.Item = c.Item.OrDefault()
 				out = append(out, c)
 			}
 		}
@@ -160,23 +190,35 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		holds[c.UserID] = true
 	}
 	again = slices.DeleteFunc(slices.Clone(again), func(c seckill.ActiveClaim) bool { return holds[c.UserID] })
-	reserved := make([]int64, len(lost))
-	shared := units
+	// Each admission made again takes its units in its own segment: the
+	// lost segments share what is left of each variant after them.
+	reserved := make([]map[string]int64, len(lost))
+	shared := maps.Clone(units)
 	for i, p := range lost {
-		reserved[i] = min(int64(len(inSegment(again, p))), shared)
-		shared -= reserved[i]
+		reserved[i] = map[string]int64{}
+		for _, c := range inSegment(again, p) {
+			q := min(int64(c.Item.Quantity), shared[c.Item.SKU])
+			reserved[i][c.Item.SKU] += q
+			shared[c.Item.SKU] -= q
+		}
 	}
 	for i, p := range lost {
 		k := s.SegmentKeys(spec.SaleID, p)
 		mine, agains := inSegment(claims, p), inSegment(again, p)
-		load := share(shared, len(lost), i) + reserved[i]
-		args := []any{load, spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin, spec.SaleID}
-		args = append(args, termArgs(terms)...)
+		first := termsOf(spec.Variants[0].SKU)
+		keys := []string{k.Meta, k.Outbox, k.Claims, k.Admitted, k.Waited, k.Units, k.Lines}
+		args := []any{spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin,
+			spec.SaleID, first.PaymentTimeout.Milliseconds(), first.Currency, len(spec.Variants)}
+		for _, v := range spec.Variants {
+			kv := k.Variant(v.SKU)
+			keys = append(keys, kv.Stock, kv.Wait)
+			args = append(args, v.SKU, share(shared[v.SKU], len(lost), i)+reserved[i][v.SKU], termsOf(v.SKU).UnitPriceCents)
+		}
 		args = append(args, len(mine))
 		for _, c := range append(mine, agains...) {
-			args = append(args, c.UserID, c.OrderID)
+			args = append(args, c.UserID, c.OrderID, c.Item.SKU, c.Item.Quantity)
 		}
-		res, err := rewarmScript.Run(ctx, s.rdb, []string{k.Stock, k.Meta, k.Outbox, k.Claims, k.Admitted, k.Wait, k.Waited}, args...).Int64Slice()
+		res, err := rewarmScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
 			return false, admitted, fmt.Errorf("rewarm script: %w", err)
 		}
@@ -189,13 +231,15 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 	return loaded, admitted, nil
 }
 
-// lastJoin is the highest join sequence in the waitlists of saleID's n
-// segments (0 when nobody waits).
-func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error) {
-	tails := make([]*redis.ZSliceCmd, n)
+// lastJoin is the highest join sequence in the waitlists (every variant's
+// line, skus) of saleID's n segments (0 when nobody waits).
+func (s *Store) lastJoin(ctx context.Context, saleID int64, skus []string, n int) (int64, error) {
+	var tails []*redis.ZSliceCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			tails[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Wait, -1, -1)
+			for _, sku := range skus {
+				tails = append(tails, p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait, -1, -1))
+			}
 		}
 		return nil
 	})
@@ -211,15 +255,15 @@ func (s *Store) lastJoin(ctx context.Context, saleID int64, n int) (int64, error
 	return last, nil
 }
 
-// holding is what Redis holds of one sale's units at one read: each
-// segment's stock, the moves whose records are kept, and, when asked, each
-// segment's number of claims. It is the one count of "units Redis holds"
+// holding is what Redis holds of one variant of a sale at one read: each
+// segment's stock of it, the moves of its units whose records are kept,
+// and, when asked, the units each segment's claims hold of it. It is the one count of "units Redis holds"
 // (docs/DESIGN.md invariant 7): reconciliation, re-warm, the audit, the
 // stats and the health gauges all read it.
 type holding struct {
 	stock  []int64 // per segment; -1 for a segment Redis does not hold
 	moves  []pending
-	claims []int64 // per segment, one unit per claim; nil unless holdings was asked for them
+	claims []int64 // per segment, the units its claims hold; nil unless holdings was asked for them
 }
 
 // pending is a move record as read, with whether its units reached their
@@ -229,6 +273,7 @@ type pending struct {
 	move
 	from  int
 	id    string
+	sku   string
 	given bool
 }
 
@@ -255,8 +300,7 @@ func (h holding) total() (n int64, ok bool) {
 	return n + h.inFlight(), true
 }
 
-// claimed is the units the sale's claims hold, one each (0 unless they
-// were read).
+// claimed is the units the claims hold (0 unless they were read).
 func (h holding) claimed() int64 {
 	var n int64
 	for _, c := range h.claims {
@@ -277,10 +321,17 @@ func (h holding) stuck(cutoff time.Time) int64 {
 	return n
 }
 
-// holdingOf reads sale saleID's n segments (holdings).
-func (s *Store) holdingOf(ctx context.Context, saleID int64, n int) (holding, error) {
-	all, err := s.holdings(ctx, map[int64]int{saleID: n}, false)
-	return all[saleID], err
+// holdingOf reads variant sku of sale saleID's n segments (holdings).
+func (s *Store) holdingOf(ctx context.Context, saleID int64, sku string, n int) (holding, error) {
+	all, err := s.holdings(ctx, map[int64]shape{saleID: {n: n, skus: []string{sku}}}, false)
+	return all[saleID][sku], err
+}
+
+// shape is what holdings reads of one sale: its n segments, and the
+// variants skus.
+type shape struct {
+	n    int
+	skus []string
 }
 
 // stableReads bounds how often stableHolding reads a sale whose moves keep
@@ -297,13 +348,13 @@ var errStillMoving = errors.New("redisstore: the sale's units kept moving betwee
 // Redis): a single read taken while a move runs may miss units, or on a
 // Cluster count some twice; two equal reads in a row saw no move step
 // between them.
-func (s *Store) stableHolding(ctx context.Context, saleID int64, n int) (holding, error) {
-	prev, err := s.holdingOf(ctx, saleID, n)
+func (s *Store) stableHolding(ctx context.Context, saleID int64, sku string, n int) (holding, error) {
+	prev, err := s.holdingOf(ctx, saleID, sku, n)
 	if err != nil || n == 1 {
 		return prev, err
 	}
 	for range stableReads {
-		cur, err := s.holdingOf(ctx, saleID, n)
+		cur, err := s.holdingOf(ctx, saleID, sku, n)
 		if err != nil {
 			return holding{}, err
 		}
@@ -330,10 +381,11 @@ func (h holding) equal(o holding) bool {
 	return slices.Equal(a, b)
 }
 
-// holdings reads what Redis holds of several sales (sale id -> segments):
+// holdings reads what Redis holds of several sales (sale id -> its
+// segments and the variants to read), per variant:
 // one round trip (per node on a Cluster) for the stocks and the move
-// records (and, with claims, each segment's number of claims: HLEN, never
-// the claims themselves), and a second only when a record has a
+// records (and, with claims, the units each segment's claims hold: one
+// field of its units hash, never the claims themselves), and a second only when a record has a
 // destination, to learn whether it was given. On one server (or a Sentinel
 // group) the first read is one MULTI, a snapshot, and every moved set is
 // read after it, so a give that runs between the reads can only hide its
@@ -347,13 +399,17 @@ func (h holding) equal(o holding) bool {
 // between a segment's stock and its claims in one script: the one MULTI
 // counts it once; on a Cluster, one that runs between a segment's reads
 // shows a unit too many or too few for that one read.
-func (s *Store) holdings(ctx context.Context, segments map[int64]int, claims bool) (map[int64]holding, error) {
+func (s *Store) holdings(ctx context.Context, sales map[int64]shape, claims bool) (map[int64]map[string]holding, error) {
 	type cmds struct {
 		stock  []*redis.StringCmd
 		moves  []*redis.MapStringStringCmd
-		claims []*redis.IntCmd
+		claims []*redis.StringCmd
 	}
-	all := make(map[int64]cmds, len(segments))
+	type target struct {
+		sale int64
+		sku  string
+	}
+	all := make(map[target]cmds)
 	read := s.rdb.TxPipelined
 	if s.topology == Cluster {
 		// A MULTI cannot span slots there. Each segment's move records are
@@ -362,27 +418,29 @@ func (s *Store) holdings(ctx context.Context, segments map[int64]int, claims boo
 		read = s.rdb.Pipelined
 	}
 	_, err := read(ctx, func(p redis.Pipeliner) error {
-		for id, n := range segments {
-			c := cmds{stock: make([]*redis.StringCmd, n)}
-			for q := range n {
-				k := s.SegmentKeys(id, q)
-				if n > 1 {
-					c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
+		for id, sh := range sales {
+			for _, sku := range sh.skus {
+				c := cmds{stock: make([]*redis.StringCmd, sh.n)}
+				for q := range sh.n {
+					k := s.SegmentKeys(id, q).Variant(sku)
+					if sh.n > 1 {
+						c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
+					}
+					c.stock[q] = p.Get(ctx, k.Stock)
+					if claims {
+						c.claims = append(c.claims, p.HGet(ctx, k.Units, sku))
+					}
 				}
-				c.stock[q] = p.Get(ctx, k.Stock)
-				if claims {
-					c.claims = append(c.claims, p.HLen(ctx, k.Claims))
-				}
+				all[target{id, sku}] = c
 			}
-			all[id] = c
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read stock: %w", err)
 	}
-	out := make(map[int64]holding, len(segments))
-	for id, c := range all {
+	out := make(map[int64]map[string]holding, len(sales))
+	for t, c := range all {
 		h := holding{stock: make([]int64, len(c.stock))}
 		for q := range c.stock {
 			v, err := c.stock[q].Int64()
@@ -392,36 +450,42 @@ func (s *Store) holdings(ctx context.Context, segments map[int64]int, claims boo
 			h.stock[q] = v
 		}
 		for _, cc := range c.claims {
-			h.claims = append(h.claims, cc.Val())
+			v, _ := cc.Int64() // no field: no claim holds the variant
+			h.claims = append(h.claims, v)
 		}
 		for q, mc := range c.moves {
 			for mid, v := range mc.Val() {
 				m, err := parseMove(v)
 				if err != nil {
-					return nil, fmt.Errorf("sale %d segment %d: %w", id, q, err)
+					return nil, fmt.Errorf("sale %d variant %s segment %d: %w", t.sale, t.sku, q, err)
 				}
-				h.moves = append(h.moves, pending{move: m, from: q, id: mid})
+				h.moves = append(h.moves, pending{move: m, from: q, id: mid, sku: t.sku})
 			}
 		}
 		sort.Slice(h.moves, func(i, j int) bool { return h.moves[i].At < h.moves[j].At })
-		out[id] = h
+		if out[t.sale] == nil {
+			out[t.sale] = map[string]holding{}
+		}
+		out[t.sale][t.sku] = h
 	}
 	return out, s.markGiven(ctx, out)
 }
 
 // markGiven learns, for every move record with a destination, whether its
 // units reached it.
-func (s *Store) markGiven(ctx context.Context, hs map[int64]holding) error {
+func (s *Store) markGiven(ctx context.Context, all map[int64]map[string]holding) error {
 	type check struct {
 		m     *pending
 		moved string // the destination's moved set
 		cmd   *redis.BoolCmd
 	}
 	var checks []check
-	for id, h := range hs {
-		for i := range h.moves {
-			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < len(h.stock) {
-				checks = append(checks, check{m: m, moved: s.SegmentKeys(id, m.Dest).Moved})
+	for id, hs := range all {
+		for _, h := range hs {
+			for i := range h.moves {
+				if m := &h.moves[i]; m.Dest >= 0 && m.Dest < len(h.stock) {
+					checks = append(checks, check{m: m, moved: s.SegmentKeys(id, m.Dest).Variant(m.sku).Moved})
+				}
 			}
 		}
 	}
@@ -443,9 +507,9 @@ func (s *Store) markGiven(ctx context.Context, hs map[int64]holding) error {
 	return nil
 }
 
-// Remaining reads a sale's stock: the sum of its segments and the units in
-// flight between them, each once (holdings). ok is false when the sale
-// (any segment) is not warmed.
+// Remaining reads a sale's stock in units over every variant: the sum of
+// its segments and the units in flight between them, each once
+// (holdings). ok is false when the sale (any segment) is not warmed.
 func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error) {
 	all, err := s.RemainingMany(ctx, []int64{saleID})
 	if err != nil {
@@ -455,58 +519,95 @@ func (s *Store) Remaining(ctx context.Context, saleID int64) (n int64, ok bool, 
 	return n, ok, nil
 }
 
-// RemainingMany reads the stock of several sales in one round trip (per
-// node on a Cluster). A sale that is not warmed is absent from the map.
+// RemainingMany reads the stock of several sales, in units over every
+// variant, in one round trip (per node on a Cluster). A sale that is not
+// warmed is absent from the map.
 func (s *Store) RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error) {
-	segments, err := s.segmentsOf(ctx, saleIDs)
+	by, err := s.RemainingByVariant(ctx, saleIDs)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.holdings(ctx, segments, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]int64, len(saleIDs))
-	for id, h := range all {
-		if n, ok := h.total(); ok {
-			out[id] = n
+	out := make(map[int64]int64, len(by))
+	for id, vs := range by {
+		for _, n := range vs {
+			out[id] += n
 		}
 	}
 	return out, nil
 }
 
-// segmentsOf is the number of segments of each of saleIDs.
-func (s *Store) segmentsOf(ctx context.Context, saleIDs []int64) (map[int64]int, error) {
-	segments := make(map[int64]int, len(saleIDs))
-	for _, id := range saleIDs {
-		n, err := s.Segments(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		segments[id] = n
-	}
-	return segments, nil
-}
-
-// UnitsHeld reads what Redis holds of each of saleIDs; moves taken before
-// stuckBefore count as Stuck. A sale that is not warmed is absent. Claims
-// are counted (HLEN), never read: a few commands per segment, in one round
-// trip (per node on a Cluster) and a second only when a move record has a
-// destination, however many claims the sales have.
-func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]seckill.Held, error) {
-	segments, err := s.segmentsOf(ctx, saleIDs)
+// RemainingByVariant reads the stock of each variant (sku -> units) of
+// several sales, as RemainingMany does. A sale that is not warmed (any
+// variant of any segment) is absent from the map.
+func (s *Store) RemainingByVariant(ctx context.Context, saleIDs []int64) (map[int64]map[string]int64, error) {
+	shapes, err := s.shapesOf(ctx, saleIDs)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.holdings(ctx, segments, true)
+	all, err := s.holdings(ctx, shapes, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]map[string]int64, len(saleIDs))
+sales:
+	for id, hs := range all {
+		vs := make(map[string]int64, len(hs))
+		for sku, h := range hs {
+			n, ok := h.total()
+			if !ok {
+				continue sales
+			}
+			vs[sku] = n
+		}
+		out[id] = vs
+	}
+	return out, nil
+}
+
+// shapesOf is the segments and variants of each of saleIDs.
+func (s *Store) shapesOf(ctx context.Context, saleIDs []int64) (map[int64]shape, error) {
+	shapes := make(map[int64]shape, len(saleIDs))
+	for _, id := range saleIDs {
+		sh, err := s.shapeOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		shapes[id] = sh
+	}
+	return shapes, nil
+}
+
+// UnitsHeld reads what Redis holds of each of saleIDs, per variant and
+// summed; moves taken before stuckBefore count as Stuck. A sale that is
+// not warmed is absent. Claims are counted (their units per variant),
+// never read: a few commands per segment and variant, in one round trip
+// (per node on a Cluster) and a second only when a move record has a
+// destination, however many claims the sales have.
+func (s *Store) UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]seckill.Held, error) {
+	shapes, err := s.shapesOf(ctx, saleIDs)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.holdings(ctx, shapes, true)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[int64]seckill.Held, len(all))
-	for id, h := range all {
-		if n, ok := h.total(); ok {
-			out[id] = seckill.Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
+sales:
+	for id, hs := range all {
+		sum := seckill.Held{Variants: make(map[string]seckill.Held, len(hs))}
+		for sku, h := range hs {
+			n, ok := h.total()
+			if !ok {
+				continue sales
+			}
+			v := seckill.Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
+			sum.Variants[sku] = v
+			sum.Stock += v.Stock
+			sum.Stuck += v.Stuck
+			sum.Claimed += v.Claimed
 		}
+		out[id] = sum
 	}
 	return out, nil
 }
@@ -521,15 +622,16 @@ if cur and cur == ARGV[1] and tonumber(ARGV[2]) < tonumber(cur) then
 end
 return 0`)
 
-// LowerRemaining lowers sale's stock from seen (as Remaining read it) to
+// LowerRemaining lowers the stock of sale's variant sku from seen (as
+// RemainingByVariant read it) to
 // target if it still holds seen, taking the excess from the fullest segments
 // first. It never raises it. It reports whether it lowered it all.
-func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error) {
+func (s *Store) LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil {
 		return false, err
 	}
-	st, err := s.stableHolding(ctx, saleID, n)
+	st, err := s.stableHolding(ctx, saleID, sku, n)
 	if errors.Is(err, errStillMoving) {
 		return false, nil // moves running: the next pass looks again
 	}
@@ -550,7 +652,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 		if cut <= 0 {
 			continue
 		}
-		done, err := lowerScript.Run(ctx, s.rdb, []string{s.SegmentKeys(saleID, p).Stock}, st.stock[p], st.stock[p]-cut).Int()
+		done, err := lowerScript.Run(ctx, s.rdb, []string{s.SegmentKeys(saleID, p).Variant(sku).Stock}, st.stock[p], st.stock[p]-cut).Int()
 		if err != nil {
 			return false, fmt.Errorf("lower stock: %w", err)
 		}
@@ -565,7 +667,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID, seen, target int64) 
 // Counts reads the figures of several sales in one round trip (split per
 // node on a Cluster). A sale that is not warmed is absent.
 func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error) {
-	remaining, err := s.RemainingMany(ctx, saleIDs)
+	remaining, err := s.RemainingByVariant(ctx, saleIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -576,12 +678,14 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.
 	all := make(map[int64]*cmds, len(remaining))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for id := range remaining {
-			n, _ := s.Segments(ctx, id) // remembered by RemainingMany
+			sh, _ := s.shapeOf(ctx, id) // remembered by RemainingByVariant
 			c := &cmds{}
-			for q := range n {
+			for q := range sh.n {
 				k := s.SegmentKeys(id, q)
 				c.handed = append(c.handed, p.HGet(ctx, k.Meta, "waitlist_admissions"))
-				c.waiting = append(c.waiting, p.ZCard(ctx, k.Wait))
+				for _, sku := range sh.skus {
+					c.waiting = append(c.waiting, p.ZCard(ctx, k.Variant(sku).Wait))
+				}
 			}
 			all[id] = c
 		}
@@ -592,11 +696,16 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.
 	}
 	out := make(map[int64]seckill.SaleCounts, len(remaining))
 	for id, c := range all {
-		sc := seckill.SaleCounts{Remaining: remaining[id]}
-		for q := range c.handed {
-			h, _ := c.handed[q].Int64()
-			sc.FromWaitlist += h
-			sc.Waiting += c.waiting[q].Val()
+		sc := seckill.SaleCounts{Variants: remaining[id]}
+		for _, n := range remaining[id] {
+			sc.Remaining += n
+		}
+		for _, h := range c.handed {
+			n, _ := h.Int64()
+			sc.FromWaitlist += n
+		}
+		for _, w := range c.waiting {
+			sc.Waiting += w.Val()
 		}
 		out[id] = sc
 	}

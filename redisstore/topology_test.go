@@ -53,7 +53,7 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 
 			const units, buyers, workers = 300, 3000, 16
 			now := time.Now()
-			_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+			_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 			require.NoError(t, err)
 			key := st.SaleKeys(saleID).Stock
 
@@ -69,7 +69,7 @@ func TestTopology_AdmissionsSurviveAPrimaryKill(t *testing.T) {
 				user := "u" + strconv.FormatInt(i, 10)
 				for attempt := int64(0); ; attempt++ {
 					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-					res, err := st.Claim(cctx, saleID, user, i*10+attempt, "key-"+user, terms)
+					res, err := st.Claim(cctx, saleID, user, i*10+attempt, "key-"+user, terms, seckill.DefaultItem)
 					cancel()
 					if err != nil {
 						if n := failed.Add(1); n > 20000 {
@@ -147,7 +147,7 @@ func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 
 	const units, buyers, segments = 600, 3000, 8
 	now := time.Now()
-	_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments})
+	_, err = st.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: segments})
 	require.NoError(t, err)
 	primaries := map[string]bool{}
 	for p := range segments {
@@ -159,7 +159,7 @@ func TestTopology_SegmentedSaleSpreadsOverPrimaries(t *testing.T) {
 
 	var admitted atomic.Int64
 	testenv.ForEachBuyer(buyers, 32, func(i int64) {
-		res, err := st.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), 1000+i, "", terms)
+		res, err := st.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), 1000+i, "", terms, seckill.DefaultItem)
 		if err != nil {
 			t.Errorf("claim: %v", err)
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,40 +14,52 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// Join puts userID on saleID's waitlist, holding at most maxEntries; a
-// unit still in stock is given to them at once as order orderID with
-// terms. One entry per user: a repeat is AlreadyWaiting with the
-// position. An error means the outcome is unknown, as with Claim.
+// Join puts userID in the line of saleID's variant sku (the sale's lines
+// holding at most maxEntries together); a unit of it still in stock is
+// given to them at once as order orderID with terms. One place per user
+// per sale, in one variant's line: a repeat is AlreadyWaiting with the
+// position in the line they are in. An error means the outcome is unknown, as with Claim.
 //
 // On a sale of several segments the buyer waits in their own segment, numbered
 // by a sequence all segments share (kept in segment 0), so the first to join is
 // first served whichever segment the unit comes back to; a unit still in
 // another segment's stock is handed over at once (HandOver).
-func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error) {
+func (s *Store) Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error) {
+	if sku == "" {
+		sku = seckill.DefaultSKU
+	}
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
 		return seckill.JoinResult{}, err
 	}
+	k = k.Variant(sku)
+	skus, err := s.SKUs(ctx, saleID)
+	if err != nil {
+		return seckill.JoinResult{}, err
+	}
 	seq, room := "", int64(maxEntries)
-	if n > 1 {
-		v, others, err := s.sequenceAndOthers(ctx, saleID, n, segmentOf(userID, n))
+	if n > 1 || len(skus) > 1 {
+		v, others, err := s.sequenceAndOthers(ctx, saleID, n, skus, segmentOf(userID, n), sku)
 		if err != nil {
 			return seckill.JoinResult{}, err
 		}
 		if v < 0 {
 			return seckill.JoinResult{Outcome: seckill.Unavailable}, nil
 		}
-		seq, room = strconv.FormatInt(v, 10), int64(maxEntries)-others
+		room = int64(maxEntries) - others
+		if n > 1 {
+			seq = strconv.FormatInt(v, 10)
+		}
 	}
 	args := append([]any{userID, room, orderID, saleID}, termArgs(terms)...)
-	args = append(args, seq, flag(s.byDraw))
+	args = append(args, seq, flag(s.byDraw), sku)
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if res, err = joinScript.Run(ctx, c, k.unitKeys(), args...).Slice(); err != nil {
+		if res, err = joinScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines), args...).Slice(); err != nil {
 			return false, fmt.Errorf("join script: %w", err)
 		}
-		if len(res) != 3 {
+		if len(res) != 3 && len(res) != 4 {
 			return false, fmt.Errorf("join script: unexpected reply %v", res)
 		}
 		o, _ := scriptOutcome(res[0])
@@ -59,13 +72,16 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if err != nil || n == 1 || (r.Outcome != seckill.Waiting && r.Outcome != seckill.AlreadyWaiting) {
 		return r, err
 	}
+	if len(res) == 4 { // waiting in the line named, maybe another variant's
+		sku = skuOfLine(k, fmt.Sprint(res[3]))
+	}
 	// A sale of several segments: the place in the one line, and, if another
 	// segment still has a unit, the hand-over it is owed (one read for both).
 	joined, err := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
 	if err != nil {
 		return seckill.JoinResult{}, fmt.Errorf("join script: bad join sequence %v", res[2])
 	}
-	st, pos, err := s.stocksAndPosition(ctx, saleID, n, joined)
+	st, pos, err := s.stocksAndPosition(ctx, saleID, sku, n, joined)
 	if err != nil {
 		return seckill.JoinResult{}, err
 	}
@@ -73,7 +89,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	if st <= 0 || r.Outcome != seckill.Waiting {
 		return r, nil
 	}
-	if _, err := s.HandOver(ctx, saleID, terms, []int64{orderID}); err != nil {
+	if _, err := s.HandOver(ctx, saleID, sku, terms, []int64{orderID}); err != nil {
 		return seckill.JoinResult{}, err
 	}
 	ws, err := s.WaitStateOf(ctx, saleID, userID)
@@ -91,22 +107,33 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, maxEntrie
 	return r, nil
 }
 
+// skuOfLine is the sku of the line whose wait key is line, on the segment
+// of keys k.
+func skuOfLine(k Keys, line string) string {
+	if sku, ok := strings.CutPrefix(line, k.tag()+"wait:"); ok {
+		return sku
+	}
+	return seckill.DefaultSKU
+}
+
 // sequenceAndOthers numbers a join on a sale of n segments (sequence.lua in
 // segment 0: -1 when segment 0 is not warmed) and counts the buyers waiting in
-// every segment but home, in one round trip: the line's bound
+// every line of every variant (skus) but sku's in home, in one round trip: the line's bound
 // (SECKILL_WAITLIST_MAX) is the sale's, so home may hold what the others
 // leave. Joins in several segments at the same moment may pass it by as many
 // as join at once, never more.
-func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int) (int64, int64, error) {
+func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n int, skus []string, home int, sku string) (int64, int64, error) {
 	var seq *redis.Cmd
-	lens := make([]*redis.IntCmd, 0, n-1)
+	var lens []*redis.IntCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		// The script's source, not its hash: a pipeline cannot fall back
 		// from NOSCRIPT, and it is a few lines.
 		seq = p.Eval(ctx, lua.Sequence, []string{s.SaleKeys(saleID).Meta})
 		for q := range n {
-			if q != home {
-				lens = append(lens, p.ZCard(ctx, s.SegmentKeys(saleID, q).Wait))
+			for _, v := range skus {
+				if q != home || v != sku {
+					lens = append(lens, p.ZCard(ctx, s.SegmentKeys(saleID, q).Variant(v).Wait))
+				}
 			}
 		}
 		return nil
@@ -125,17 +152,17 @@ func (s *Store) sequenceAndOthers(ctx context.Context, saleID int64, n, home int
 	return v, others, nil
 }
 
-// stocksAndPosition reads, in one round trip per node, the units in the
-// stocks of saleID's n segments and the number of buyers waiting on them who
-// joined at or before join sequence seq (the position of the buyer with
-// seq).
-func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, n int, seq float64) (int64, int64, error) {
+// stocksAndPosition reads, in one round trip per node, the units of
+// variant sku in the stocks of saleID's n segments and the number of buyers
+// waiting in its lines who joined at or before join sequence seq (the
+// position of the buyer with seq).
+func (s *Store) stocksAndPosition(ctx context.Context, saleID int64, sku string, n int, seq float64) (int64, int64, error) {
 	bound := strconv.FormatFloat(seq, 'f', -1, 64)
 	stock := make([]*redis.StringCmd, n)
 	ahead := make([]*redis.IntCmd, n)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			k := s.SegmentKeys(saleID, q)
+			k := s.SegmentKeys(saleID, q).Variant(sku)
 			stock[q] = p.Get(ctx, k.Stock)
 			ahead[q] = p.ZCount(ctx, k.Wait, "-inf", bound)
 		}
@@ -188,14 +215,20 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (s
 	if err != nil {
 		return seckill.WaitState{}, err
 	}
+	line, sku := k.Wait, seckill.DefaultSKU
+	if v, err := s.rdb.HGet(ctx, k.Lines, userID).Result(); err == nil {
+		line, sku = v, skuOfLine(k, v)
+	} else if !errors.Is(err, redis.Nil) {
+		return seckill.WaitState{}, fmt.Errorf("read waitlist: %w", err)
+	}
 	var (
 		rank  *redis.IntCmd
 		score *redis.FloatCmd
 		order *redis.StringCmd
 	)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rank = p.ZRank(ctx, k.Wait, userID)
-		score = p.ZScore(ctx, k.Wait, userID)
+		rank = p.ZRank(ctx, line, userID)
+		score = p.ZScore(ctx, line, userID)
 		order = p.HGet(ctx, k.Waited, userID)
 		return nil
 	})
@@ -207,7 +240,7 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (s
 			return seckill.WaitState{Waiting: true, Position: r + 1}, nil
 		}
 		// The one line over every segment: those who joined before, anywhere.
-		_, pos, err := s.stocksAndPosition(ctx, saleID, n, score.Val())
+		_, pos, err := s.stocksAndPosition(ctx, saleID, sku, n, score.Val())
 		return seckill.WaitState{Waiting: true, Position: pos}, err
 	}
 	if v, err := order.Result(); err == nil {
@@ -220,18 +253,21 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (s
 	return seckill.WaitState{}, nil
 }
 
-// Waiting counts the buyers on saleID's waitlist, over all its segments, in
+// Waiting counts the buyers on saleID's waitlists, over all its segments
+// and variants, in
 // one round trip (split per node on a Cluster): what a join is measured
 // against SECKILL_WAITLIST_MAX by.
 func (s *Store) Waiting(ctx context.Context, saleID int64) (int64, error) {
-	n, err := s.Segments(ctx, saleID)
+	sh, err := s.shapeOf(ctx, saleID)
 	if err != nil {
 		return 0, err
 	}
-	lens := make([]*redis.IntCmd, n)
+	var lens []*redis.IntCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for q := range n {
-			lens[q] = p.ZCard(ctx, s.SegmentKeys(saleID, q).Wait)
+		for q := range sh.n {
+			for _, sku := range sh.skus {
+				lens = append(lens, p.ZCard(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait))
+			}
 		}
 		return nil
 	})
@@ -253,10 +289,17 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 	if err != nil {
 		return false, err
 	}
+	line := k.Wait
+	if v, err := s.rdb.HGet(ctx, k.Lines, userID).Result(); err == nil {
+		line = v
+	} else if !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("leave waitlist: %w", err)
+	}
 	var removed *redis.IntCmd
-	// One slot, so one MULTI: both or neither.
+	// One slot, so one MULTI: all or nothing.
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		removed = p.ZRem(ctx, k.Wait, userID)
+		removed = p.ZRem(ctx, line, userID)
+		p.HDel(ctx, k.Lines, userID)
 		p.HDel(ctx, k.Waited, userID)
 		return nil
 	})
@@ -266,20 +309,21 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 	return removed.Val() == 1, nil
 }
 
-// HandOver gives units left in saleID's stock to its waiting buyers, one
+// HandOver gives units of variant sku left in saleID's stock to the buyers
+// waiting in its lines, one
 // per id in orderIDs at most, first come first served, and returns how
 // many it gave. Releases and joins never leave a unit in stock while a
 // buyer waits; this repairs the ways they can meet anyway (a counter
 // re-loaded while the waitlist survived; on a sale of several segments, a
 // buyer who joined in one segment while another still had a unit).
-func (s *Store) HandOver(ctx context.Context, saleID int64, terms seckill.Terms, orderIDs []int64) (int, error) {
+func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms seckill.Terms, orderIDs []int64) (int, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil || len(orderIDs) == 0 {
 		return 0, err
 	}
 	handed := 0
 	for _, id := range orderIDs {
-		st, err := s.holdingOf(ctx, saleID, n)
+		st, err := s.holdingOf(ctx, saleID, sku, n)
 		if err != nil {
 			return handed, err
 		}
@@ -292,19 +336,19 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms seckill.Terms,
 		if donor < 0 {
 			return handed, nil
 		}
-		dest, head, waiting, err := s.firstWaitingSegment(ctx, saleID, n)
+		dest, head, waiting, err := s.firstWaitingSegment(ctx, saleID, sku, n)
 		if err != nil || !waiting {
 			return handed, err
 		}
 		if donor == dest {
-			got, err := s.handOverIn(ctx, saleID, dest, terms, id)
+			got, err := s.handOverIn(ctx, saleID, sku, dest, terms, id)
 			if err != nil || got == 0 {
 				return handed, err
 			}
 			handed++
 			continue
 		}
-		got, given, err := s.moveUnits(ctx, saleID, donor, dest, "h"+strconv.FormatInt(id, 10), 1, &head, []int64{id}, terms)
+		got, given, err := s.moveUnits(ctx, saleID, sku, donor, dest, "h"+strconv.FormatInt(id, 10), 1, &head, []int64{id}, terms)
 		if err != nil {
 			return handed, err
 		}
@@ -316,14 +360,15 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, terms seckill.Terms,
 	return handed, nil
 }
 
-// handOverIn runs handover.lua on segment p of saleID with one order id.
-func (s *Store) handOverIn(ctx context.Context, saleID int64, p int, terms seckill.Terms, id int64) (int, error) {
-	k := s.SegmentKeys(saleID, p)
-	args := append(append([]any{saleID}, termArgs(terms)...), id)
+// handOverIn runs handover.lua on variant sku of segment p of saleID with
+// one order id.
+func (s *Store) handOverIn(ctx context.Context, saleID int64, sku string, p int, terms seckill.Terms, id int64) (int, error) {
+	k := s.SegmentKeys(saleID, p).Variant(sku)
+	args := append(append([]any{saleID}, termArgs(terms)...), sku, id)
 	var n int
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if n, err = handOverScript.Run(ctx, c, k.unitKeys(), args...).Int(); err != nil {
+		if n, err = handOverScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines), args...).Int(); err != nil {
 			return false, fmt.Errorf("handover script: %w", err)
 		}
 		return n > 0, nil

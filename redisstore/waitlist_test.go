@@ -14,7 +14,7 @@ import (
 
 func join(t *testing.T, sc *redisstore.Store, user string) seckill.JoinResult {
 	t.Helper()
-	res, err := sc.Join(t.Context(), saleID, user, 3, 7000, terms)
+	res, err := sc.Join(t.Context(), saleID, user, seckill.DefaultSKU, 3, 7000, terms)
 	require.NoError(t, err)
 	return res
 }
@@ -94,13 +94,13 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	join(t, sc, "cy")
 	ctx := t.Context()
 
-	res, err := sc.Release(ctx, saleID, "ann", 1001, next(5001))
+	res, err := sc.Release(ctx, saleID, "ann", 1001, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
 	require.True(t, res.Now)
-	require.NotNil(t, res.HandedTo)
-	require.Equal(t, "bob", res.HandedTo.UserID)
-	require.Equal(t, int64(5001), res.HandedTo.OrderID)
+	require.Len(t, res.HandedTo, 1)
+	require.Equal(t, "bob", res.HandedTo[0].UserID)
+	require.Equal(t, int64(5001), res.HandedTo[0].OrderID)
 	require.Zero(t, remaining(t, sc), "the unit went to bob, not to open claims")
 	require.Equal(t, int64(5001), claimOf(t, sc, "bob"))
 	require.Equal(t, seckill.WaitState{OrderID: 5001}, waitState(t, sc, "bob"))
@@ -112,9 +112,9 @@ func TestRelease_HandsTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	require.Equal(t, "bob", entries[1].Values["u"])
 	counts, err := sc.Counts(ctx, []int64{saleID})
 	require.NoError(t, err)
-	require.Equal(t, seckill.SaleCounts{Remaining: 0, Waiting: 1, FromWaitlist: 1}, counts[saleID])
+	require.Equal(t, seckill.SaleCounts{Remaining: 0, Variants: map[string]int64{seckill.DefaultSKU: 0}, Waiting: 1, FromWaitlist: 1}, counts[saleID])
 
-	again, err := sc.Release(ctx, saleID, "ann", 1001, next(5002))
+	again, err := sc.Release(ctx, saleID, "ann", 1001, seckill.DefaultItem, next(5002))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Released{}, again, "a repeat gives nothing twice")
 	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, "cy"))
@@ -130,14 +130,14 @@ func TestRelease_SkipsBuyersWhoHoldAnOrder(t *testing.T) {
 	join(t, sc, "cy")
 	join(t, sc, "dee")
 	// Redis re-loaded claims from the database: cy holds an order while on the line.
-	restored, err := sc.RestoreClaim(t.Context(), saleID, "cy", 900)
+	restored, err := sc.RestoreClaim(t.Context(), saleID, "cy", 900, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.True(t, restored)
 
-	res, err := sc.Release(t.Context(), saleID, "bob", 7000, next(5001))
+	res, err := sc.Release(t.Context(), saleID, "bob", 7000, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
-	require.Equal(t, "dee", res.HandedTo.UserID)
+	require.Equal(t, "dee", res.HandedTo[0].UserID)
 	require.Equal(t, seckill.WaitState{OrderID: 900}, waitState(t, sc, "cy"))
 }
 
@@ -147,7 +147,7 @@ func TestClaim_TakesAWaitingBuyerOffTheLine(t *testing.T) {
 	warm(t, sc, openSale(1))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
 	join(t, sc, "bob")
-	_, err := sc.Release(t.Context(), saleID, "ann", 1001, nil) // the order never held a unit
+	_, err := sc.Release(t.Context(), saleID, "ann", 1001, seckill.DefaultItem, nil) // the order never held a unit
 	require.NoError(t, err)
 	_, err = sc.Client().Incr(t.Context(), sc.SaleKeys(saleID).Stock).Result() // a unit came back outside the waitlist
 	require.NoError(t, err)
@@ -169,10 +169,10 @@ func TestRelease_AfterTheEndGivesNoOneTheUnit(t *testing.T) {
 	join(t, sc, "bob")
 	time.Sleep(time.Until(spec.EndsAt))
 
-	res, err := sc.Release(t.Context(), saleID, "ann", 1001, next(5001))
+	res, err := sc.Release(t.Context(), saleID, "ann", 1001, seckill.DefaultItem, next(5001))
 
 	require.NoError(t, err)
-	require.Nil(t, res.HandedTo)
+	require.Empty(t, res.HandedTo)
 	require.Equal(t, int64(1), remaining(t, sc))
 	require.Equal(t, seckill.SaleEnded, claim(t, sc, "cy", 1002).Outcome)
 }
@@ -187,7 +187,7 @@ func TestHandOver_GivesStockToWaitingBuyers(t *testing.T) {
 	_, err := sc.Client().IncrBy(t.Context(), sc.SaleKeys(saleID).Stock, 2).Result() // re-loaded while they waited
 	require.NoError(t, err)
 
-	n, err := sc.HandOver(t.Context(), saleID, terms, []int64{8001, 8002, 8003})
+	n, err := sc.HandOver(t.Context(), saleID, seckill.DefaultSKU, terms, []int64{8001, 8002, 8003})
 
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
@@ -226,7 +226,7 @@ func TestClaim_TheDrawsAdmissionsAreMarkedInTheOutbox(t *testing.T) {
 	sc := testenv.RedisStore(t)
 	warm(t, sc, openSale(2))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
-	res, err := sc.ForDraw().Claim(t.Context(), saleID, "bob", 1002, "", terms)
+	res, err := sc.ForDraw().Claim(t.Context(), saleID, "bob", 1002, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 
