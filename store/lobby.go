@@ -244,12 +244,14 @@ func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seck
 func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
 	// A rank within min(stock, entries) is LOST only when the sale had
 	// ended before the draw reached it (SettleDraw): the first such rank
-	// is where the end cut the draw.
+	// is where the end cut the draw. The stock is the sale's units, all
+	// its variants' (restocks come only after the draw).
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
 		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
 		draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries
-			WHERE sale_id = ? AND outcome = ? AND rank <= LEAST(sales.total, sales.draw_entries))
-		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
+			WHERE sale_id = ? AND outcome = ?
+			  AND rank <= LEAST((SELECT sum(total) FROM sale_variants WHERE sale_id = ?), sales.draw_entries))
+		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID, saleID).Error
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}

@@ -1,7 +1,8 @@
-// Package store is seckill's Postgres access: sales with their authoritative
-// stock split, orders and payment events. Every stock change is a
-// conditional UPDATE inside one transaction with the order change it belongs
-// to, so the database alone can never oversell (docs/DESIGN.md invariant 1).
+// Package store is seckill's Postgres access: sales and their variants,
+// each variant with its authoritative stock split in units, orders and
+// payment events. Every stock change is a conditional UPDATE of one
+// variant inside one transaction with the order change it belongs to, so
+// the database alone can never oversell (docs/DESIGN.md invariant 1).
 package store
 
 import (
