@@ -70,6 +70,9 @@ func TestMigration16_EverySaleBeforeGetsADefaultVariantWithItsSplit(t *testing.T
 	require.Equal(t, 1, sale.LimitPerBuyer)
 	require.Equal(t, seckill.DefaultItem, order(t, st, 1).Item)
 	require.Equal(t, seckill.DefaultItem, order(t, st, 2).Item)
+	entry, err := st.LobbyEntryOf(ctx, saleID, "cy")
+	require.NoError(t, err)
+	require.Equal(t, seckill.DefaultItem, entry.Item)
 
 	_, err = st.CloseUnpaid(ctx, 1, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)

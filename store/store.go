@@ -193,8 +193,18 @@ func adminConn(ctx context.Context, dsn string) (*pgx.Conn, string, error) {
 }
 
 func isUniqueViolation(err error, constraint string) bool {
+	return isViolation(err, "23505", constraint)
+}
+
+func isForeignKeyViolation(err error, constraint string) bool {
+	return isViolation(err, "23503", constraint)
+}
+
+// isViolation reports whether err is PostgreSQL's SQLSTATE code on
+// constraint ("" any).
+func isViolation(err error, code, constraint string) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+	return errors.As(err, &pgErr) && pgErr.Code == code && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
 var sqlTxOptionsRepeatableRead = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

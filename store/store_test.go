@@ -712,18 +712,21 @@ func TestEnter_TwoFirstEntriesAtOnceAnswerTheSameEntry(t *testing.T) {
 		user := fmt.Sprint("double-", round)
 		var (
 			wg      sync.WaitGroup
-			entries [2][]byte
+			entries [2]*store.LobbyEntry
 			created [2]bool
 			errs    [2]error
 		)
 		for i := range 2 {
 			wg.Add(1)
-			go func() { defer wg.Done(); entries[i], created[i], errs[i] = st.Enter(ctx, sale.ID, user) }()
+			go func() {
+				defer wg.Done()
+				entries[i], created[i], errs[i] = st.Enter(ctx, sale.ID, user, seckill.DefaultItem)
+			}()
 		}
 		wg.Wait()
 		require.NoError(t, errs[0])
 		require.NoError(t, errs[1])
-		require.Equal(t, entries[0], entries[1])
+		require.Equal(t, entries[0].Entry, entries[1].Entry)
 		require.True(t, created[0] != created[1], "exactly one created it")
 	}
 }

@@ -279,7 +279,7 @@ func LobbySale(t testing.TB, st *store.Store, stock int64, users ...string) *sec
 		t.Fatal(err)
 	}
 	for _, u := range users {
-		if _, _, err := st.Enter(ctx, sale.ID, u); err != nil {
+		if _, _, err := st.Enter(ctx, sale.ID, u, seckill.DefaultItem); err != nil {
 			t.Fatal(err)
 		}
 	}
