@@ -42,22 +42,38 @@ type Options struct {
 // Open connects to dsn. It does not create or migrate the database; see
 // EnsureDatabase and Migrate.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	dialector := postgres.Open(dsn)
+	var tracer pgx.QueryTracer
 	if opts.Tracing {
+		tracer = otelpgx.NewTracer()
+	}
+	return open(ctx, dsn, opts, tracer)
+}
+
+// open is Open with tracer (nil: none) on every connection's statements.
+func open(ctx context.Context, dsn string, opts Options, tracer pgx.QueryTracer) (*Store, error) {
+	dialector := postgres.Open(dsn)
+	if tracer != nil {
 		pc, err := pgx.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
-		pc.Tracer = otelpgx.NewTracer()
+		pc.Tracer = tracer
 		dialector = postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pc)})
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{
 		// Every write here is either one statement or an explicit
 		// transaction; gorm's implicit one per Create only adds round trips.
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
-		Logger:                 logger.Discard,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
+		// pgx prepares each statement once per connection and keeps it
+		// (its statement cache), inside a transaction or not. gorm's own
+		// prepared statements would not do: one first prepared inside a
+		// transaction belongs to it and is closed with it, so every later
+		// transaction prepared it again, a round trip more inside each
+		// saga's transaction for each of its statements (docs/DESIGN.md,
+		// the trap of one hot row).
+		PrepareStmt: false,
+		Logger:      logger.Discard,
+		NowFunc:     func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil { // gorm.Open pings the server
 		return nil, fmt.Errorf("open database: %w", unavailable(err))
