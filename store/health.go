@@ -92,20 +92,48 @@ func (s *Store) UndeliveredPayments(ctx context.Context) (map[bool]Backlog, erro
 	return out, nil
 }
 
-// SaleTotals reads the total stock of each of ids that is a sale here
-// (ids of another database's sales are absent): one statement on the
-// sales' primary key, however many orders the sales have.
+// SaleTotals reads the total stock, in units, of each of ids that is a
+// sale here (ids of another database's sales are absent): the sum of its
+// variants' totals, one statement on the variants' primary key, however
+// many orders the sales have.
 func (s *Store) SaleTotals(ctx context.Context, ids []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var rows []struct{ ID, Total int64 }
-	if err := s.db.WithContext(ctx).Raw(`SELECT id, total FROM sales WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+	var rows []struct{ SaleID, Total int64 }
+	if err := s.db.WithContext(ctx).Raw(`SELECT sale_id, sum(total) AS total FROM sale_variants WHERE sale_id IN ? GROUP BY sale_id`,
+		ids).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the sales' totals: %w", err)
 	}
 	for _, r := range rows {
-		out[r.ID] = r.Total
+		out[r.SaleID] = r.Total
+	}
+	return out, nil
+}
+
+// VariantTotals reads the total stock, in units, of each variant of each
+// of ids that is a sale here, by sale and sku: SaleTotals per variant,
+// for a gauge of the units stranded in one variant.
+func (s *Store) VariantTotals(ctx context.Context, ids []int64) (map[int64]map[string]int64, error) {
+	out := make(map[int64]map[string]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		SaleID int64
+		SKU    string `gorm:"column:sku"`
+		Total  int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT sale_id, sku, total FROM sale_variants WHERE sale_id IN ?`, ids).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the variants' totals: %w", err)
+	}
+	for _, r := range rows {
+		if out[r.SaleID] == nil {
+			out[r.SaleID] = make(map[string]int64)
+		}
+		out[r.SaleID][r.SKU] = r.Total
 	}
 	return out, nil
 }

@@ -19,6 +19,8 @@ type lobbyEntryRow struct {
 	SaleID    int64
 	UserID    string
 	Entry     []byte
+	SKU       string `gorm:"column:sku"`
+	Quantity  int
 	EnteredAt time.Time `gorm:"->"`
 	Rank      *int
 	Outcome   *string
@@ -27,8 +29,19 @@ type lobbyEntryRow struct {
 
 func (lobbyEntryRow) TableName() string { return "lobby_entries" }
 
-func (r *lobbyEntryRow) entry() *seckill.LobbyEntry {
-	e := &seckill.LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry}
+// LobbyEntry is a buyer's entry in a sale's lobby and the item it asks
+// for: the draw admits it when its variant still has its quantity.
+// (seckill.LobbyEntry carries no item.)
+type LobbyEntry struct {
+	seckill.LobbyEntry
+	Item seckill.Item
+}
+
+func (r *lobbyEntryRow) entry() *LobbyEntry {
+	e := &LobbyEntry{
+		LobbyEntry: seckill.LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry},
+		Item:       seckill.Item{SKU: r.SKU, Quantity: r.Quantity},
+	}
 	if r.Rank != nil {
 		e.Rank = *r.Rank
 	}
@@ -41,13 +54,26 @@ func (r *lobbyEntryRow) entry() *seckill.LobbyEntry {
 	return e
 }
 
-// Enter puts userID in the sale's lobby with a fresh random entry, or
-// returns the entry the user already has (created false). An entry is
-// taken only while the draw is OPEN and before starts_at, under a share
-// lock on the sale's row: the draw closes the lobby by updating that row,
-// so it waits for every entry in flight and no entry lands after the draw
-// has read the lobby. seckill.ErrLobbyClosed otherwise.
-func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error) {
+func entries(rows []lobbyEntryRow) []*LobbyEntry {
+	out := make([]*LobbyEntry, len(rows))
+	for i := range rows {
+		out[i] = rows[i].entry()
+	}
+	return out
+}
+
+// Enter puts userID in the sale's lobby with a fresh random entry asking
+// for item (the zero Item: seckill.DefaultItem), or returns the entry the
+// user already has (created false), with the item it was made with, which
+// may differ from item: one entry per buyer, the caller tells a repeat
+// from another request. An entry is taken only while the draw is OPEN and
+// before starts_at, under a share lock on the sale's row: the draw closes
+// the lobby by updating that row, so it waits for every entry in flight
+// and no entry lands after the draw has read the lobby.
+// seckill.ErrLobbyClosed otherwise; ErrVariantNotFound when the sale has
+// no variant item.SKU.
+func (s *Store) Enter(ctx context.Context, saleID int64, userID string, item seckill.Item) (entry *LobbyEntry, created bool, err error) {
+	item = item.OrDefault()
 	err = s.transaction(ctx, func(tx *gorm.DB) error {
 		var sale struct {
 			DrawState *string
@@ -61,7 +87,7 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 		var prev lobbyEntryRow
 		err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error
 		if err == nil {
-			entry = prev.Entry
+			entry = prev.entry()
 			return nil
 		}
 		if !errors.Is(err, gorm.ErrRecordNotFound) {
@@ -72,8 +98,11 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 		}
 		// Two first entries of one user at once: the second waits for the
 		// first's row (the primary key) and answers its entry.
-		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: draw.NewEntry()}
+		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: draw.NewEntry(), SKU: item.SKU, Quantity: item.Quantity}
 		res := tx.Omit("EnteredAt").Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+		if isForeignKeyViolation(res.Error, "lobby_entries_variant_fkey") {
+			return fmt.Errorf("sale %d has no variant %q: %w", saleID, item.SKU, ErrVariantNotFound)
+		}
 		if res.Error != nil {
 			return res.Error
 		}
@@ -81,10 +110,10 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 			if err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error; err != nil {
 				return err
 			}
-			entry = prev.Entry
+			entry = prev.entry()
 			return nil
 		}
-		entry, created = row.Entry, true
+		entry, created = row.entry(), true
 		return nil
 	})
 	if err != nil && !errors.Is(err, seckill.ErrLobbyClosed) {
@@ -93,9 +122,9 @@ func (s *Store) Enter(ctx context.Context, saleID int64, userID string) (entry [
 	return entry, created, err
 }
 
-// LobbyEntryOf returns userID's entry in the sale's lobby; ErrNotFound
-// when the user never entered.
-func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*seckill.LobbyEntry, error) {
+// LobbyEntryOf returns userID's entry in the sale's lobby, with its item;
+// ErrNotFound when the user never entered.
+func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*LobbyEntry, error) {
 	var row lobbyEntryRow
 	err := s.db.WithContext(ctx).Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -154,17 +183,28 @@ func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
 	return nil
 }
 
-// LobbyEntries returns up to limit entries of the sale after the entry
-// after (nil: from the first), ascending by entry: how the draw reads the
-// lobby in batches, and how GET /draw/entries publishes it.
-func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([][]byte, error) {
-	q := s.db.WithContext(ctx).Model(&lobbyEntryRow{}).Where("sale_id = ?", saleID)
+// ListedEntry is one line of a sale's lobby as the draw reads it and GET
+// /draw/entries publishes it (`<entry hex> <sku> <quantity>`).
+type ListedEntry struct {
+	Entry []byte
+	Item  seckill.Item
+}
+
+// LobbyEntries returns up to limit entries of the sale, with their items,
+// after the entry after (nil: from the first), ascending by entry: how the
+// draw reads the lobby in batches, and how GET /draw/entries publishes it.
+func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([]ListedEntry, error) {
+	q := s.db.WithContext(ctx).Model(&lobbyEntryRow{}).Select("entry", "sku", "quantity").Where("sale_id = ?", saleID)
 	if after != nil {
 		q = q.Where("entry > ?", after)
 	}
-	var out [][]byte
-	if err := q.Order("entry").Limit(limit).Pluck("entry", &out).Error; err != nil {
+	var rows []lobbyEntryRow
+	if err := q.Order("entry").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the lobby of sale %d: %w", saleID, err)
+	}
+	out := make([]ListedEntry, len(rows))
+	for i, r := range rows {
+		out[i] = ListedEntry{Entry: r.Entry, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
 	}
 	return out, nil
 }
@@ -205,19 +245,15 @@ func (s *Store) MarkRanked(ctx context.Context, saleID int64, entries int) error
 	return nil
 }
 
-// EntriesFrom returns up to limit entries of the sale from rank from on,
-// in rank order.
-func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) ([]*seckill.LobbyEntry, error) {
+// EntriesFrom returns up to limit entries of the sale, with their items,
+// from rank from on, in rank order.
+func (s *Store) EntriesFrom(ctx context.Context, saleID int64, from, limit int) ([]*LobbyEntry, error) {
 	var rows []lobbyEntryRow
 	if err := s.db.WithContext(ctx).Where("sale_id = ? AND rank >= ?", saleID, from).
 		Order("rank").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read ranks from %d of sale %d: %w", from, saleID, err)
 	}
-	out := make([]*seckill.LobbyEntry, len(rows))
-	for i := range rows {
-		out[i] = rows[i].entry()
-	}
-	return out, nil
+	return entries(rows), nil
 }
 
 // SettleEntries records the outcomes of a run of ranks and moves the
@@ -244,12 +280,14 @@ func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seck
 func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
 	// A rank within min(stock, entries) is LOST only when the sale had
 	// ended before the draw reached it (SettleDraw): the first such rank
-	// is where the end cut the draw.
+	// is where the end cut the draw. The stock is the sale's units, all
+	// its variants' (restocks come only after the draw).
 	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
 		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
 		draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries
-			WHERE sale_id = ? AND outcome = ? AND rank <= LEAST(sales.total, sales.draw_entries))
-		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
+			WHERE sale_id = ? AND outcome = ?
+			  AND rank <= LEAST((SELECT sum(total) FROM sale_variants WHERE sale_id = ?), sales.draw_entries))
+		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID, saleID).Error
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}
@@ -287,19 +325,15 @@ func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrd
 }
 
 // UnwrittenDrawOrders returns the sale's entrants told an order (won, or
-// served from the waitlist) that has no row, by rank: admissions Redis
-// lost before their saga wrote them.
-func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*seckill.LobbyEntry, error) {
+// served from the waitlist) that has no row, by rank, with the items the
+// orders are of: admissions Redis lost before their saga wrote them.
+func (s *Store) UnwrittenDrawOrders(ctx context.Context, saleID int64) ([]*LobbyEntry, error) {
 	var rows []lobbyEntryRow
 	if err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM lobby_entries e LEFT JOIN orders o ON o.id = e.order_id
 		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, saleID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the unwritten orders of sale %d's draw: %w", saleID, err)
 	}
-	out := make([]*seckill.LobbyEntry, len(rows))
-	for i := range rows {
-		out[i] = rows[i].entry()
-	}
-	return out, nil
+	return entries(rows), nil
 }
 
 // LobbySales returns the ids of the sales whose draw is not DONE, for the

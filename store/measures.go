@@ -18,7 +18,7 @@ import (
 type OrderTimeline struct {
 	ID          int64
 	CloseReason seckill.CloseReason // "" unless CLOSED
-	AwaitingAt  *time.Time          // when it became AWAITING_PAYMENT, its unit locked; nil if it never did
+	AwaitingAt  *time.Time          // when it became AWAITING_PAYMENT, its units locked; nil if it never did
 	PayBy       *time.Time
 	ClosedAt    *time.Time
 }

@@ -14,8 +14,8 @@ import (
 
 // Errors of the order transitions.
 var (
-	// ErrSoldOut: the database had no available unit; the order is CLOSED
-	// with reason SOLD_OUT.
+	// ErrSoldOut: the database had fewer available units of the order's
+	// variant than its quantity; the order is CLOSED with reason SOLD_OUT.
 	ErrSoldOut = errors.New("sold out in the database")
 	// ErrActiveOrderExists: the user already has another active order for
 	// the sale (the partial unique index refused this one).
@@ -24,12 +24,17 @@ var (
 	ErrOrderClosed = errors.New("order is closed")
 	// ErrOrderPaid: the order is PAID and cannot be closed.
 	ErrOrderPaid = errors.New("order is paid")
+	// ErrVariantNotFound: the sale has no variant of the sku asked for. It
+	// is the domain's VARIANT_NOT_FOUND, so the API answers it as such.
+	ErrVariantNotFound = &seckill.Error{Code: seckill.CodeVariantNotFound, Message: "the sale has no such variant"}
 )
 
 type orderRow struct {
 	ID              int64 `gorm:"primaryKey;autoIncrement:false"`
 	SaleID          int64
 	UserID          string
+	SKU             string `gorm:"column:sku"`
+	Quantity        int
 	Status          string
 	CloseReason     *string
 	StockLocked     bool
@@ -53,6 +58,7 @@ func (r *orderRow) order() *seckill.Order {
 		ID:          r.ID,
 		SaleID:      r.SaleID,
 		UserID:      r.UserID,
+		Item:        seckill.Item{SKU: r.SKU, Quantity: r.Quantity},
 		Status:      seckill.OrderStatus(r.Status),
 		AmountCents: r.AmountCents,
 		Currency:    r.Currency,
@@ -87,14 +93,20 @@ type NewOrder struct {
 	TraceParent string
 	// Drawn: the sale's draw admitted this order.
 	Drawn bool
+	// Item is the variant and the units the order holds (the zero Item,
+	// of inputs recorded before v4: seckill.DefaultItem).
+	Item seckill.Item
 }
 
 // StartOrder is a saga's first step, in one transaction: it writes the
-// admitted claim as an order at the sale's price with its pay_by, and
-// moves one unit of the sale from available to locked, making the order
-// AWAITING_PAYMENT. The UPDATE is conditional on available > 0, so the
-// database never oversells: refused, the order is CLOSED with SOLD_OUT in
-// the same transaction and ErrSoldOut is returned with it.
+// admitted claim as an order of its item (n.Item: Quantity units of the
+// variant SKU) at Quantity times the variant's price, with its pay_by, and
+// moves those units of the variant from available to locked, making the
+// order AWAITING_PAYMENT. The move is all or nothing, conditional on
+// available >= quantity, so the database never oversells: refused, the
+// order is CLOSED with SOLD_OUT in the same transaction, holding nothing,
+// and ErrSoldOut is returned with it. ErrVariantNotFound (nothing
+// written): the sale has no variant n.Item.SKU.
 //
 // Idempotent by order id: an order written before (by an earlier run) is
 // taken as it stands. ErrActiveOrderExists: the user holds
@@ -106,20 +118,25 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 	if err != nil {
 		return nil, nil, err
 	}
+	item := n.Item.OrDefault()
+	variant, ok := sale.Variant(item.SKU)
+	if !ok {
+		return nil, sale, fmt.Errorf("start order %d: sale %d has no variant %q: %w", n.ID, n.SaleID, item.SKU, ErrVariantNotFound)
+	}
 	payBy := n.PayBy.UTC()
 	if n.PayBy.IsZero() {
 		payBy = n.CreatedAt.Add(sale.PaymentTimeout).UTC()
 	}
 	ins := &orderRow{
-		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, Status: string(seckill.StatusQueued),
-		AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: &payBy,
+		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, SKU: item.SKU, Quantity: item.Quantity, Status: string(seckill.StatusQueued),
+		AmountCents: int64(item.Quantity) * variant.PriceCents, Currency: sale.Currency, PayBy: &payBy,
 		CreatedAt: n.CreatedAt.UTC(), UpdatedAt: time.Now().UTC(), Drawn: n.Drawn,
 	}
 	if n.TraceParent != "" {
 		ins.TraceParent = &n.TraceParent
 	}
 	o, err := s.lockedOrder(ctx, n.ID, ins, func(tx *gorm.DB, row *orderRow) error {
-		return lockUnit(tx, row, payBy)
+		return lockUnits(tx, row, payBy)
 	})
 	if errors.Is(err, ErrActiveOrderExists) {
 		// Written all the same, CLOSED without a unit: the
@@ -207,32 +224,26 @@ func (s *Store) lockedOrder(ctx context.Context, id int64, insert *orderRow, fn 
 	return row.order(), nil
 }
 
-// lockUnit moves one unit of the QUEUED order's sale from available to
-// locked and makes the order AWAITING_PAYMENT (until its pay_by, or payBy
-// when it has none), or closes it as SOLD_OUT and returns ErrSoldOut when
-// the database has no unit. An order past QUEUED is left as it is
-// (ErrSoldOut again if it was closed as sold out).
-func lockUnit(tx *gorm.DB, row *orderRow, payBy time.Time) error {
+// lockUnits moves the QUEUED order's units (its quantity of its variant)
+// from available to locked and makes the order AWAITING_PAYMENT (until its
+// pay_by, or payBy when it has none), or closes it as SOLD_OUT and returns
+// ErrSoldOut when the variant has fewer available units. An order past
+// QUEUED is left as it is (ErrSoldOut again if it was closed as sold out).
+//
+// The variant's row is the one every saga of the sale updates: its UPDATE
+// comes last, alone before the commit, so the row stays locked for one
+// round trip, not for the order's writes too (docs/DESIGN.md, the trap of
+// one hot row). The order is written AWAITING_PAYMENT first and rewritten
+// SOLD_OUT when the units are not there; a refused UPDATE locks nothing.
+func lockUnits(tx *gorm.DB, row *orderRow, payBy time.Time) error {
 	if row.Status != string(seckill.StatusQueued) {
 		if row.CloseReason != nil && *row.CloseReason == string(seckill.CloseSoldOut) {
 			return ErrSoldOut
 		}
 		return nil
 	}
+	queued := *row
 	now := time.Now().UTC()
-	res := tx.Exec(`UPDATE sales SET available = available - 1, locked = locked + 1
-		WHERE id = ? AND available > 0`, row.SaleID)
-	if res.Error != nil {
-		return fmt.Errorf("lock stock of sale %d: %w", row.SaleID, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		reason := string(seckill.CloseSoldOut)
-		row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
-		if err := tx.Save(row).Error; err != nil {
-			return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
-		}
-		return ErrSoldOut
-	}
 	if row.PayBy == nil {
 		payBy = payBy.UTC()
 		row.PayBy = &payBy
@@ -241,13 +252,54 @@ func lockUnit(tx *gorm.DB, row *orderRow, payBy time.Time) error {
 	if err := tx.Save(row).Error; err != nil {
 		return fmt.Errorf("mark order %d awaiting payment: %w", row.ID, err)
 	}
-	return nil
+	locked, err := moveUnits(tx, row, lockMove)
+	if err != nil || locked {
+		return err
+	}
+	*row = queued
+	reason := string(seckill.CloseSoldOut)
+	row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
+	if err := tx.Save(row).Error; err != nil {
+		return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
+	}
+	return ErrSoldOut
 }
 
-// ConfirmPayment makes an AWAITING_PAYMENT order PAID and moves its unit
-// from locked to sold, and records payment event eventID (if not empty) as
-// APPLIED, in one transaction. Idempotent: a PAID order is returned
-// unchanged. A CLOSED order returns ErrOrderClosed.
+// unitMove is one move of an order's units between the columns of its
+// variant's split: one conditional UPDATE whose text never changes, so each
+// connection prepares it once (see Open).
+type unitMove struct {
+	what string // for errors: "lock", "sell", "release"
+	sql  string
+}
+
+// The moves of an order's units, each all or nothing: its quantity moves,
+// or nothing does when the source column has fewer.
+var (
+	lockMove = unitMove{"lock", `UPDATE sale_variants SET available = available - ?, locked = locked + ?
+		WHERE sale_id = ? AND sku = ? AND available >= ?`}
+	sellMove = unitMove{"sell", `UPDATE sale_variants SET locked = locked - ?, sold = sold + ?
+		WHERE sale_id = ? AND sku = ? AND locked >= ?`}
+	releaseMove = unitMove{"release", `UPDATE sale_variants SET locked = locked - ?, available = available + ?
+		WHERE sale_id = ? AND sku = ? AND locked >= ?`}
+)
+
+// moveUnits makes move m of the order's units (its quantity of its
+// variant) within tx, and reports whether they moved.
+func moveUnits(tx *gorm.DB, row *orderRow, m unitMove) (bool, error) {
+	q := row.Quantity
+	res := tx.Exec(m.sql, q, q, row.SaleID, row.SKU, q)
+	if res.Error != nil {
+		return false, fmt.Errorf("%s %d units of %s in sale %d for order %d: %w", m.what, q, row.SKU, row.SaleID, row.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ConfirmPayment makes an AWAITING_PAYMENT order PAID and moves its units
+// (its quantity of its variant) from locked to sold, and records payment
+// event eventID (if not empty) as APPLIED, in one transaction, the
+// variant's UPDATE last. Idempotent: a PAID order is returned unchanged. A
+// CLOSED order returns ErrOrderClosed.
 func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, eventID, paymentIntentID string, paidAt time.Time) (*seckill.Order, error) {
 	return s.lockedOrder(ctx, orderID, nil, func(tx *gorm.DB, row *orderRow) error {
 		switch seckill.OrderStatus(row.Status) {
@@ -258,14 +310,6 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, eventID, paym
 		case seckill.StatusQueued:
 			return fmt.Errorf("confirm order %d: stock not locked yet", row.ID)
 		}
-		res := tx.Exec(`UPDATE sales SET locked = locked - 1, sold = sold + 1
-			WHERE id = ? AND locked > 0`, row.SaleID)
-		if res.Error != nil {
-			return fmt.Errorf("sell unit of sale %d: %w", row.SaleID, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("sell unit of sale %d: no locked unit", row.SaleID)
-		}
 		paidAt = paidAt.UTC()
 		row.Status, row.StockLocked, row.PaidAt, row.UpdatedAt = string(seckill.StatusPaid), false, &paidAt, time.Now().UTC()
 		if paymentIntentID != "" {
@@ -274,7 +318,10 @@ func (s *Store) ConfirmPayment(ctx context.Context, orderID int64, eventID, paym
 		if err := tx.Save(row).Error; err != nil {
 			return fmt.Errorf("mark order %d paid: %w", row.ID, err)
 		}
-		return setOutcome(tx, eventID, seckill.OutcomeApplied)
+		if err := setOutcome(tx, eventID, seckill.OutcomeApplied); err != nil {
+			return err
+		}
+		return mustMove(tx, row, sellMove)
 	})
 }
 
@@ -307,7 +354,8 @@ func (e *PaidInTimeError) Error() string {
 
 // CloseUnpaid closes an AWAITING_PAYMENT order that its saga decided was
 // not paid (the deadline, a cancel, a failed payment) with reason, gives
-// its locked unit back to available, and records payment event eventID
+// its locked units (its quantity of its variant) back to available,
+// exactly once, and records payment event eventID
 // (if not empty: the failed payment that closed it) as APPLIED, in one
 // transaction. Idempotent: a CLOSED order is returned unchanged; a PAID
 // one returns ErrOrderPaid. In the same transaction
@@ -352,7 +400,9 @@ func paidInTime(tx *gorm.DB, row *orderRow, ownIntent string) (*seckill.PaymentR
 	return rows[0].event(), nil
 }
 
-// closeRow is CloseUnpaid's transition, within tx on the locked row.
+// closeRow is CloseUnpaid's transition, within tx on the locked row. The
+// order's stock_locked says whether it holds its units: they go back once,
+// in the transaction that clears it, the variant's UPDATE last.
 func closeRow(tx *gorm.DB, row *orderRow, reason seckill.CloseReason, eventID string, closedAt time.Time) error {
 	switch seckill.OrderStatus(row.Status) {
 	case seckill.StatusClosed:
@@ -360,23 +410,30 @@ func closeRow(tx *gorm.DB, row *orderRow, reason seckill.CloseReason, eventID st
 	case seckill.StatusPaid:
 		return ErrOrderPaid
 	}
-	if row.StockLocked {
-		res := tx.Exec(`UPDATE sales SET locked = locked - 1, available = available + 1
-			WHERE id = ? AND locked > 0`, row.SaleID)
-		if res.Error != nil {
-			return fmt.Errorf("release unit of sale %d: %w", row.SaleID, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("release unit of sale %d: no locked unit", row.SaleID)
-		}
-	}
+	held := row.StockLocked
 	r := string(reason)
 	closedAt = closedAt.UTC()
 	row.Status, row.CloseReason, row.StockLocked, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &r, false, &closedAt, time.Now().UTC()
 	if err := tx.Save(row).Error; err != nil {
 		return fmt.Errorf("close order %d: %w", row.ID, err)
 	}
-	return setOutcome(tx, eventID, seckill.OutcomeApplied)
+	if err := setOutcome(tx, eventID, seckill.OutcomeApplied); err != nil {
+		return err
+	}
+	if !held {
+		return nil
+	}
+	return mustMove(tx, row, releaseMove)
+}
+
+// mustMove is moveUnits of units the order holds: their not being there
+// is a broken split, an error that rolls the transaction back.
+func mustMove(tx *gorm.DB, row *orderRow, m unitMove) error {
+	moved, err := moveUnits(tx, row, m)
+	if err == nil && !moved {
+		err = fmt.Errorf("%s %d units of %s in sale %d for order %d: fewer are locked", m.what, row.Quantity, row.SKU, row.SaleID, row.ID)
+	}
+	return err
 }
 
 // MaxOrdersListed bounds OrdersOf: one user's orders of one sale (each

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +16,8 @@ import (
 type saleRow struct {
 	ID                    int64 `gorm:"primaryKey"`
 	Name                  string
-	PriceCents            int64
 	Currency              string
-	Total                 int64
-	Available             int64
-	Locked                int64
-	Sold                  int64
+	LimitPerBuyer         int
 	StartsAt              time.Time
 	EndsAt                time.Time
 	PaymentTimeoutSeconds int
@@ -35,6 +32,28 @@ type saleRow struct {
 }
 
 func (saleRow) TableName() string { return "sales" }
+
+// variantRow is one variant of a sale: the authority on its stock
+// (migrations/00016_variants.sql). Position is its place in the sale's
+// order, from 0.
+type variantRow struct {
+	SaleID     int64  `gorm:"primaryKey;autoIncrement:false"`
+	SKU        string `gorm:"column:sku;primaryKey"`
+	Position   int
+	Name       string
+	PriceCents int64
+	Total      int64
+	Available  int64
+	Locked     int64
+	Sold       int64
+}
+
+func (variantRow) TableName() string { return "sale_variants" }
+
+func (v *variantRow) variant() seckill.Variant {
+	return seckill.Variant{SKU: v.SKU, Name: v.Name, PriceCents: v.PriceCents,
+		Stock: seckill.Stock{Total: v.Total, Available: v.Available, Locked: v.Locked, Sold: v.Sold}}
+}
 
 // commitment is the published commitment to seed ("" without one).
 func commitment(seed []byte) string {
@@ -52,11 +71,12 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func (r *saleRow) sale() *seckill.Sale {
-	return &seckill.Sale{
+// sale is the sale of r with its variants (in their order), its stock
+// their sum and its price their lowest. Remaining stays 0: Redis knows it.
+func (r *saleRow) sale(variants []variantRow) *seckill.Sale {
+	s := &seckill.Sale{
 		ID:              r.ID,
 		Name:            r.Name,
-		PriceCents:      r.PriceCents,
 		Currency:        r.Currency,
 		StartsAt:        r.StartsAt.UTC(),
 		EndsAt:          r.EndsAt.UTC(),
@@ -66,25 +86,83 @@ func (r *saleRow) sale() *seckill.Sale {
 		ProofDifficulty: r.ProofDifficulty,
 		Drawn:           utcPtr(r.DrawnAt),
 		DrawCommitment:  commitment(r.DrawSeed),
-		Stock: seckill.Stock{
-			Total:     r.Total,
-			Available: r.Available,
-			Locked:    r.Locked,
-			Sold:      r.Sold,
-		},
+		LimitPerBuyer:   r.LimitPerBuyer,
+		Variants:        make([]seckill.Variant, len(variants)),
 	}
+	for i := range variants {
+		s.Variants[i] = variants[i].variant()
+	}
+	s.SumVariants()
+	return s
 }
 
-// CreateSale inserts a sale with all its stock available, then runs
-// within (which may be nil) inside the same transaction: if within fails the
-// sale is not created and its error is returned.
+// withVariants returns the sales of rows, in their order, each with its
+// variants: one statement reads the variants of them all, however many.
+func withVariants(db *gorm.DB, rows []saleRow) ([]*seckill.Sale, error) {
+	sales := make([]*seckill.Sale, len(rows))
+	if len(rows) == 0 {
+		return sales, nil
+	}
+	ids := make([]int64, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	var variants []variantRow
+	if err := db.Where("sale_id IN ?", ids).Order("sale_id, position").Find(&variants).Error; err != nil {
+		return nil, fmt.Errorf("load the variants of %d sales: %w", len(ids), err)
+	}
+	of := make(map[int64][]variantRow, len(rows))
+	for _, v := range variants {
+		of[v.SaleID] = append(of[v.SaleID], v)
+	}
+	for i := range rows {
+		sales[i] = rows[i].sale(of[rows[i].ID])
+	}
+	return sales, nil
+}
+
+// saleByID reads sale id with its variants through db (the store's
+// handle or a transaction); seckill.ErrNotFound when there is none.
+func saleByID(db *gorm.DB, id int64) (*seckill.Sale, *saleRow, error) {
+	var row saleRow
+	err := db.Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, seckill.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load sale %d: %w", id, err)
+	}
+	var variants []variantRow
+	if err := db.Where("sale_id = ?", id).Order("position").Find(&variants).Error; err != nil {
+		return nil, nil, fmt.Errorf("load the variants of sale %d: %w", id, err)
+	}
+	return row.sale(variants), &row, nil
+}
+
+// newVariantRows are the rows of a new sale's variants, in the order
+// given, all their stock available.
+func newVariantRows(saleID int64, vs []seckill.NewVariant) []variantRow {
+	rows := make([]variantRow, len(vs))
+	for i, v := range vs {
+		rows[i] = variantRow{SaleID: saleID, SKU: v.SKU, Position: i, Name: v.Name, PriceCents: v.PriceCents,
+			Total: v.Stock, Available: v.Stock}
+	}
+	return rows
+}
+
+// CreateSale inserts a sale and its variants (in n.Variants' order), all
+// their stock available, then runs within (which may be nil) inside the
+// same transaction: if within fails the sale is not created and its error
+// is returned. n.LimitPerBuyer 0 is seckill.DefaultLimitPerBuyer. A sale
+// needs at least one variant.
 func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*seckill.Sale) error) (*seckill.Sale, error) {
+	if len(n.Variants) == 0 {
+		return nil, errors.New("create sale: a sale has at least one variant")
+	}
 	row := saleRow{
 		Name:                  n.Name,
-		PriceCents:            n.PriceCents,
 		Currency:              n.Currency,
-		Total:                 n.Stock,
-		Available:             n.Stock,
+		LimitPerBuyer:         cmp.Or(n.LimitPerBuyer, seckill.DefaultLimitPerBuyer),
 		StartsAt:              n.StartsAt.UTC(),
 		EndsAt:                n.EndsAt.UTC(),
 		PaymentTimeoutSeconds: int(n.PaymentTimeout / time.Second),
@@ -96,48 +174,44 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 		open := seckill.DrawOpen
 		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
 	}
+	var variants []variantRow
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
 		if err := tx.Omit("ID", "CreatedAt").Create(&row).Error; err != nil {
 			return fmt.Errorf("insert sale: %w", err)
 		}
+		variants = newVariantRows(row.ID, n.Variants)
+		if err := tx.Create(&variants).Error; err != nil {
+			return fmt.Errorf("insert the variants of sale %d: %w", row.ID, err)
+		}
 		if within != nil {
-			return within(row.sale())
+			return within(row.sale(variants))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return row.sale(), nil
+	return row.sale(variants), nil
 }
 
-// Sale returns sale id with its database stock split (Remaining unset).
+// Sale returns sale id with its variants and their database stock split
+// (Remaining unset).
 func (s *Store) Sale(ctx context.Context, id int64) (*seckill.Sale, error) {
-	var row saleRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, seckill.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load sale %d: %w", id, err)
-	}
-	return row.sale(), nil
+	sale, _, err := saleByID(s.db.WithContext(ctx), id)
+	return sale, err
 }
 
-// Sales lists sales, newest first, at most limit, with ids below before
-// (0: from the newest).
+// Sales lists sales with their variants, newest first, at most limit,
+// with ids below before (0: from the newest).
 func (s *Store) Sales(ctx context.Context, limit int, before int64) ([]*seckill.Sale, error) {
 	var rows []saleRow
-	q := s.db.WithContext(ctx).Order("id DESC").Limit(limit)
+	db := s.db.WithContext(ctx)
+	q := db.Order("id DESC").Limit(limit)
 	if before > 0 {
 		q = q.Where("id < ?", before)
 	}
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list sales: %w", err)
 	}
-	sales := make([]*seckill.Sale, len(rows))
-	for i := range rows {
-		sales[i] = rows[i].sale()
-	}
-	return sales, nil
+	return withVariants(db, rows)
 }

@@ -2,14 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
 )
@@ -62,18 +59,17 @@ func (s *Store) MarkSoldOut(ctx context.Context, saleID int64, at time.Time) err
 	return nil
 }
 
-// SaleStats reads the funnel of sale id. seckill.ErrNotFound for an unknown sale.
+// SaleStats reads the funnel of sale id: its stock in units, summed over
+// its variants and per variant (Sale.Variants), its claims, and its orders
+// (counted as orders; PaidCents sums their amounts, each quantity x
+// price). seckill.ErrNotFound for an unknown sale.
 func (s *Store) SaleStats(ctx context.Context, id int64) (*seckill.SaleStats, error) {
-	var row saleRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	sale, row, err := saleByID(s.db.WithContext(ctx), id)
 	if err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, seckill.ErrNotFound
-		}
-		return nil, fmt.Errorf("load sale %d: %w", id, err)
+		return nil, err
 	}
 	st := &seckill.SaleStats{
-		Sale: row.sale(), SoldOutAt: row.SoldOutAt,
+		Sale: sale, SoldOutAt: row.SoldOutAt,
 		Claims: map[seckill.Outcome]int64{}, Orders: map[seckill.OrderStatus]int64{},
 		Closed: map[seckill.CloseReason]int64{}, Refunds: map[string]int64{},
 	}

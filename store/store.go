@@ -1,7 +1,8 @@
-// Package store is seckill's Postgres access: sales with their authoritative
-// stock split, orders and payment events. Every stock change is a
-// conditional UPDATE inside one transaction with the order change it belongs
-// to, so the database alone can never oversell (docs/DESIGN.md invariant 1).
+// Package store is seckill's Postgres access: sales and their variants,
+// each variant with its authoritative stock split in units, orders and
+// payment events. Every stock change is a conditional UPDATE of one
+// variant inside one transaction with the order change it belongs to, so
+// the database alone can never oversell (docs/DESIGN.md invariant 1).
 package store
 
 import (
@@ -41,22 +42,38 @@ type Options struct {
 // Open connects to dsn. It does not create or migrate the database; see
 // EnsureDatabase and Migrate.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	dialector := postgres.Open(dsn)
+	var tracer pgx.QueryTracer
 	if opts.Tracing {
+		tracer = otelpgx.NewTracer()
+	}
+	return open(ctx, dsn, opts, tracer)
+}
+
+// open is Open with tracer (nil: none) on every connection's statements.
+func open(ctx context.Context, dsn string, opts Options, tracer pgx.QueryTracer) (*Store, error) {
+	dialector := postgres.Open(dsn)
+	if tracer != nil {
 		pc, err := pgx.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
-		pc.Tracer = otelpgx.NewTracer()
+		pc.Tracer = tracer
 		dialector = postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pc)})
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{
 		// Every write here is either one statement or an explicit
 		// transaction; gorm's implicit one per Create only adds round trips.
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
-		Logger:                 logger.Discard,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
+		// pgx prepares each statement once per connection and keeps it
+		// (its statement cache), inside a transaction or not. gorm's own
+		// prepared statements would not do: one first prepared inside a
+		// transaction belongs to it and is closed with it, so every later
+		// transaction prepared it again, a round trip more inside each
+		// saga's transaction for each of its statements (docs/DESIGN.md,
+		// the trap of one hot row).
+		PrepareStmt: false,
+		Logger:      logger.Discard,
+		NowFunc:     func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil { // gorm.Open pings the server
 		return nil, fmt.Errorf("open database: %w", unavailable(err))
@@ -192,8 +209,18 @@ func adminConn(ctx context.Context, dsn string) (*pgx.Conn, string, error) {
 }
 
 func isUniqueViolation(err error, constraint string) bool {
+	return isViolation(err, "23505", constraint)
+}
+
+func isForeignKeyViolation(err error, constraint string) bool {
+	return isViolation(err, "23503", constraint)
+}
+
+// isViolation reports whether err is PostgreSQL's SQLSTATE code on
+// constraint ("" any).
+func isViolation(err error, code, constraint string) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+	return errors.As(err, &pgErr) && pgErr.Code == code && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
 var sqlTxOptionsRepeatableRead = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

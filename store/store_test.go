@@ -22,9 +22,8 @@ func newSale(units int64) seckill.NewSale {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	return seckill.NewSale{
 		Name:           "Flash coupon",
-		PriceCents:     990,
 		Currency:       "usd",
-		Stock:          units,
+		Variants:       testenv.DefaultVariant("Flash coupon", 990, units),
 		StartsAt:       now.Add(-time.Minute),
 		EndsAt:         now.Add(time.Hour),
 		PaymentTimeout: 15 * time.Minute,
@@ -79,13 +78,17 @@ func TestCreateSale_StoresSaleWithAllStockAvailable(t *testing.T) {
 	require.Equal(t, &seckill.Sale{
 		ID:             created.ID,
 		Name:           n.Name,
-		PriceCents:     n.PriceCents,
+		PriceCents:     990,
 		Currency:       n.Currency,
 		StartsAt:       n.StartsAt,
 		EndsAt:         n.EndsAt,
 		PaymentTimeout: n.PaymentTimeout,
 		StockSegments:  1,
-		Stock:          split(100, 100, 0, 0),
+		LimitPerBuyer:  seckill.DefaultLimitPerBuyer,
+		Variants: []seckill.Variant{
+			{SKU: seckill.DefaultSKU, Name: n.Name, PriceCents: 990, Stock: split(100, 100, 0, 0)},
+		},
+		Stock: split(100, 100, 0, 0),
 	}, got)
 	require.Equal(t, got, created)
 }
@@ -539,8 +542,13 @@ func TestWarmSnapshot_LoadsAvailableUnitsAndActiveOrders(t *testing.T) {
 	snap, err := st.WarmSnapshot(t.Context(), sale.ID)
 
 	require.NoError(t, err)
-	require.Equal(t, int64(2), snap.Units, "5 total - 1 locked - 1 sold - 1 queued")
-	require.ElementsMatch(t, []store.ActiveOrder{{UserID: "alice", OrderID: 1}, {UserID: "bob", OrderID: 2}, {UserID: "dave", OrderID: 4}}, snap.Claims)
+	require.Equal(t, map[string]int64{seckill.DefaultSKU: 2}, snap.Units, "5 total - 1 locked - 1 sold - 1 queued")
+	require.Equal(t, int64(2), snap.TotalUnits())
+	require.ElementsMatch(t, []store.ActiveOrder{
+		{UserID: "alice", OrderID: 1, Item: seckill.DefaultItem},
+		{UserID: "bob", OrderID: 2, Item: seckill.DefaultItem},
+		{UserID: "dave", OrderID: 4, Item: seckill.DefaultItem},
+	}, snap.Claims)
 
 	open, err := st.OpenSales(t.Context(), time.Now())
 	require.NoError(t, err)
@@ -697,25 +705,28 @@ func TestEnter_TwoFirstEntriesAtOnceAnswerTheSameEntry(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	lobby := now.Add(-time.Minute)
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby", PriceCents: 1, Currency: "usd", Stock: 1,
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby", Currency: "usd", Variants: testenv.DefaultVariant("lobby", 1, 1),
 		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
 	require.NoError(t, err)
 	for round := range 30 {
 		user := fmt.Sprint("double-", round)
 		var (
 			wg      sync.WaitGroup
-			entries [2][]byte
+			entries [2]*store.LobbyEntry
 			created [2]bool
 			errs    [2]error
 		)
 		for i := range 2 {
 			wg.Add(1)
-			go func() { defer wg.Done(); entries[i], created[i], errs[i] = st.Enter(ctx, sale.ID, user) }()
+			go func() {
+				defer wg.Done()
+				entries[i], created[i], errs[i] = st.Enter(ctx, sale.ID, user, seckill.DefaultItem)
+			}()
 		}
 		wg.Wait()
 		require.NoError(t, errs[0])
 		require.NoError(t, errs[1])
-		require.Equal(t, entries[0], entries[1])
+		require.Equal(t, entries[0].Entry, entries[1].Entry)
 		require.True(t, created[0] != created[1], "exactly one created it")
 	}
 }

@@ -14,64 +14,112 @@ import (
 // losing its keys, read in one consistent snapshot.
 type WarmSnapshot struct {
 	Sale *seckill.Sale
-	// Units is the sale's available units less the QUEUED orders (none
-	// but a retired saga's: StartOrder takes an order's unit in the
-	// transaction that writes it), which will take theirs from available.
-	Units int64
-	// Claims are the users' active (not CLOSED) orders.
+	// Units are the admissible units of each of the sale's variants, by
+	// sku (every variant of Sale has its key; Sale.SKUs gives their
+	// order): the variant's available units less the quantities of its
+	// QUEUED orders that hold none yet (none but a retired saga's:
+	// StartOrder takes an order's units in the transaction that writes
+	// it), which will take theirs from available.
+	Units map[string]int64
+	// Claims are the users' active (not CLOSED) orders, each with the
+	// units of the variant it holds.
 	Claims []ActiveOrder
 }
 
-// ActiveOrder is one user's active order of a sale.
+// TotalUnits is the sum of the variants' admissible units.
+func (w *WarmSnapshot) TotalUnits() int64 {
+	var n int64
+	for _, u := range w.Units {
+		n += u
+	}
+	return n
+}
+
+// ActiveOrder is one user's active order of a sale and the units it
+// holds: Item's Quantity units of its variant are the claim's in Redis.
 type ActiveOrder struct {
 	UserID  string
 	OrderID int64
+	Item    seckill.Item
 }
 
-// OpenSales returns the sales whose window has not ended at now: the ones
-// whose Redis keys must exist for claims to be admitted.
+// OpenSales returns the sales, with their variants, whose window has not
+// ended at now: the ones whose Redis keys must exist for claims to be
+// admitted.
 func (s *Store) OpenSales(ctx context.Context, now time.Time) ([]*seckill.Sale, error) {
 	var rows []saleRow
-	if err := s.db.WithContext(ctx).Where("ends_at > ?", now.UTC()).Order("id").Find(&rows).Error; err != nil {
+	db := s.db.WithContext(ctx)
+	if err := db.Where("ends_at > ?", now.UTC()).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list open sales: %w", err)
 	}
-	sales := make([]*seckill.Sale, len(rows))
-	for i := range rows {
-		sales[i] = rows[i].sale()
-	}
-	return sales, nil
+	return withVariants(db, rows)
 }
 
-// WarmSnapshot reads the sale, its admissible units and its active orders
-// in one repeatable-read transaction, so the three agree with each other.
+// WarmSnapshot reads the sale, its variants' admissible units and its
+// active orders in one repeatable-read transaction, so the three agree
+// with each other.
 func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, error) {
 	var snap *WarmSnapshot
 	err := s.transaction(ctx, func(tx *gorm.DB) error {
-		var row saleRow
-		if err := tx.Where("id = ?", saleID).Take(&row).Error; err != nil {
-			return fmt.Errorf("load sale %d: %w", saleID, err)
+		sale, _, err := saleByID(tx, saleID)
+		if err != nil {
+			return err
 		}
-		// An order row still QUEUED holds no unit yet and will take one
-		// when its saga runs: only a run of the retired saga
-		// (docs/OPERATIONS.md, Upgrading) ever committed one, but one it
-		// left must not be sold twice.
-		var pending int64
-		if err := tx.Model(&orderRow{}).Where("sale_id = ? AND status = ? AND NOT stock_locked", saleID, string(seckill.StatusQueued)).
-			Count(&pending).Error; err != nil {
-			return fmt.Errorf("count pending orders of sale %d: %w", saleID, err)
+		pending, err := pendingUnits(tx, saleID)
+		if err != nil {
+			return err
 		}
-		snap = &WarmSnapshot{Sale: row.sale(), Units: max(0, row.Available-pending)}
-		if err := tx.Model(&orderRow{}).Select("user_id", "id AS order_id").
-			Where("sale_id = ? AND status <> ?", saleID, string(seckill.StatusClosed)).
-			Scan(&snap.Claims).Error; err != nil {
-			return fmt.Errorf("load active orders of sale %d: %w", saleID, err)
+		snap = &WarmSnapshot{Sale: sale, Units: make(map[string]int64, len(sale.Variants))}
+		for _, v := range sale.Variants {
+			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU])
 		}
-		return nil
+		snap.Claims, err = activeOrders(tx, saleID)
+		return err
 	}, &sqlTxOptionsRepeatableRead)
 	if err != nil {
 		return nil, err
 	}
 	return snap, nil
+}
+
+// pendingUnits are the units, by sku, of the sale's orders still QUEUED
+// that hold none: they will take theirs when their saga runs. Only a run
+// of the retired saga (docs/OPERATIONS.md, Upgrading) ever committed such
+// a row, but one it left must not be sold twice.
+func pendingUnits(tx *gorm.DB, saleID int64) (map[string]int64, error) {
+	var rows []struct {
+		SKU   string `gorm:"column:sku"`
+		Units int64
+	}
+	if err := tx.Raw(`SELECT sku, sum(quantity) AS units FROM orders
+		WHERE sale_id = ? AND status = ? AND NOT stock_locked GROUP BY sku`, saleID, string(seckill.StatusQueued)).
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count the pending units of sale %d: %w", saleID, err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.SKU] = r.Units
+	}
+	return out, nil
+}
+
+// activeOrders are the sale's orders that are not CLOSED, with their items.
+func activeOrders(tx *gorm.DB, saleID int64) ([]ActiveOrder, error) {
+	var rows []struct {
+		UserID   string
+		OrderID  int64
+		SKU      string `gorm:"column:sku"`
+		Quantity int
+	}
+	if err := tx.Raw(`SELECT user_id, id AS order_id, sku, quantity FROM orders WHERE sale_id = ? AND status <> ?`,
+		saleID, string(seckill.StatusClosed)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("load active orders of sale %d: %w", saleID, err)
+	}
+	out := make([]ActiveOrder, len(rows))
+	for i, r := range rows {
+		out[i] = ActiveOrder{UserID: r.UserID, OrderID: r.OrderID, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
+	}
+	return out, nil
 }
 
 // SettlingSales returns the sales that ended no earlier than since or are

@@ -247,12 +247,18 @@ func ForEachBuyer(n, workers int, buy func(i int64)) {
 	wg.Wait()
 }
 
+// DefaultVariant is the one variant of a sale as a v3 body makes it: sku
+// seckill.DefaultSKU, stock units at priceCents.
+func DefaultVariant(name string, priceCents, stock int64) []seckill.NewVariant {
+	return []seckill.NewVariant{{SKU: seckill.DefaultSKU, Name: name, PriceCents: priceCents, Stock: stock}}
+}
+
 // OpenSale creates a sale of stock units in st, open from an hour ago for
 // the next hour, at 9.90 USD with an hour to pay.
 func OpenSale(t testing.TB, st *store.Store, stock int64) *seckill.Sale {
 	t.Helper()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "test sale", Currency: "usd", Variants: DefaultVariant("test sale", 990, stock),
 		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -267,13 +273,13 @@ func LobbySale(t testing.TB, st *store.Store, stock int64, users ...string) *sec
 	ctx := context.Background()
 	now := time.Now().UTC()
 	lobby := now.Add(-time.Hour)
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "lobby test sale", Currency: "usd", Variants: DefaultVariant("lobby test sale", 990, stock),
 		StartsAt: now.Add(time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range users {
-		if _, _, err := st.Enter(ctx, sale.ID, u); err != nil {
+		if _, _, err := st.Enter(ctx, sale.ID, u, seckill.DefaultItem); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -369,7 +375,8 @@ func leftGoroutines(opts ...goleak.Option) error {
 func SegmentedSale(t testing.TB, st *store.Store, rs *redisstore.Store, stock int64, segments int) *seckill.Sale {
 	t.Helper()
 	now := time.Now().UTC()
-	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "segmented test sale", PriceCents: 990, Currency: "usd", Stock: stock,
+	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "segmented test sale", Currency: "usd",
+		Variants: DefaultVariant("segmented test sale", 990, stock),
 		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour, StockSegments: segments}, nil)
 	if err != nil {
 		t.Fatal(err)
