@@ -138,3 +138,14 @@ const (
 	// give back.
 	ProofRetried
 )
+
+// TermsBySKU returns the terms of each of sale's variants by sku, for the
+// steps that admit buyers to whichever variant comes (a release's waiting
+// buyers, a move landing, a re-warm). A sku the sale does not have gets
+// zero terms: it cannot come, Redis holds only the sale's variants.
+func TermsBySKU(sale Sale) func(sku string) Terms {
+	return func(sku string) Terms {
+		t, _ := TermsOf(sale, sku)
+		return t
+	}
+}

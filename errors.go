@@ -39,6 +39,7 @@ const (
 	CodeNotEnoughStock       Code = "NOT_ENOUGH_STOCK"
 	CodeIdempotencyKeyReused Code = "IDEMPOTENCY_KEY_REUSED"
 	CodeVariantNotFound      Code = "VARIANT_NOT_FOUND"
+	CodeAlreadyEntered       Code = "ALREADY_ENTERED"
 	CodeInternal             Code = "INTERNAL"
 )
 
@@ -51,6 +52,10 @@ type Error struct {
 	OrderID int64
 	// Position accompanies ALREADY_WAITING: the user's place in line.
 	Position int64
+	// Remaining accompanies NOT_ENOUGH_STOCK: the variant's units left.
+	Remaining *int64
+	// Entry accompanies ALREADY_ENTERED: the buyer's lobby entry (hex).
+	Entry string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }

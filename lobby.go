@@ -32,9 +32,17 @@ type LobbyEntry struct {
 	SaleID  int64
 	UserID  string
 	Entry   []byte
+	Item    Item   // the variant and units it asks for
 	Rank    int    // 0 until the draw has ranked it
 	Outcome string // "" until the draw has settled it
 	OrderID int64  // the order a WON entry was given
+}
+
+// EntryLine is one entry of a sale's lobby as the draw reads it and GET
+// /draw/entries lists it: the entry and the item it asks for.
+type EntryLine struct {
+	Entry []byte
+	Item  Item
 }
 
 // Draw is what is recorded of a sale's draw.
@@ -99,4 +107,6 @@ type LobbyEntryJSON struct {
 	Rank     int    `json:"rank,omitempty"`
 	OrderID  string `json:"order_id,omitempty"`
 	Position int64  `json:"position,omitempty"`
+	SKU      string `json:"sku,omitempty"`
+	Quantity int    `json:"quantity,omitempty"`
 }

@@ -115,3 +115,13 @@ type Changes struct {
 	// Interrupted is called when the subscription broke; it is renewed.
 	Interrupted func(error)
 }
+
+// WarmSpecOf is the spec that loads sale with units of each variant (by
+// sku; a variant missing from units gets none), in the sale's order.
+func WarmSpecOf(sale *Sale, units map[string]int64) WarmSpec {
+	spec := WarmSpec{SaleID: sale.ID, StartsAt: ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments}
+	for _, v := range sale.Variants {
+		spec.Variants = append(spec.Variants, VariantUnits{SKU: v.SKU, Units: units[v.SKU]})
+	}
+	return spec
+}

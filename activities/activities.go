@@ -44,11 +44,13 @@ type Redis interface {
 	// KnowSegments tells Redis how many stock segments a sale has, as the
 	// database says.
 	KnowSegments(saleID int64, n int)
+	// KnowSKUs tells Redis the skus of a sale's variants.
+	KnowSKUs(saleID int64, skus []string)
 	// Release forgets userID's claim on saleID if it still names orderID
 	// and, when next is not nil, gives the unit back: to the first waiting
 	// buyer as order next.ID, or to the stock. An error means the outcome
 	// is unknown: call again.
-	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *seckill.NextOrder) (seckill.Released, error)
+	Release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, next *seckill.NextOrder) (seckill.Released, error)
 	// ClaimOf is the order userID's claim on saleID names; 0 when none.
 	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
 	// Now is Redis' clock, the one its scripts decide "started" and
@@ -58,7 +60,7 @@ type Redis interface {
 	// in flight for longer than olderThan (their mover stopped), giving a
 	// parked released unit to the first waiting buyer as an order numbered
 	// by nextID, and returns how many it finished.
-	FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
+	FinishMoves(ctx context.Context, saleID int64, termsOf func(sku string) seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
 	// OpenClaims opens a sale whose draw is done to claims and joins from
 	// startsAt on.
 	OpenClaims(ctx context.Context, saleID int64, startsAt time.Time) error
@@ -73,8 +75,8 @@ type Redis interface {
 // not rate limited. An error means the outcome is unknown: call again
 // (the answer of a repeat is ALREADY_CLAIMED or ALREADY_WAITING).
 type Admitter interface {
-	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error)
-	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error)
+	Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 }
 
 // ShopTeller hands an order event to its delivery, the order's ShopEvents
@@ -225,7 +227,7 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	a.changed(ctx, in.OrderID)
 	// An order closed as SOLD_OUT never held a database unit: Redis gets
 	// none back either.
-	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.CloseReason != seckill.CloseSoldOut); err != nil {
+	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.Item, o.CloseReason != seckill.CloseSoldOut); err != nil {
 		return "", err
 	}
 	if err := a.tellShop(ctx, in.OrderID, seckill.ShopOrderClosed); err != nil {
@@ -255,13 +257,15 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 // while the claim still names this order, so it happens at most once per
 // order.
 func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimInput) error {
-	return a.release(ctx, in.SaleID, in.UserID, in.OrderID, in.ReturnUnit)
+	return a.release(ctx, in.SaleID, in.UserID, in.OrderID, in.Item, in.ReturnUnit)
 }
 
-// release is the Redis half of both: a unit given back becomes a fresh
-// order on the sale's terms when a buyer waits for it. The new order's id
-// is drawn on every attempt, and used only by the attempt that releases.
-func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, unit bool) error {
+// release is the Redis half of both: each of the order's units (item)
+// given back becomes a fresh order on its variant's terms when a buyer
+// waits for one. The new orders' ids (one per unit) are drawn on every
+// attempt, and used only by the attempt that releases.
+func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, unit bool) error {
+	item = item.OrDefault()
 	// The sale says how many stock parts it has (the buyer's claim is in
 	// one of them) and on what terms a waiting buyer gets the unit.
 	sale, err := a.store.Sale(ctx, saleID)
@@ -269,18 +273,26 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 		return fmt.Errorf("read sale %d: %w", saleID, err)
 	}
 	a.redis.KnowSegments(saleID, sale.StockSegments)
+	a.redis.KnowSKUs(saleID, sale.SKUs())
 	var next *seckill.NextOrder
 	if unit {
-		id, err := a.ids.Next()
-		if err != nil {
-			return err
+		terms, ok := seckill.TermsOf(*sale, item.SKU)
+		if !ok {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sale %d has no variant %q", saleID, item.SKU), "VariantNotFound", nil)
 		}
-		next = &seckill.NextOrder{ID: id, Terms: seckill.TermsOf(*sale)}
+		next = &seckill.NextOrder{Terms: terms}
+		for range item.Quantity {
+			id, err := a.ids.Next()
+			if err != nil {
+				return err
+			}
+			next.IDs = append(next.IDs, id)
+		}
 	}
-	res, err := a.redis.Release(ctx, saleID, userID, orderID, next)
-	if err == nil && res.HandedTo != nil {
+	res, err := a.redis.Release(ctx, saleID, userID, orderID, item, next)
+	for _, h := range res.HandedTo {
 		activity.GetLogger(ctx).Info("unit handed to the waitlist", "fromOrder", orderID,
-			"orderID", res.HandedTo.OrderID, "userID", res.HandedTo.UserID, "payBy", res.HandedTo.PayBy)
+			"orderID", h.OrderID, "userID", h.UserID, "payBy", h.PayBy)
 	}
 	return err
 }

@@ -49,12 +49,14 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		if err != nil {
 			return seckill.DrawProgress{}, err
 		}
-		entries = append(entries, batch...)
+		for _, e := range batch {
+			entries = append(entries, e.Entry)
+		}
 		activity.RecordHeartbeat(ctx, len(entries))
 		if len(batch) < DrawReadBatch {
 			break
 		}
-		after = batch[len(batch)-1]
+		after = batch[len(batch)-1].Entry
 	}
 	ranked := draw.Rank(d.Seed, entries)
 	for i := 0; i < len(ranked); i += DrawReadBatch {
@@ -137,7 +139,9 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return progress, err
 	}
-	terms := seckill.TermsOf(*sale)
+	// A sale with a lobby has one variant (api refuses a lobby with
+	// several until the draw serves each variant, issue 32).
+	terms, _ := seckill.TermsOf(*sale, sale.Variants[0].SKU)
 	held, err := a.heldOrders(ctx, sale.ID, batch, units)
 	if err != nil {
 		return progress, err
@@ -263,16 +267,16 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 	if err != nil {
 		return err
 	}
-	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms)
+	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms, e.Item.OrDefault())
 	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
-		if _, err := a.redis.FinishMoves(ctx, saleID, terms, 0, a.ids.Next); err != nil {
+		if _, err := a.redis.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
 		// A fresh id: a borrow names its move after the claim's order id.
 		if orderID, err = a.ids.Next(); err != nil {
 			return err
 		}
-		res, err = a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms)
+		res, err = a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms, e.Item.OrDefault())
 	}
 	if err != nil {
 		return err
@@ -314,7 +318,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 	if err != nil {
 		return err
 	}
-	res, err := a.drawPass.Join(ctx, saleID, e.UserID, bound, orderID, terms)
+	res, err := a.drawPass.Join(ctx, saleID, e.UserID, e.Item.OrDefault().SKU, bound, orderID, terms)
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,18 @@ func errAlreadyClaimed(orderID int64) error {
 	return &seckill.Error{Code: seckill.CodeAlreadyClaimed, Message: "you already have an active order for this sale", OrderID: orderID}
 }
 
+// errNotEnoughStock is NOT_ENOUGH_STOCK with the variant's units left.
+func errNotEnoughStock(remaining int64) error {
+	return &seckill.Error{Code: seckill.CodeNotEnoughStock, Message: "fewer units of this variant are left than the quantity asked", Remaining: &remaining}
+}
+
 // claimResponse is the 202: the order, what the buyer owes and until when.
 // The order can be paid from this answer on.
 type claimResponse struct {
 	OrderID     string              `json:"order_id"`
 	SaleID      string              `json:"sale_id"`
+	SKU         string              `json:"sku"`
+	Quantity    int                 `json:"quantity"`
 	Status      seckill.OrderStatus `json:"status"`
 	AmountCents int64               `json:"amount_cents"`
 	Currency    string              `json:"currency"`
@@ -96,6 +103,12 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return err
 	}
 	saleID = id
+	item, err := itemOf(c, &sale)
+	if err != nil {
+		outcome = seckill.InvalidRequest
+		return err
+	}
+	terms, _ := seckill.TermsOf(sale, item.SKU) // itemOf checked the sku
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
 		outcome = seckill.InvalidRequest
@@ -109,7 +122,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	// who already holds an order gets SOLD_OUT rather than ALREADY_CLAIMED
 	// while it is up; their order is unaffected (GET /orders/{id}).
 	if idemKey == "" {
-		if s.soldOut.soldOut(saleID, start) {
+		if len(sale.Variants) == 1 && s.soldOut.soldOut(saleID, start) {
 			outcome = seckill.SoldOut
 			return errSoldOut
 		}
@@ -140,7 +153,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Claim(ctx, saleID, user, orderID, idemKey, seckill.TermsOf(sale))
+	res, err := s.cfg.Redis.Claim(ctx, saleID, user, orderID, idemKey, terms, item)
 	if err != nil {
 		s.logFor(c).Warn("claim script failed", "saleID", saleID, "error", err)
 		outcome = seckill.Unavailable
@@ -158,15 +171,22 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		id := strconv.FormatInt(res.OrderID, 10)
 		c.Location("/api/v1/orders/" + id)
 		return c.Status(fiber.StatusAccepted).JSON(claimResponse{
-			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), Status: seckill.StatusQueued,
-			AmountCents: sale.PriceCents, Currency: sale.Currency, PayBy: res.PayBy,
+			OrderID: id, SaleID: strconv.FormatInt(saleID, 10), SKU: item.SKU, Quantity: item.Quantity, Status: seckill.StatusQueued,
+			AmountCents: terms.Amount(item.Quantity), Currency: sale.Currency, PayBy: res.PayBy,
 		})
 	case seckill.SoldOut:
-		if !res.Tentative { // units still moving between parts may yet come
+		// The flag answers for the whole sale: only a sale of one variant
+		// is sold out when one variant is. Units still moving between
+		// parts may yet come (Tentative).
+		if !res.Tentative && len(sale.Variants) == 1 {
 			s.soldOut.set(saleID, start)
 			s.funnel.markSoldOut(saleID, start)
 		}
 		return errSoldOut
+	case seckill.NotEnoughStock:
+		return errNotEnoughStock(res.Remaining)
+	case seckill.KeyReused:
+		return seckill.Errorf(seckill.CodeIdempotencyKeyReused, "this Idempotency-Key was used with another body; nothing was decided")
 	case seckill.AlreadyClaimed:
 		return errAlreadyClaimed(res.OrderID)
 	case seckill.SaleNotStarted:

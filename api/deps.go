@@ -32,10 +32,10 @@ type Store interface {
 	SavePaymentIntent(ctx context.Context, orderID int64, in seckill.Intent) (seckill.Intent, error)
 	RecordPaymentEvent(ctx context.Context, e seckill.PaymentRecord) (*seckill.PaymentRecord, bool, error)
 	// The lobby and the draw (docs/API.md "Fair start").
-	Enter(ctx context.Context, saleID int64, userID string) (entry []byte, created bool, err error)
+	Enter(ctx context.Context, saleID int64, userID string, item seckill.Item) (entry *seckill.LobbyEntry, created bool, err error)
 	LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*seckill.LobbyEntry, error)
 	DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
-	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([][]byte, error)
+	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([]seckill.EntryLine, error)
 	DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error)
 }
 
@@ -47,15 +47,15 @@ type Redis interface {
 	// KnowSegments tells Redis how many stock segments a sale has, as the
 	// database says.
 	KnowSegments(saleID int64, n int)
-	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms) (seckill.ClaimResult, error)
+	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error)
 	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
 	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
-	Join(ctx context.Context, saleID int64, userID string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 	WaitStateOf(ctx context.Context, saleID int64, userID string) (seckill.WaitState, error)
 	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
 	Waiting(ctx context.Context, saleID int64) (int64, error)
 	ActiveSales(ctx context.Context) ([]int64, error)
-	RemainingMany(ctx context.Context, saleIDs []int64) (map[int64]int64, error)
+	RemainingByVariant(ctx context.Context, saleIDs []int64) (map[int64]map[string]int64, error)
 	Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error)
 	FollowChanges(ctx context.Context, h seckill.Changes)
 }

@@ -34,6 +34,15 @@ func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 	if !now.Before(sale.StartsAt) {
 		return errLobbyClosed
 	}
+	item, err := itemOf(c, &sale)
+	if err != nil {
+		return err
+	}
+	if item.Quantity != 1 {
+		// Until the draw's waiting line holds units for an entrant who
+		// waits for several (issue 32), an entry asks for one unit.
+		return invalid("quantity", "a lobby entry asks for one unit for now")
+	}
 	user := principal(c).UserID
 	proof, err := s.takeProof(c, &sale, user, "")
 	if err != nil {
@@ -42,19 +51,24 @@ func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 	// A database error gives the proof back: the retry finds the entry,
 	// if it was made, and answers it again (200).
 	defer func() { s.giveProofBack(c, proof, err) }()
-	entry, created, err := s.cfg.Store.Enter(ctx, sale.ID, user)
+	entry, created, err := s.cfg.Store.Enter(ctx, sale.ID, user, item)
 	if errors.Is(err, seckill.ErrLobbyClosed) {
 		return errLobbyClosed
 	}
 	if err != nil {
 		return err
 	}
+	if !created && entry.Item.OrDefault() != item {
+		return &seckill.Error{Code: seckill.CodeAlreadyEntered, Message: "you entered this sale's lobby for another variant or quantity; one entry per buyer",
+			Entry: hex.EncodeToString(entry.Entry)}
+	}
 	status := fiber.StatusOK
 	if created {
 		status = fiber.StatusCreated
 		s.logFor(c).Info("lobby entered", "saleID", sale.ID)
 	}
-	return c.Status(status).JSON(seckill.LobbyEntryJSON{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered, Entry: hex.EncodeToString(entry)})
+	return c.Status(status).JSON(seckill.LobbyEntryJSON{SaleID: strconv.FormatInt(sale.ID, 10), Status: lobbyEntered,
+		Entry: hex.EncodeToString(entry.Entry), SKU: entry.Item.SKU, Quantity: entry.Item.Quantity})
 }
 
 // lobbySaleOf is the sale of the request's :id, NO_LOBBY when it has no
@@ -177,7 +191,10 @@ func (s *Server) drawEntries(c *fiber.Ctx) error {
 				return
 			}
 			for _, e := range batch {
-				line = append(hex.AppendEncode(line[:0], e), '\n')
+				// One unit of one variant per entry for now (enterLobby);
+				// the line with its sku and quantity comes with the draw
+				// of several variants (issue 32).
+				line = append(hex.AppendEncode(line[:0], e.Entry), '\n')
 				if _, err := w.Write(line); err != nil {
 					return
 				}
@@ -185,7 +202,7 @@ func (s *Server) drawEntries(c *fiber.Ctx) error {
 			if err := w.Flush(); err != nil || len(batch) < 10_000 {
 				return
 			}
-			after = batch[len(batch)-1]
+			after = batch[len(batch)-1].Entry
 		}
 	})
 	return nil

@@ -23,36 +23,44 @@ type problem struct {
 	OrderID string `json:"order_id,omitempty"`
 	// Position accompanies ALREADY_WAITING.
 	Position int64 `json:"position,omitempty"`
+	// Remaining accompanies NOT_ENOUGH_STOCK.
+	Remaining *int64 `json:"remaining,omitempty"`
+	// Entry accompanies ALREADY_ENTERED.
+	Entry string `json:"entry,omitempty"`
 }
 
 var codeStatus = map[seckill.Code]int{
-	seckill.CodeInvalidRequest:      http.StatusBadRequest,
-	seckill.CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
-	seckill.CodeUnauthenticated:     http.StatusUnauthorized,
-	seckill.CodeForbidden:           http.StatusForbidden,
-	seckill.CodeNotFound:            http.StatusNotFound,
-	seckill.CodeSaleNotFound:        http.StatusNotFound,
-	seckill.CodeSoldOut:             http.StatusConflict,
-	seckill.CodeAlreadyClaimed:      http.StatusConflict,
-	seckill.CodeSaleNotStarted:      http.StatusConflict,
-	seckill.CodeSaleEnded:           http.StatusConflict,
-	seckill.CodeRateLimited:         http.StatusTooManyRequests,
-	seckill.CodeUnavailable:         http.StatusServiceUnavailable,
-	seckill.CodeOrderNotFound:       http.StatusNotFound,
-	seckill.CodeOrderNotCancellable: http.StatusConflict,
-	seckill.CodeInvalidSignature:    http.StatusBadRequest,
-	seckill.CodeMalformedEvent:      http.StatusBadRequest,
-	seckill.CodeOrderNotPayable:     http.StatusConflict,
-	seckill.CodeAlreadyWaiting:      http.StatusConflict,
-	seckill.CodeWaitlistFull:        http.StatusConflict,
-	seckill.CodeNotWaiting:          http.StatusNotFound,
-	seckill.CodeLobbyNotOpen:        http.StatusConflict,
-	seckill.CodeLobbyClosed:         http.StatusConflict,
-	seckill.CodeNoLobby:             http.StatusConflict,
-	seckill.CodeNotInLobby:          http.StatusNotFound,
-	seckill.CodeDrawInProgress:      http.StatusConflict,
-	seckill.CodeProofRequired:       http.StatusForbidden,
-	seckill.CodeInternal:            http.StatusInternalServerError,
+	seckill.CodeInvalidRequest:       http.StatusBadRequest,
+	seckill.CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	seckill.CodeUnauthenticated:      http.StatusUnauthorized,
+	seckill.CodeForbidden:            http.StatusForbidden,
+	seckill.CodeNotFound:             http.StatusNotFound,
+	seckill.CodeSaleNotFound:         http.StatusNotFound,
+	seckill.CodeSoldOut:              http.StatusConflict,
+	seckill.CodeAlreadyEntered:       http.StatusConflict,
+	seckill.CodeNotEnoughStock:       http.StatusConflict,
+	seckill.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
+	seckill.CodeVariantNotFound:      http.StatusNotFound,
+	seckill.CodeAlreadyClaimed:       http.StatusConflict,
+	seckill.CodeSaleNotStarted:       http.StatusConflict,
+	seckill.CodeSaleEnded:            http.StatusConflict,
+	seckill.CodeRateLimited:          http.StatusTooManyRequests,
+	seckill.CodeUnavailable:          http.StatusServiceUnavailable,
+	seckill.CodeOrderNotFound:        http.StatusNotFound,
+	seckill.CodeOrderNotCancellable:  http.StatusConflict,
+	seckill.CodeInvalidSignature:     http.StatusBadRequest,
+	seckill.CodeMalformedEvent:       http.StatusBadRequest,
+	seckill.CodeOrderNotPayable:      http.StatusConflict,
+	seckill.CodeAlreadyWaiting:       http.StatusConflict,
+	seckill.CodeWaitlistFull:         http.StatusConflict,
+	seckill.CodeNotWaiting:           http.StatusNotFound,
+	seckill.CodeLobbyNotOpen:         http.StatusConflict,
+	seckill.CodeLobbyClosed:          http.StatusConflict,
+	seckill.CodeNoLobby:              http.StatusConflict,
+	seckill.CodeNotInLobby:           http.StatusNotFound,
+	seckill.CodeDrawInProgress:       http.StatusConflict,
+	seckill.CodeProofRequired:        http.StatusForbidden,
+	seckill.CodeInternal:             http.StatusInternalServerError,
 }
 
 // Status returns the HTTP status of code.
@@ -111,7 +119,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		if dErr.OrderID != 0 {
 			p.OrderID = strconv.FormatInt(dErr.OrderID, 10)
 		}
-		p.Position = dErr.Position
+		p.Position, p.Remaining, p.Entry = dErr.Position, dErr.Remaining, dErr.Entry
 		switch status {
 		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 			if c.GetRespHeader(fiber.HeaderRetryAfter) == "" {

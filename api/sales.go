@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,6 +33,16 @@ type createSaleRequest struct {
 	ProofOfWork           *struct {
 		Difficulty *int64 `json:"difficulty"`
 	} `json:"proof_of_work"`
+	Variants      []variantRequest `json:"variants"`
+	LimitPerBuyer *int64           `json:"limit_per_buyer"`
+}
+
+// variantRequest is one of a sale's variants (docs/API.md "Variants").
+type variantRequest struct {
+	SKU        *string `json:"sku"`
+	Name       *string `json:"name"`
+	PriceCents *int64  `json:"price_cents"`
+	Stock      *int64  `json:"stock"`
 }
 
 func invalid(field, format string, args ...any) error {
@@ -89,9 +100,11 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 	switch {
 	case r.Name == nil:
 		return n, invalid("name", "is required")
-	case r.PriceCents == nil:
+	case r.Variants != nil && (r.PriceCents != nil || r.Stock != nil):
+		return n, invalid("variants", "give either variants or the top-level price_cents and stock, not both")
+	case r.Variants == nil && r.PriceCents == nil:
 		return n, invalid("price_cents", "is required")
-	case r.Stock == nil:
+	case r.Variants == nil && r.Stock == nil:
 		return n, invalid("stock", "is required")
 	case r.StartsAt == nil:
 		return n, invalid("starts_at", "is required")
@@ -102,11 +115,16 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 	if name == "" || utf8.RuneCountInString(name) > seckill.MaxSaleNameLength || !utf8.ValidString(name) {
 		return n, invalid("name", "must be 1-%d characters", seckill.MaxSaleNameLength)
 	}
-	if *r.PriceCents < 0 || *r.PriceCents > 1<<53 {
-		return n, invalid("price_cents", "must be between 0 and 2^53")
+	variants, err := r.variants(name)
+	if err != nil {
+		return n, err
 	}
-	if *r.Stock < 1 || *r.Stock > seckill.MaxStock {
-		return n, invalid("stock", "must be between 1 and %d", seckill.MaxStock)
+	limit := int64(seckill.DefaultLimitPerBuyer)
+	if r.LimitPerBuyer != nil {
+		limit = *r.LimitPerBuyer
+	}
+	if limit < 1 || limit > seckill.MaxLimitPerBuyer {
+		return n, invalid("limit_per_buyer", "must be between 1 and %d", seckill.MaxLimitPerBuyer)
 	}
 	currency := seckill.DefaultCurrency
 	if r.Currency != nil {
@@ -171,9 +189,9 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 	}
 	return seckill.NewSale{
 		Name:            name,
-		PriceCents:      *r.PriceCents,
 		Currency:        currency,
-		Stock:           *r.Stock,
+		Variants:        variants,
+		LimitPerBuyer:   int(limit),
 		StartsAt:        startsAt.UTC().Truncate(time.Millisecond),
 		EndsAt:          endsAt.UTC().Truncate(time.Millisecond),
 		PaymentTimeout:  time.Duration(timeout) * time.Second,
@@ -181,6 +199,69 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 		LobbyOpensAt:    lobby,
 		ProofDifficulty: difficulty,
 	}, nil
+}
+
+// variants are the sale's variants: those given, or the one variant
+// "default" of a body without them (v3), named as the sale.
+func (r *createSaleRequest) variants(saleName string) ([]seckill.NewVariant, error) {
+	if r.Variants == nil {
+		v := seckill.NewVariant{SKU: seckill.DefaultSKU, Name: saleName, PriceCents: *r.PriceCents, Stock: *r.Stock}
+		return []seckill.NewVariant{v}, checkVariant("", v)
+	}
+	if len(r.Variants) < 1 || len(r.Variants) > seckill.MaxVariants {
+		return nil, invalid("variants", "must hold 1-%d variants", seckill.MaxVariants)
+	}
+	out := make([]seckill.NewVariant, len(r.Variants))
+	seen := make(map[string]bool, len(r.Variants))
+	for i, v := range r.Variants {
+		field := fmt.Sprintf("variants[%d]", i)
+		switch {
+		case v.SKU == nil:
+			return nil, invalid(field+".sku", "is required")
+		case v.Name == nil:
+			return nil, invalid(field+".name", "is required")
+		case v.PriceCents == nil:
+			return nil, invalid(field+".price_cents", "is required")
+		case v.Stock == nil:
+			return nil, invalid(field+".stock", "is required")
+		case seen[*v.SKU]:
+			return nil, invalid(field+".sku", "%q is given twice; skus are unique in a sale", *v.SKU)
+		}
+		seen[*v.SKU] = true
+		out[i] = seckill.NewVariant{SKU: *v.SKU, Name: strings.TrimSpace(*v.Name), PriceCents: *v.PriceCents, Stock: *v.Stock}
+		if err := checkVariant(field+".", out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkVariant checks one variant's fields, named with prefix.
+func checkVariant(prefix string, v seckill.NewVariant) error {
+	switch {
+	case !seckill.ValidSKU(v.SKU):
+		return invalid(prefix+"sku", "must be 1-%d of A-Z, a-z, 0-9, '.', '_' and '-'", seckill.MaxSKULength)
+	case v.Name == "" || utf8.RuneCountInString(v.Name) > seckill.MaxVariantNameLength || !printable(v.Name):
+		return invalid(prefix+"name", "must be 1-%d printable characters", seckill.MaxVariantNameLength)
+	case v.PriceCents < 0 || v.PriceCents > 1<<53:
+		return invalid(prefix+"price_cents", "must be between 0 and 2^53")
+	case v.Stock < 1 || v.Stock > seckill.MaxStock:
+		return invalid(prefix+"stock", "must be between 1 and %d", seckill.MaxStock)
+	}
+	return nil
+}
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // createSale stores the sale and warms its stock into Redis inside the same
@@ -199,9 +280,11 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	defer cancel()
 	var warmErr error
 	sale, err := s.cfg.Store.CreateSale(ctx, n, func(sale *seckill.Sale) error {
-		_, warmErr = s.cfg.Redis.Warm(ctx, seckill.WarmSpec{
-			SaleID: sale.ID, Units: sale.Stock.Available, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments,
-		})
+		units := make(map[string]int64, len(sale.Variants))
+		for _, v := range sale.Variants {
+			units[v.SKU] = v.Stock.Available
+		}
+		_, warmErr = s.cfg.Redis.Warm(ctx, seckill.WarmSpecOf(sale, units))
 		return warmErr
 	})
 	if warmErr != nil {
@@ -222,7 +305,10 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 			s.logFor(c).Warn("start the draw; reconciliation will", "saleID", sale.ID, "error", err)
 		}
 	}
-	sale.Stock.Remaining = sale.Stock.Total
+	for i := range sale.Variants {
+		sale.Variants[i].Stock.Remaining = sale.Variants[i].Stock.Total
+	}
+	sale.SumVariants()
 	c.Location("/api/v1/sales/" + strconv.FormatInt(sale.ID, 10))
 	return c.Status(fiber.StatusCreated).JSON(sale.JSON(time.Now()))
 }
@@ -298,19 +384,22 @@ func (s *Server) listSales(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// fillRemaining reads the Redis counters in one round trip. A sale that is
-// not warmed, or a Redis that does not answer, shows 0: no admission is
-// possible then.
+// fillRemaining reads the Redis counters of every variant in one round
+// trip. A sale that is not warmed, or a Redis that does not answer, shows
+// 0: no admission is possible then.
 func (s *Server) fillRemaining(ctx context.Context, sales []*seckill.Sale) {
 	ids := make([]int64, len(sales))
 	for i, sale := range sales {
 		ids[i] = sale.ID
 	}
-	remaining, err := s.cfg.Redis.RemainingMany(ctx, ids)
+	remaining, err := s.cfg.Redis.RemainingByVariant(ctx, ids)
 	if err != nil {
 		s.cfg.Log.Warn("read remaining stock", "error", err)
 	}
 	for _, sale := range sales {
-		sale.Stock.Remaining = max(0, remaining[sale.ID])
+		for i := range sale.Variants {
+			sale.Variants[i].Stock.Remaining = max(0, remaining[sale.ID][sale.Variants[i].SKU])
+		}
+		sale.SumVariants()
 	}
 }

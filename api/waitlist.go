@@ -25,6 +25,8 @@ const (
 type waitlistEntry struct {
 	SaleID   string `json:"sale_id"`
 	UserID   string `json:"user_id"`
+	SKU      string `json:"sku"`
+	Quantity int    `json:"quantity"`
 	Status   string `json:"status"`
 	Position int64  `json:"position,omitempty"`
 	OrderID  string `json:"order_id,omitempty"`
@@ -51,6 +53,16 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
+	item, err := itemOf(c, &sale)
+	if err != nil {
+		return err
+	}
+	if item.Quantity != 1 {
+		// Until the waitlist holds units for a buyer who waits for several
+		// (issue 32), a line serves one unit per buyer.
+		return invalid("quantity", "the waitlist serves one unit per buyer for now")
+	}
+	terms, _ := seckill.TermsOf(sale, item.SKU) // itemOf checked the sku
 	// The script checks the window against Redis' clock; these checks
 	// spare it, and the buyer's proof of work, the obvious cases.
 	now := time.Now()
@@ -73,12 +85,12 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, s.cfg.WaitlistMax, orderID, seckill.TermsOf(sale))
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, item.SKU, s.cfg.WaitlistMax, orderID, terms)
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
 	}
-	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user}
+	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user, SKU: item.SKU, Quantity: item.Quantity}
 	switch res.Outcome {
 	case seckill.Waiting:
 		entry.Status, entry.Position = waitWaiting, res.Position

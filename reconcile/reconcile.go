@@ -84,15 +84,16 @@ type Store interface {
 // (redisstore.Store).
 type Redis interface {
 	KnowSegments(saleID int64, n int)
-	Remaining(ctx context.Context, saleID int64) (n int64, ok bool, err error)
+	KnowSKUs(saleID int64, skus []string)
+	RemainingByVariant(ctx context.Context, saleIDs []int64) (map[int64]map[string]int64, error)
 	Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error)
 	Claims(ctx context.Context, saleID int64) (map[string]int64, error)
 	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
-	RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64) (bool, error)
-	Release(ctx context.Context, saleID int64, userID string, orderID int64, next *seckill.NextOrder) (seckill.Released, error)
-	LowerRemaining(ctx context.Context, saleID, seen, target int64) (bool, error)
-	HandOver(ctx context.Context, saleID int64, terms seckill.Terms, orderIDs []int64) (int, error)
-	FinishMoves(ctx context.Context, saleID int64, terms seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
+	RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item) (bool, error)
+	Release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, next *seckill.NextOrder) (seckill.Released, error)
+	LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error)
+	HandOver(ctx context.Context, saleID int64, sku string, terms seckill.Terms, orderIDs []int64) (int, error)
+	FinishMoves(ctx context.Context, saleID int64, termsOf func(sku string) seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
 }
 
 // Reconciler holds the three stores.
@@ -205,6 +206,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	// The sale's number of stock segments comes from the database, never
 	// from Redis keys that may have been lost.
 	r.Redis.KnowSegments(saleID, sale.StockSegments)
+	r.Redis.KnowSKUs(saleID, sale.SKUs())
 
 	// Claims admitted in Redis whose saga never started, and claims that
 	// outlived their order.
@@ -223,7 +225,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// Redis being re-warmed from an older snapshot): release it
 			// now, returning the unit the database has back, exactly as
 			// the saga would have.
-			released, err := r.release(ctx, saleID, user, orderID, o.CloseReason != seckill.CloseSoldOut)
+			released, err := r.release(ctx, saleID, user, orderID, o.Item, o.CloseReason != seckill.CloseSoldOut)
 			if err != nil {
 				failed(orderID, "release the claim of a closed order", err)
 				continue
@@ -281,7 +283,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// An active order whose claim Redis lost: one buyer, one active
 			// order, so write it back (never over another claim, and never
 			// for an order released since it was read: restore.lua checks).
-			restored, err := r.Redis.RestoreClaim(ctx, saleID, o.UserID, o.ID)
+			restored, err := r.Redis.RestoreClaim(ctx, saleID, o.UserID, o.ID, o.Item)
 			if err != nil {
 				failed(o.ID, "restore the claim of an active order", err)
 				continue
@@ -344,7 +346,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	// stopped between the steps): land them, and forget the moves given
 	// but not forgotten. (Each is counted once either way; landed first,
 	// the check below reads no move half done.)
-	moved, err := r.Redis.FinishMoves(ctx, saleID, seckill.TermsOf(*sale), grace, r.IDs.Next)
+	moved, err := r.Redis.FinishMoves(ctx, saleID, seckill.TermsBySKU(*sale), grace, r.IDs.Next)
 	if err != nil {
 		return drifts, err
 	}
@@ -353,8 +355,10 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("%d moves of units between the sale's segments were left in flight; finished", moved)})
 	}
 
-	// Redis above the database: lower it, never raise it.
-	seen, warmed, err := r.Redis.Remaining(ctx, saleID)
+	// Redis above the database, variant by variant: lower it, never raise
+	// it.
+	all, err := r.Redis.RemainingByVariant(ctx, []int64{saleID})
+	seen, warmed := all[saleID]
 	if err != nil || !warmed {
 		return drifts, err // not warmed: the re-warmer's job
 	}
@@ -364,13 +368,16 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	if sale, err = r.Store.Sale(ctx, saleID); err != nil {
 		return drifts, err
 	}
-	if seen > sale.Stock.Available {
-		lowered, err := r.Redis.LowerRemaining(ctx, saleID, seen, sale.Stock.Available)
+	for _, v := range sale.Variants {
+		if seen[v.SKU] <= v.Stock.Available {
+			continue
+		}
+		lowered, err := r.Redis.LowerRemaining(ctx, saleID, v.SKU, seen[v.SKU], v.Stock.Available)
 		if err != nil {
 			return drifts, err
 		}
 		report(seckill.Drift{Kind: seckill.DriftRedisAboveDB, SaleID: saleID, Fixed: lowered,
-			Detail: fmt.Sprintf("Redis remaining %d > database available %d", seen, sale.Stock.Available)})
+			Detail: fmt.Sprintf("variant %s: Redis remaining %d > database available %d", v.SKU, seen[v.SKU], v.Stock.Available)})
 	}
 
 	// Units in stock while buyers wait for one (a counter re-loaded while
@@ -387,9 +394,17 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 				return drifts, err
 			}
 		}
-		n, err := r.Redis.HandOver(ctx, saleID, seckill.TermsOf(*sale), ids)
-		if err != nil {
-			return drifts, err
+		n := 0
+		for _, v := range sale.Variants {
+			if c.Variants[v.SKU] <= 0 {
+				continue
+			}
+			terms, _ := seckill.TermsOf(*sale, v.SKU)
+			handed, err := r.Redis.HandOver(ctx, saleID, v.SKU, terms, ids)
+			if err != nil {
+				return drifts, err
+			}
+			n, ids = n+handed, ids[handed:]
 		}
 		report(seckill.Drift{Kind: seckill.DriftStockWhileWaiting, SaleID: saleID, Fixed: n > 0,
 			Detail: fmt.Sprintf("%d units in stock while %d buyers waited; %d handed to the waitlist", c.Remaining, c.Waiting, n)})
@@ -436,21 +451,30 @@ func (r *Reconciler) grace() time.Duration {
 const maxHandOver = 256
 
 // release forgets a closed order's claim and, when unit is set, gives its
-// unit back as the saga would: to the first waiting buyer, or the stock.
-func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, unit bool) (bool, error) {
+// units (item) back as the saga would: to the first waiting buyers, or the
+// stock.
+func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, item seckill.Item, unit bool) (bool, error) {
+	item = item.OrDefault()
 	var next *seckill.NextOrder
 	if unit {
 		sale, err := r.Store.Sale(ctx, saleID)
 		if err != nil {
 			return false, err
 		}
-		id, err := r.IDs.Next()
-		if err != nil {
-			return false, err
+		terms, ok := seckill.TermsOf(*sale, item.SKU)
+		if !ok {
+			return false, fmt.Errorf("sale %d has no variant %q", saleID, item.SKU)
 		}
-		next = &seckill.NextOrder{ID: id, Terms: seckill.TermsOf(*sale)}
+		next = &seckill.NextOrder{Terms: terms}
+		for range item.Quantity {
+			id, err := r.IDs.Next()
+			if err != nil {
+				return false, err
+			}
+			next.IDs = append(next.IDs, id)
+		}
 	}
-	res, err := r.Redis.Release(ctx, saleID, user, orderID, next)
+	res, err := r.Redis.Release(ctx, saleID, user, orderID, item, next)
 	return res.Now, err
 }
 

@@ -31,17 +31,10 @@ func (lobbyEntryRow) TableName() string { return "lobby_entries" }
 
 // LobbyEntry is a buyer's entry in a sale's lobby and the item it asks
 // for: the draw admits it when its variant still has its quantity.
-// (seckill.LobbyEntry carries no item.)
-type LobbyEntry struct {
-	seckill.LobbyEntry
-	Item seckill.Item
-}
+type LobbyEntry = seckill.LobbyEntry
 
 func (r *lobbyEntryRow) entry() *LobbyEntry {
-	e := &LobbyEntry{
-		LobbyEntry: seckill.LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry},
-		Item:       seckill.Item{SKU: r.SKU, Quantity: r.Quantity},
-	}
+	e := &LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
 	if r.Rank != nil {
 		e.Rank = *r.Rank
 	}
@@ -185,10 +178,7 @@ func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
 
 // ListedEntry is one line of a sale's lobby as the draw reads it and GET
 // /draw/entries publishes it (`<entry hex> <sku> <quantity>`).
-type ListedEntry struct {
-	Entry []byte
-	Item  seckill.Item
-}
+type ListedEntry = seckill.EntryLine
 
 // LobbyEntries returns up to limit entries of the sale, with their items,
 // after the entry after (nil: from the first), ascending by entry: how the

@@ -93,6 +93,7 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 		ids[i] = s.ID
 		// Every segment is checked, whatever Redis still knows of the sale.
 		w.rstore.KnowSegments(s.ID, s.StockSegments)
+		w.rstore.KnowSKUs(s.ID, s.SKUs())
 	}
 	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {
@@ -145,7 +146,7 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 		}
 		claims := make([]seckill.ActiveClaim, len(snap.Claims))
 		for i, c := range snap.Claims {
-			claims[i] = seckill.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID}
+			claims[i] = seckill.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID, Item: c.Item}
 		}
 		// A drawn sale's entrants told an order that Redis lost before its
 		// saga wrote it are admitted again, with that order, in the same
@@ -158,12 +159,10 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 				return rewarmed, err
 			}
 			for _, e := range unwritten {
-				again = append(again, seckill.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID})
+				again = append(again, seckill.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID, Item: e.Item})
 			}
 		}
-		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, seckill.WarmSpec{
-			SaleID: id, Units: snap.Units, StartsAt: seckill.ClaimsOpenAt(snap.Sale), EndsAt: snap.Sale.EndsAt, Segments: snap.Sale.StockSegments,
-		}, claims, again, seckill.TermsOf(*snap.Sale))
+		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, seckill.WarmSpecOf(snap.Sale, snap.Units), claims, again, seckill.TermsBySKU(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}

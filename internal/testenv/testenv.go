@@ -305,7 +305,7 @@ func StartedNow(t testing.TB, st *store.Store, sale *seckill.Sale) *seckill.Sale
 // the database's stock: a test's drift).
 func Warm(t testing.TB, rs *redisstore.Store, sale *seckill.Sale, units int64) {
 	t.Helper()
-	if _, err := rs.Warm(context.Background(), seckill.WarmSpec{SaleID: sale.ID, Units: units, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}); err != nil {
+	if _, err := rs.Warm(context.Background(), seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -381,7 +381,7 @@ func SegmentedSale(t testing.TB, st *store.Store, rs *redisstore.Store, stock in
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rs.Warm(context.Background(), seckill.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: sale.StartsAt,
+	if _, err := rs.Warm(context.Background(), seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: stock}}, StartsAt: sale.StartsAt,
 		EndsAt: sale.EndsAt, Segments: segments}); err != nil {
 		t.Fatal(err)
 	}
