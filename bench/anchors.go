@@ -65,7 +65,7 @@ func scriptAnchor(ctx context.Context, o Options, runID string) (*ScriptAnchor, 
 	rs = rs.WithRateLimit(o.Config.ClaimRate)
 	const sale = 1
 	now := time.Now()
-	if _, err := rs.Warm(ctx, seckill.WarmSpec{SaleID: sale, Units: int64(o.Units), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
+	if _, err := rs.Warm(ctx, seckill.WarmSpec{SaleID: sale, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: int64(o.Units)}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)}); err != nil {
 		return nil, err
 	}
 	defer func() { _ = rs.DropAll(context.Background()) }()
@@ -74,7 +74,7 @@ func scriptAnchor(ctx context.Context, o Options, runID string) (*ScriptAnchor, 
 	}
 	// Every __rand_int__ is a fresh random number from 0..buyers-1: the
 	// buyer, their rate-limit log and the order id.
-	cmd := rs.ClaimCommand(sale, "u__rand_int__", "__rand_int__", seckill.Terms{PaymentTimeout: o.PaymentTimeout, AmountCents: 990, Currency: "usd"})
+	cmd := rs.ClaimCommand(sale, "u__rand_int__", "__rand_int__", seckill.Terms{PaymentTimeout: o.PaymentTimeout, UnitPriceCents: 990, Currency: "usd"}, seckill.DefaultItem)
 	args := []string{"-h", u.Hostname(), "-p", u.Port(),
 		"-n", strconv.Itoa(o.AnchorScriptCalls), "-c", strconv.Itoa(o.Conns), "-r", strconv.Itoa(o.Buyers), "--csv"}
 	if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
