@@ -27,8 +27,8 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	now := time.Now().UTC()
 	sale := testenv.OpenSale(t, st, 2)
 	testenv.Warm(t, rs, sale, 2)
-	terms := seckill.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
-	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
+	terms := seckill.Terms{PaymentTimeout: time.Hour, UnitPriceCents: 990, Currency: "usd"}
+	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
@@ -57,7 +57,7 @@ func TestReleaseOrder_GivesTheUnitBackOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(2), n, "Redis got it back once")
-	again, err := rs.Claim(ctx, sale.ID, "ann", 1002, "", terms)
+	again, err := rs.Claim(ctx, sale.ID, "ann", 1002, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, again.Outcome, "ann may claim again")
 }
@@ -72,14 +72,14 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	now := time.Now().UTC()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 1)
-	terms := seckill.TermsOf(*sale)
-	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms)
+	terms := seckill.TermsBySKU(*sale)(seckill.DefaultSKU)
+	res, err := rs.Claim(ctx, sale.ID, "ann", 1001, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 	for _, u := range []string{"bob", "cy"} {
-		j, err := rs.Join(ctx, sale.ID, u, 10, 0, terms)
+		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultSKU, 10, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
@@ -137,7 +137,7 @@ func TestReleaseOrder_AReceivedInTimePaymentStopsTheClose(t *testing.T) {
 	for i, payBy := range []time.Time{now.Add(time.Hour), now.Add(-time.Minute)} {
 		id := int64(1001 + i)
 		user := []string{"ann", "bob"}[i]
-		res, err := rs.Claim(ctx, sale.ID, user, id, "", seckill.TermsOf(*sale))
+		res, err := rs.Claim(ctx, sale.ID, user, id, "", seckill.TermsBySKU(*sale)(seckill.DefaultSKU), seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now, PayBy: payBy})

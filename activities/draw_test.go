@@ -48,14 +48,14 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	lobby := now.Add(-time.Hour)
 	// The lobby stays open however slow the machine: a test that needs the
 	// sale ended ends it (end), after everyone entered.
-	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", PriceCents: 990, Currency: "usd", Stock: stock,
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", Currency: "usd", Variants: testenv.DefaultVariant("draw", 990, stock),
 		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby, StockSegments: segments}, nil)
 	require.NoError(t, err)
-	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: stock, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
+	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: stock}}, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
 	require.NoError(t, err)
 	var failed atomic.Int64
 	testenv.ForEachBuyer(entrants, 8, func(i int64) {
-		if _, _, err := st.Enter(ctx, sale.ID, fmt.Sprint("e", i-1)); err != nil {
+		if _, _, err := st.Enter(ctx, sale.ID, fmt.Sprint("e", i-1), seckill.DefaultItem); err != nil {
 			failed.Add(1)
 		}
 	})
@@ -150,8 +150,8 @@ func TestSettleDraw_AUnitBackBeforeTheQueueIsNotADrawAdmission(t *testing.T) {
 	orderID, err := r.rs.ClaimOf(ctx, r.sale.ID, first[0].UserID)
 	require.NoError(t, err)
 	// Rank 1 cancels: nobody waits yet, so the unit goes back to the stock.
-	_, err = r.rs.Release(ctx, r.sale.ID, first[0].UserID, orderID,
-		&seckill.NextOrder{ID: 99_999, Terms: seckill.TermsOf(*r.sale)})
+	_, err = r.rs.Release(ctx, r.sale.ID, first[0].UserID, orderID, seckill.DefaultItem,
+		&seckill.NextOrder{IDs: []int64{99_999}, Terms: seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU)})
 	require.NoError(t, err)
 	r.settleAll(t)
 
@@ -200,10 +200,10 @@ func TestSettleDraw_AfterTheSaleEndedACutOffAttemptsWinnersKeepTheirOrders(t *te
 	// The cut-off attempt: ranks 1 and 2 admitted, nothing recorded.
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, 2)
 	require.NoError(t, err)
-	terms := seckill.TermsOf(*r.sale)
+	terms := seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU)
 	held := map[string]int64{}
 	for i, e := range batch {
-		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		held[e.UserID] = res.OrderID
@@ -251,7 +251,7 @@ func TestSettleDraw_ARetryAcrossTheEndKeepsTheCutOffAttemptsOrders(t *testing.T)
 	require.NoError(t, err)
 	held := map[string]int64{}
 	for i, e := range batch {
-		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", seckill.TermsOf(*r.sale))
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU), seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		held[e.UserID] = res.OrderID
@@ -307,13 +307,13 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 	r.rank(t)
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
 	require.NoError(t, err)
-	terms := seckill.TermsOf(*r.sale)
+	terms := seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU)
 	drawRS := r.rs.ForDraw()
 	// The cut-off attempt: winners admitted, the rest queued, nothing recorded.
 	orders := map[string]int64{}
 	for i, e := range batch {
 		if e.Rank <= units {
-			res, err := drawRS.Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+			res, err := drawRS.Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms, seckill.DefaultItem)
 			require.NoError(t, err)
 			require.Equal(t, seckill.Admitted, res.Outcome)
 			orders[e.UserID] = res.OrderID
@@ -322,7 +322,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 			require.NoError(t, err)
 			continue
 		}
-		res, err := drawRS.Join(ctx, r.sale.ID, e.UserID, 1<<30, int64(2000+i), terms)
+		res, err := drawRS.Join(ctx, r.sale.ID, e.UserID, seckill.DefaultSKU, 1<<30, int64(2000+i), terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, res.Outcome, "rank %d", e.Rank)
 	}
@@ -340,7 +340,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 	// goes to the first waiter.
 	_, err = r.st.CloseUnpaid(ctx, orders[first.UserID], seckill.CloseCancelled, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, orders[first.UserID], &seckill.NextOrder{ID: 9_999, Terms: terms})
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, orders[first.UserID], seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{9_999}, Terms: terms})
 	require.NoError(t, err)
 	waiting, err := r.rdb.ZCard(ctx, r.rs.SegmentKeys(r.sale.ID, home).Wait).Result()
 	require.NoError(t, err)
@@ -373,10 +373,10 @@ func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
 	r.rank(t)
 	batch, err := r.st.EntriesFrom(ctx, r.sale.ID, 1, entrants)
 	require.NoError(t, err)
-	terms := seckill.TermsOf(*r.sale)
+	terms := seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU)
 	now := time.Now().UTC()
 	for i, e := range batch {
-		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms)
+		res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, e.UserID, int64(1000+i), "", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 		// its saga writes it (drawn, from the outbox entry's d field)
@@ -387,7 +387,7 @@ func TestSettleDraw_ARetryDoesNotAdmitACancelledWinnerAgain(t *testing.T) {
 	// Rank 1 cancels: its saga closes the order, then releases the claim.
 	_, err = r.st.CloseUnpaid(ctx, 1000, seckill.CloseCancelled, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, 1000, &seckill.NextOrder{ID: 9_999, Terms: terms})
+	_, err = r.rs.Release(ctx, r.sale.ID, first.UserID, 1000, seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{9_999}, Terms: terms})
 	require.NoError(t, err)
 
 	p := r.settle(t)
@@ -445,12 +445,12 @@ func TestSettleDraw_AWinnerWhoCancelledDuringTheRetryIsNotAdmittedTwice(t *testi
 	require.NoError(t, err)
 	winner := first[0].UserID
 	// The cut-off attempt admitted rank 1 as order 1000...
-	res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, winner, 1000, activities.DrawClaimKey, seckill.TermsOf(*r.sale))
+	res, err := r.rs.ForDraw().Claim(ctx, r.sale.ID, winner, 1000, activities.DrawClaimKey, seckill.TermsBySKU(*r.sale)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	// ...which its buyer cancelled: the claim and the unit are back in
 	// Redis, and no row is written yet.
-	_, err = r.rs.Release(ctx, r.sale.ID, winner, 1000, nil)
+	_, err = r.rs.Release(ctx, r.sale.ID, winner, 1000, seckill.DefaultItem, nil)
 	require.NoError(t, err)
 
 	r.settleAll(t)

@@ -65,8 +65,8 @@ func TestShopEvents_EachTransitionIsToldAfterItHappened(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	sale := testenv.OpenSale(t, st, 2)
 	testenv.Warm(t, rs, sale, 2)
-	terms := seckill.Terms{PaymentTimeout: time.Hour, AmountCents: 990, Currency: "usd"}
-	_, err := rs.Claim(ctx, sale.ID, "ann", 2001, "", terms)
+	terms := seckill.Terms{PaymentTimeout: time.Hour, UnitPriceCents: 990, Currency: "usd"}
+	_, err := rs.Claim(ctx, sale.ID, "ann", 2001, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 
 	log := &shopLog{failN: 1}

@@ -384,7 +384,7 @@ func TestOrders_CancelOfAnOrderTheDrawAdmittedStartsItsSagaAsTheDraws(t *testing
 	saleID := r.createSale(t, 5)
 	won := idgen.At(time.Now().Add(-time.Second)) // never minted by the rig's generator
 	res, err := r.rs.ForDraw().Claim(ctx, saleID, "ann", won, "",
-		seckill.Terms{PaymentTimeout: 10 * time.Minute, AmountCents: 990, Currency: "usd"})
+		seckill.Terms{PaymentTimeout: 10 * time.Minute, UnitPriceCents: 990, Currency: "usd"}, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	bought := r.claim(t, saleID, "bob")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/pow"
 	"github.com/seckill/seckill/store"
 )
@@ -235,7 +236,7 @@ func TestProof_AConfiguredKeyAndAFutureStart(t *testing.T) {
 // does).
 func (r *handlerRig) storePoWSale(t *testing.T, stock int64, starts time.Time, lobby, warm bool) *seckill.Sale {
 	t.Helper()
-	n := seckill.NewSale{Name: "pow", PriceCents: 990, Currency: "usd", Stock: stock,
+	n := seckill.NewSale{Name: "pow", Currency: "usd", Variants: testenv.DefaultVariant("pow", 990, stock),
 		StartsAt: starts, EndsAt: starts.Add(time.Hour), PaymentTimeout: 10 * time.Minute, ProofDifficulty: 1000}
 	if lobby {
 		opens := starts.Add(-time.Hour)
@@ -251,7 +252,7 @@ func (r *handlerRig) storePoWSale(t *testing.T, stock int64, starts time.Time, l
 
 func (r *handlerRig) warm(t *testing.T, sale *seckill.Sale) {
 	t.Helper()
-	_, err := r.rs.Warm(t.Context(), seckill.WarmSpec{SaleID: sale.ID, Units: sale.Stock.Total,
+	_, err := r.rs.Warm(t.Context(), seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: sale.Stock.Total}},
 		StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt})
 	require.NoError(t, err)
 }
@@ -375,11 +376,11 @@ type flakyLobby struct {
 	fails atomic.Int32
 }
 
-func (f *flakyLobby) Enter(ctx context.Context, saleID int64, userID string) ([]byte, bool, error) {
+func (f *flakyLobby) Enter(ctx context.Context, saleID int64, userID string, item seckill.Item) (*seckill.LobbyEntry, bool, error) {
 	if f.fails.Add(-1) >= 0 {
 		return nil, false, errors.New("connection reset by peer")
 	}
-	return f.Store.Enter(ctx, saleID, userID)
+	return f.Store.Enter(ctx, saleID, userID, item)
 }
 
 // A lobby entry the database failed (500) decided nothing: the retry

@@ -27,14 +27,14 @@ type gatedRedis struct {
 	calls   int
 }
 
-func (g *gatedRedis) Claim(ctx context.Context, saleID int64, userID string, orderID int64, key string, terms seckill.Terms) (seckill.ClaimResult, error) {
+func (g *gatedRedis) Claim(ctx context.Context, saleID int64, userID string, orderID int64, key string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error) {
 	g.calls++
 	if g.calls == 1 {
 		close(g.first)
 		<-g.release
 		return seckill.ClaimResult{Outcome: seckill.SaleNotStarted}, nil
 	}
-	return g.Store.Claim(ctx, saleID, userID, orderID, key, terms)
+	return g.Store.Claim(ctx, saleID, userID, orderID, key, terms, item)
 }
 
 // Two copies of one claim (same Idempotency-Key, same proof) straddling
@@ -70,7 +70,7 @@ func TestProof_GivenBackAfterItsTwinDecidedStaysSpent(t *testing.T) {
 	// The order closes (cancelled, timed out): its saga releases the claim.
 	orderID, err := strconv.ParseInt(b.body["order_id"].(string), 10, 64)
 	require.NoError(t, err)
-	_, err = rs.Release(t.Context(), saleID, "ann", orderID, &seckill.NextOrder{ID: 77, Terms: seckill.Terms{}})
+	_, err = rs.Release(t.Context(), saleID, "ann", orderID, seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{77}, Terms: seckill.Terms{}})
 	require.NoError(t, err)
 
 	c := r.post(t, claimsPath(saleID), "ann", map[string]string{api.HeaderProof: proof})

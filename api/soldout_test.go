@@ -114,8 +114,8 @@ func TestSoldOutFlag_ReleaseClearsIt(t *testing.T) {
 	// Compensation returns alice's unit with the release script, which
 	// announces it.
 	order, _ := strconv.ParseInt(a.decoded.OrderID, 10, 64)
-	next := &seckill.NextOrder{ID: order + 1, Terms: seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 1, Currency: "usd"}}
-	if res, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, next); err != nil || !res.Now {
+	next := &seckill.NextOrder{IDs: []int64{order + 1}, Terms: seckill.Terms{PaymentTimeout: time.Minute, UnitPriceCents: 1, Currency: "usd"}}
+	if res, err := r.rstore.Release(context.Background(), r.tiny, "alice", order, seckill.DefaultItem, next); err != nil || !res.Now {
 		t.Fatalf("release: %+v %v", res, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -98,7 +98,7 @@ func TestOutboxOldestAge_IsTheOldestAdmissionNotYetAcknowledged(t *testing.T) {
 
 	// A claim admitted now, then one a relay read and did not acknowledge
 	// (still waiting for its saga).
-	res, err := e.rs.Claim(ctx, busy.ID, "alice", 1001, "", seckill.TermsOf(*busy))
+	res, err := e.rs.Claim(ctx, busy.ID, "alice", 1001, "", seckill.TermsBySKU(*busy)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	read, err := e.rs.ReadOutbox(ctx, redisstore.Outbox{SaleID: busy.ID}, "relay-1", 10, 10*time.Millisecond)
@@ -307,9 +307,9 @@ func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	}
 	require.Equal(t, 0.0, stranded(), "a fresh sale: every unit in stock")
 
-	terms := seckill.TermsOf(*sale)
+	terms := seckill.TermsBySKU(*sale)(seckill.DefaultSKU)
 	for i, user := range []string{"u1", "u2", "u3"} {
-		res, err := e.rs.Claim(ctx, sale.ID, user, int64(11+i), "", terms)
+		res, err := e.rs.Claim(ctx, sale.ID, user, int64(11+i), "", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 	}
@@ -321,7 +321,7 @@ func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	require.Equal(t, 0.0, stranded(), "orders awaiting payment and paid hold theirs")
 	require.NoError(t, e.rdb.HDel(ctx, e.rs.SaleKeys(sale.ID).Claims, "u2").Err())
 	require.Equal(t, 1.0, stranded(), "a paid order whose claim Redis lost: its unit is in no claim")
-	restored, err := e.rs.RestoreClaim(ctx, sale.ID, "u2", 12)
+	restored, err := e.rs.RestoreClaim(ctx, sale.ID, "u2", 12, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.True(t, restored)
 	require.Equal(t, 0.0, stranded(), "its claim written back (reconciliation's claim_missing)")
@@ -330,7 +330,7 @@ func TestSaleStrandedUnits_CountsUnitsNeitherInStockNorInAClaim(t *testing.T) {
 	_, err = e.st.CloseUnpaid(ctx, 11, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "a claim naming a CLOSED order still holds its unit, until reconciliation releases it")
-	_, err = e.rs.Release(ctx, sale.ID, "u1", 11, &seckill.NextOrder{ID: 100, Terms: terms})
+	_, err = e.rs.Release(ctx, sale.ID, "u1", 11, seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{100}, Terms: terms})
 	require.NoError(t, err)
 	require.Equal(t, 0.0, stranded(), "released: back in stock")
 

@@ -64,7 +64,7 @@ func TestSale_OneBadOrderDoesNotStopTheOthers(t *testing.T) {
 		id := int64(1000 + i)
 		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: now.Add(-time.Minute)})
 		require.NoError(t, err)
-		_, err = rs.RestoreClaim(ctx, sale.ID, user, id)
+		_, err = rs.RestoreClaim(ctx, sale.ID, user, id, seckill.DefaultItem)
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
@@ -94,10 +94,10 @@ func TestSale_StartsTheMissingSagaOfADrawnClaimAsTheDraws(t *testing.T) {
 	sale := testenv.OpenSale(t, st, 5)
 	testenv.Warm(t, rs, sale, 5)
 	won, bought := idgen.At(time.Now().Add(-time.Minute)), idgen.At(time.Now().Add(-time.Minute))+1
-	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsOf(*sale))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsBySKU(*sale)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
-	res, err = rs.Claim(ctx, sale.ID, "buyer", bought, "", seckill.TermsOf(*sale))
+	res, err = rs.Claim(ctx, sale.ID, "buyer", bought, "", seckill.TermsBySKU(*sale)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	temporal := &sagas{}
@@ -124,7 +124,7 @@ func TestSale_AClaimWhoseAdmissionCannotBeReadWaitsForTheNextPass(t *testing.T) 
 	sale := testenv.OpenSale(t, st, 5)
 	testenv.Warm(t, rs, sale, 5)
 	won := idgen.At(time.Now().Add(-time.Minute))
-	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsOf(*sale))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "winner", won, "", seckill.TermsBySKU(*sale)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 	require.NoError(t, rdb.HSet(ctx, rs.SaleKeys(sale.ID).Admitted, strconv.FormatInt(won, 10), "garbled").Err())
@@ -150,13 +150,13 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	sale := testenv.OpenSale(t, st, 3)
 	testenv.Warm(t, rs, sale, 0)
 	for _, u := range []string{"ann", "bob"} {
-		j, err := rs.Join(ctx, sale.ID, u, 10, 0, seckill.TermsOf(*sale))
+		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultSKU, 10, 0, seckill.TermsBySKU(*sale)(seckill.DefaultSKU))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}
 	// The counter comes back with the database's 3 units.
 	require.NoError(t, rdb.Del(ctx, rs.SaleKeys(sale.ID).Stock).Err())
-	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 3}}, StartsAt: sale.StartsAt, EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	var next atomic.Int64
 	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
@@ -204,10 +204,10 @@ func TestSale_NeverRestoresTheClaimOfAnOrderReleasedDuringThePass(t *testing.T) 
 	require.Len(t, orders, 1)
 	_, err = st.CloseUnpaid(ctx, 1000, seckill.ClosePaymentTimeout, "", "", time.Now())
 	require.NoError(t, err)
-	_, err = rs.Release(ctx, sale.ID, "ann", 1000, &seckill.NextOrder{ID: 7000, Terms: seckill.TermsOf(*sale)})
+	_, err = rs.Release(ctx, sale.ID, "ann", 1000, seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{7000}, Terms: seckill.TermsBySKU(*sale)(seckill.DefaultSKU)})
 	require.NoError(t, err)
 	// The pass writes back the claim it found missing.
-	restored, err := rs.RestoreClaim(ctx, sale.ID, "ann", 1000)
+	restored, err := rs.RestoreClaim(ctx, sale.ID, "ann", 1000, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.False(t, restored, "the order was released: its claim is not written back")
 

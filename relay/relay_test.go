@@ -53,11 +53,11 @@ func admitAll(t *testing.T, rs *redisstore.Store, saleID, units int64) {
 	t.Helper()
 	ctx := t.Context()
 	now := time.Now()
-	_, err := rs.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Units: units, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	_, err := rs.Warm(ctx, seckill.WarmSpec{SaleID: saleID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
 	require.NoError(t, err)
-	terms := seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
+	terms := seckill.Terms{PaymentTimeout: time.Minute, UnitPriceCents: 990, Currency: "usd"}
 	for i := int64(1); i <= units; i++ {
-		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms)
+		res, err := rs.Claim(ctx, saleID, "u"+strconv.FormatInt(i, 10), i, "", terms, seckill.DefaultItem)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Admitted, res.Outcome)
 	}

@@ -31,7 +31,7 @@ func TestCheck_RewarmsWhatRedisLostAndNothingElse(t *testing.T) {
 	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: lost, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 	// The live sale's counter says 2 (claims in flight): it stays 2.
-	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: live, Units: 2, StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour)})
+	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: live, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 2}}, StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour)})
 	require.NoError(t, err)
 
 	w := warmup.New(st, rs, 20*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -64,21 +64,21 @@ func TestCheck_OpensADrawnSaleLoadedHeldBack(t *testing.T) {
 	ctx := t.Context()
 	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3))
 	// The re-warm's snapshot: not drawn yet, so loaded held back.
-	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Units: 3, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt}, nil)
+	_, err := rs.Rewarm(ctx, seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 3}}, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt}, nil)
 	require.NoError(t, err)
 	// The draw (an empty lobby) finishes.
 	require.NoError(t, st.CloseLobby(ctx, sale.ID))
 	require.NoError(t, st.MarkRanked(ctx, sale.ID, 0))
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
-	terms := seckill.Terms{PaymentTimeout: time.Minute, AmountCents: 990, Currency: "usd"}
-	res, err := rs.Claim(ctx, sale.ID, "held", 1, "", terms)
+	terms := seckill.Terms{PaymentTimeout: time.Minute, UnitPriceCents: 990, Currency: "usd"}
+	res, err := rs.Claim(ctx, sale.ID, "held", 1, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.SaleNotStarted, res.Outcome, "held back, as the race leaves it")
 
 	w := warmup.New(st, rs, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	_, err = w.Check(ctx)
 	require.NoError(t, err)
-	res, err = rs.Claim(ctx, sale.ID, "held", 2, "", terms)
+	res, err = rs.Claim(ctx, sale.ID, "held", 2, "", terms, seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "the drawn sale is open after the pass")
 }
@@ -159,7 +159,7 @@ func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
 	backlog, err := rs.OutboxBacklog(ctx, []int64{sale.ID})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), backlog, "ann's admission is on its way to her saga")
-	res, err := rs.Claim(ctx, sale.ID, "carl", 6001, "", seckill.TermsOf(*sale))
+	res, err := rs.Claim(ctx, sale.ID, "carl", 6001, "", seckill.TermsBySKU(*sale)(seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "then claims are open")
 }
