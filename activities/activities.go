@@ -148,7 +148,7 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	err := a.withStockSlot(ctx, func() (err error) {
 		o, _, err = a.store.StartOrder(ctx, store.NewOrder{
 			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
-			TraceParent: tracing.TraceParent(ctx), Drawn: in.Drawn,
+			TraceParent: tracing.TraceParent(ctx), Drawn: in.Drawn, Item: in.Item.OrDefault(),
 		})
 		return err
 	})
@@ -156,6 +156,11 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	case errors.Is(err, seckill.ErrNotFound):
 		return seckill.StartOrderResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("sale %d does not exist", in.SaleID), seckill.ErrTypeSaleNotFound, err)
+	case errors.Is(err, store.ErrVariantNotFound):
+		// Redis admits only the sale's variants: an input naming another
+		// is not one a retry can fix.
+		return seckill.StartOrderResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("sale %d has no variant %q", in.SaleID, in.Item.OrDefault().SKU), seckill.ErrTypeSaleNotFound, err)
 	case errors.Is(err, store.ErrActiveOrderExists):
 		// Redis admitted a second active claim for this user (possible only
 		// after Redis lost its claims); the database refused it, and wrote it

@@ -259,6 +259,11 @@ func FuzzClaim(f *testing.F) {
 		}
 		validKey := wireIdem == "" || api.ValidIdempotencyKey(wireIdem)
 		switch {
+		case validUser && target != 0 && !oneDefaultUnit(body):
+			// The rig's sales have one variant, "default", and a limit of 1.
+			if a.decoded.Code != seckill.CodeInvalidRequest {
+				t.Fatalf("body %q: %d %s", body, a.status, a.body)
+			}
 		case !validUser:
 			if a.status != http.StatusUnauthorized {
 				t.Fatalf("no valid token (auth %q): %d %s", bearer, a.status, a.body)
@@ -326,7 +331,7 @@ func FuzzClaim(f *testing.F) {
 				t.Fatalf("SOLD_OUT with %d remaining", before.remaining)
 			}
 		}
-		if wireIdem != "" && validKey && validUser {
+		if wireIdem != "" && validKey && validUser && oneDefaultUnit(body) { // a refused body decided nothing
 			again := r.send(t, path, bearer, idem, body)
 			if !again.replayed {
 				t.Fatalf("second send of key %q not marked Idempotent-Replayed", idem)
@@ -339,4 +344,22 @@ func FuzzClaim(f *testing.F) {
 			}
 		}
 	})
+}
+
+// oneDefaultUnit reports whether body is a claim's body the rig's sales
+// accept: none, or {"sku": "default", "quantity": 1} with either left out
+// (unknown fields are ignored, as encoding/json does).
+func oneDefaultUnit(body []byte) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	var r struct {
+		SKU      *string `json:"sku"`
+		Quantity *int64  `json:"quantity"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&r); err != nil || dec.More() {
+		return false
+	}
+	return (r.SKU == nil || *r.SKU == seckill.DefaultSKU) && (r.Quantity == nil || *r.Quantity == 1)
 }

@@ -157,9 +157,11 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 	if err != nil {
 		return nil, err
 	}
+	item := adm.Item.OrDefault()
+	terms, _ := seckill.TermsOf(sale, item.SKU)
 	o := &seckill.Order{
-		ID: id, SaleID: adm.SaleID, UserID: adm.UserID, Status: seckill.StatusQueued,
-		AmountCents: sale.PriceCents, Currency: sale.Currency, CreatedAt: idgen.Time(id), Drawn: adm.Drawn,
+		ID: id, SaleID: adm.SaleID, UserID: adm.UserID, Item: item, Status: seckill.StatusQueued,
+		AmountCents: terms.Amount(item.Quantity), Currency: sale.Currency, CreatedAt: idgen.Time(id), Drawn: adm.Drawn,
 	}
 	if !adm.PayBy.IsZero() {
 		o.PayBy = &adm.PayBy
@@ -223,7 +225,7 @@ func (s *Server) cancelOrder(c *fiber.Ctx) error {
 		return seckill.Errorf(seckill.CodeOrderNotCancellable, "the order is %s", o.Status)
 	}
 	in := seckill.SagaInput{OrderID: o.ID, SaleID: o.SaleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-		AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
+		AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn, Item: o.Item}
 	if o.PayBy != nil {
 		in.PayBy = *o.PayBy
 	}

@@ -264,7 +264,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 		if ok {
 			// The draw's admission stays the draw's, as its outbox entry
 			// would have said.
-			in.PayBy, in.Drawn = adm.PayBy, adm.Drawn
+			in.PayBy, in.Drawn, in.Item = adm.PayBy, adm.Drawn, adm.Item
 		}
 		err = r.Sagas.Start(ctx, in)
 		report(seckill.Drift{Kind: seckill.DriftClaimWithoutSaga, SaleID: saleID, OrderID: orderID, Fixed: err == nil,
@@ -309,7 +309,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			}
 		}
 		in := seckill.SagaInput{OrderID: o.ID, SaleID: saleID, UserID: o.UserID, AdmittedAt: o.CreatedAt,
-			AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn}
+			AmountCents: o.AmountCents, Currency: o.Currency, Drawn: o.Drawn, Item: o.Item}
 		if o.PayBy != nil {
 			in.PayBy = *o.PayBy
 		}

@@ -170,7 +170,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	require.True(t, drifts[0].Fixed)
 	counts, err := rs.Counts(ctx, []int64{sale.ID})
 	require.NoError(t, err)
-	require.Equal(t, seckill.SaleCounts{Remaining: 1, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
+	require.Equal(t, seckill.SaleCounts{Remaining: 1, Variants: map[string]int64{seckill.DefaultSKU: 1}, Waiting: 0, FromWaitlist: 2}, counts[sale.ID])
 	for _, u := range []string{"ann", "bob"} {
 		id, err := rs.ClaimOf(ctx, sale.ID, u)
 		require.NoError(t, err)

@@ -180,7 +180,7 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 
 	if err := workflow.ExecuteLocalActivity(ctx, a.StartOrder, seckill.StartOrderInput{
 		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, AdmittedAt: s.in.AdmittedAt, PayBy: s.in.PayBy,
-		Drawn: s.in.Drawn,
+		Drawn: s.in.Drawn, Item: s.in.Item,
 	}).Get(ctx, &s.order); err != nil {
 		return seckill.SagaResult{}, err
 	}
@@ -390,7 +390,7 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 		Counter(seckill.MetricSagaCompensations).Inc(1)
 	var reason seckill.CloseReason
 	err := workflow.ExecuteLocalActivity(ctx, a.ReleaseOrder, seckill.ReleaseOrderInput{
-		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID,
+		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, Item: s.in.Item,
 		Reason: d.closeAs, ClosedAt: workflow.Now(ctx).UTC(), EventID: d.event, IntentID: s.intent,
 	}).Get(ctx, &reason)
 	if isErrorType(err, seckill.ErrTypeOrderPaid) {
@@ -452,7 +452,7 @@ func (s *orderSaga) awaitOwnPayment(ctx workflow.Context, paid seckill.Intent) s
 
 func (s *orderSaga) releaseClaim(ctx workflow.Context, returnUnit bool) error {
 	return workflow.ExecuteLocalActivity(ctx, a.ReleaseClaim, seckill.ReleaseClaimInput{
-		SaleID: s.in.SaleID, OrderID: s.in.OrderID, UserID: s.in.UserID, ReturnUnit: returnUnit,
+		SaleID: s.in.SaleID, OrderID: s.in.OrderID, UserID: s.in.UserID, Item: s.in.Item, ReturnUnit: returnUnit,
 	}).Get(ctx, nil)
 }
 
