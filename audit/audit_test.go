@@ -59,7 +59,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 0)
-	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, seckill.TermsOf(*sale))
+	j, err := rs.Join(ctx, sale.ID, "ann", seckill.DefaultSKU, 10, 0, termsOf(t, sale, seckill.DefaultSKU))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
@@ -69,7 +69,15 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), rep.Waiting)
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "1 units in stock while 1 buyers wait")
+	require.Contains(t, rep.String(), "variant default: 1 units in stock while 1 buyers wait")
+}
+
+// termsOf are the terms of sale's variant sku.
+func termsOf(t *testing.T, sale *seckill.Sale, sku string) seckill.Terms {
+	t.Helper()
+	terms, ok := seckill.TermsOf(*sale, sku)
+	require.True(t, ok, "sale %d has no variant %s", sale.ID, sku)
+	return terms
 }
 
 // failed lists the invariants rep finds broken.
@@ -98,7 +106,7 @@ func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(10), rep.Stock.Remaining, "counted once")
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "move b-stopped of 3 units from segment 1 given to segment 0, not forgotten")
+	require.Contains(t, rep.String(), "variant default: move b-stopped of 3 units from segment 1 given to segment 0, not forgotten")
 }
 
 // Invariants 5 and 8 are checked from the payment events: a payment kept
@@ -194,7 +202,7 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 			rank+1, seckill.EntryWon, old+int64(rank), sale.ID, u).Error)
 	}
 	// bob's admission is in Redis, on its way to its saga.
-	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", seckill.TermsOf(*sale))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", termsOf(t, sale, seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 
