@@ -641,13 +641,14 @@ func paidInTime(f *facts) Check {
 }
 
 // drawToldTheTruth checks invariant 9 on a sale whose draw is done: every
-// entrant told WON names an order, and every order the draw admitted
-// (orders.drawn) is the one its buyer's entry names, as WON (or WAITING,
-// for an entrant the waitlist served at once), never held by an entrant
-// told LOST, or by nobody the draw recorded. While the draw runs, the
+// entrant told WON names an order of theirs holding the item they entered
+// for, and every order the draw admitted (orders.drawn) is the one its
+// buyer's entry names, as WON (or WAITING, for an entrant the waitlist
+// served at once), never held by an entrant told LOST, or by nobody the
+// draw recorded. While the draw runs, the
 // batch being settled holds admissions not yet recorded: not checked.
 func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, error) {
-	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, LOST and WAITING hold no order of the draw's)"}
+	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, of its variant and quantity; LOST and WAITING hold no order of the draw's)"}
 	var state *string
 	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state FROM sales WHERE id = ?`, saleID).Scan(&state).Error; err != nil {
 		return c, fmt.Errorf("read the draw's state: %w", err)
@@ -679,6 +680,30 @@ func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, er
 	}
 	for _, e := range othersOrder {
 		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s) is told order %d, which is %s's", e.Rank, e.UserID, e.OrderID, e.Holder))
+	}
+	// A winner's order holds what their entry asked for (the draw claims
+	// the entry's item); an entrant the waitlist served holds a unit of
+	// the variant they entered for (a waitlist gives one unit a buyer).
+	var otherItem []struct {
+		Rank          int
+		UserID        string
+		OrderID       int64
+		Outcome       string
+		SKU           string `gorm:"column:sku"`
+		Quantity      int
+		OrderSKU      string `gorm:"column:order_sku"`
+		OrderQuantity int
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.rank, e.user_id, e.order_id, e.outcome, e.sku, e.quantity, o.sku AS order_sku, o.quantity AS order_quantity
+		FROM lobby_entries e JOIN orders o ON o.id = e.order_id AND o.user_id = e.user_id AND o.sale_id = e.sale_id
+		WHERE e.sale_id = ? AND (e.outcome = 'WON' AND (o.sku <> e.sku OR o.quantity <> e.quantity) OR e.outcome = 'WAITING' AND o.sku <> e.sku)
+		ORDER BY e.rank`, saleID).Scan(&otherItem).Error; err != nil {
+		return c, fmt.Errorf("read the draw's orders by item: %w", err)
+	}
+	for _, e := range otherItem {
+		asked, holds := seckill.Item{SKU: e.SKU, Quantity: e.Quantity}, seckill.Item{SKU: e.OrderSKU, Quantity: e.OrderQuantity}
+		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s), told %s, entered for %s, but order %d holds %s",
+			e.Rank, e.UserID, e.Outcome, asked, e.OrderID, holds))
 	}
 	var misinformed []struct {
 		OrderID int64

@@ -450,6 +450,34 @@ func TestRun_FailsAVariantWhoseSplitDoesNotAddUp(t *testing.T) {
 	require.Contains(t, rep.String(), "variant blue: available 3 + locked 0 + sold 0 != total 4")
 }
 
+// A draw winner's order holds what their entry asked for (invariant 9):
+// a winner told WON with an order of their own, admitted by the draw, but
+// of another quantity fails.
+func TestRun_FailsADrawWinnerWhoseOrderHoldsAnotherItem(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob"))
+	testenv.Warm(t, rs, sale, 3)
+	base := idgen.At(time.Now())
+	won := func(rank int, user string, id int64, item seckill.Item) {
+		t.Helper()
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: time.Now().UTC(), Drawn: true, Item: item})
+		require.NoError(t, err)
+		exec(t, st, `UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+			rank, seckill.EntryWon, id, sale.ID, user)
+	}
+	won(1, "ann", base+1, seckill.DefaultItem)
+	won(2, "bob", base+2, seckill.Item{SKU: seckill.DefaultSKU, Quantity: 2}) // entered for one unit
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+
+	rep := audited(t, st, rs, sale)
+
+	require.Contains(t, failed(rep), 9, "%s", rep)
+	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 2 (bob), told WON, entered for 1 x default, but order %d holds 2 x default", base+2))
+	require.NotContains(t, rep.String(), "(ann)")
+}
+
 // A buyer waits in the line of one variant: units of another in stock
 // are not stranded (invariant 7), and the sale is at rest and passes.
 // Once every variant has units in stock while someone waits (a unit of
