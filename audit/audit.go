@@ -30,11 +30,19 @@ type Check struct {
 
 // Report is the audit of one sale.
 type Report struct {
-	SaleID int64          `json:"sale_id,string"` // a string, as every ID in the API
-	AtRest bool           `json:"at_rest"`
-	Stock  seckill.Stock  `json:"stock"`
-	Orders map[string]int `json:"orders"`
-	// Waiting is the length of the sale's waitlist (Redis).
+	SaleID int64 `json:"sale_id,string"` // a string, as every ID in the API
+	AtRest bool  `json:"at_rest"`
+	// Stock is the sale's units summed over its variants; Variants are
+	// each variant's, in the sale's order (docs/DESIGN.md invariant 1:
+	// the invariants hold per variant, in units).
+	Stock    seckill.Stock  `json:"stock"`
+	Variants []VariantStock `json:"variants"`
+	// Orders counts the sale's orders by status; Units the units they
+	// hold (each order its quantity), by status.
+	Orders map[string]int   `json:"orders"`
+	Units  map[string]int64 `json:"units"`
+	// Waiting is the length of the sale's waitlist (Redis), over its
+	// variants' lines.
 	Waiting int64 `json:"waiting"`
 	// PaymentsHeld counts the payments for an order never written that
 	// delivery still holds (within Options.Hold of the
@@ -42,6 +50,16 @@ type Report struct {
 	// any is held.
 	PaymentsHeld int     `json:"payments_held"`
 	Checks       []Check `json:"checks"`
+}
+
+// VariantStock is one variant's figures, in units: its split in the
+// database with its Redis stock (Stock.Remaining: the segments' stock and
+// the units in flight between them, each once), and the units Redis'
+// claims hold of it.
+type VariantStock struct {
+	SKU     string        `json:"sku"`
+	Stock   seckill.Stock `json:"stock"`
+	Claimed int64         `json:"claimed"`
 }
 
 // OK reports whether every check passed.
@@ -75,6 +93,8 @@ type Auditor struct {
 type orderRow struct {
 	ID              int64
 	UserID          string
+	SKU             string `gorm:"column:sku"`
+	Quantity        int64
 	Status          string
 	CloseReason     *string
 	StockLocked     bool
@@ -114,141 +134,295 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	if opts.Grace <= 0 {
 		opts.Grace = 60 * time.Second
 	}
-	now := time.Now()
-	rep := &Report{SaleID: saleID, Orders: map[string]int{}}
-
-	// Postgres.
-	var sale struct {
-		Total, Available, Locked, Sold int64
-		PaymentTimeoutSeconds          int64
-		EndsAt                         time.Time
-		StockSegments                  int
+	f, err := a.read(ctx, saleID, opts)
+	if err != nil {
+		return nil, err
 	}
-	if err := a.DB.WithContext(ctx).Raw(`SELECT total, available, locked, sold, payment_timeout_seconds, ends_at, stock_segments FROM sales WHERE id = ?`, saleID).
-		Scan(&sale).Error; err != nil {
+	rep := f.report()
+	rep.Checks = append(rep.Checks, finish(noOversell(f)), finish(redisMatchesAtRest(f, rep.AtRest)), finish(oneActiveOrder(f)))
+	c4, err := a.everyClaimEnds(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	c5, held := everyPaymentEnds(f)
+	rep.PaymentsHeld = held
+	rep.AtRest = rep.AtRest && held == 0
+	rep.Checks = append(rep.Checks, finish(c4), finish(c5), finish(noStockCreated(f)), finish(countedOnce(f, rep.AtRest)), finish(paidInTime(f)))
+	c9, err := a.drawToldTheTruth(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	rep.Checks = append(rep.Checks, finish(c9))
+	return rep, nil
+}
+
+// facts are what one audit reads of a sale: the database first, then
+// Redis (a unit on its way between them is in Redis' claims before its
+// order holds it, never in neither), and what follows from them.
+type facts struct {
+	saleID int64
+	now    time.Time
+	opts   Options
+	sale   saleRow
+	// variants are the sale's, in its order; units are the units its
+	// orders hold of each (by sku), as its variants' counts must say.
+	variants []variantRow
+	units    map[string]*orderUnits
+	orders   []orderRow
+	byID     map[int64]orderRow
+	// active are the order ids of each user's orders that are not CLOSED.
+	active map[string][]int64
+	queued int
+	events []eventRow
+
+	// Redis. warmed: every segment of every variant is loaded; held is
+	// then what Redis holds of the sale, per variant (seckill.Held: the
+	// one count of invariant 7).
+	warmed  bool
+	held    seckill.Held
+	claims  map[string]int64
+	outbox  int64
+	waiting int64
+	moves   []seckill.Move
+	// claimsMatch: Redis' claims are exactly the active orders, by user
+	// and order id.
+	claimsMatch bool
+}
+
+type saleRow struct {
+	ID                    int64
+	PaymentTimeoutSeconds int64
+	EndsAt                time.Time
+	StockSegments         int
+}
+
+// variantRow is a variant's split in the database, in units.
+type variantRow struct {
+	SKU                            string `gorm:"column:sku"`
+	Total, Available, Locked, Sold int64
+}
+
+// orderUnits are the units the orders of one variant hold: those PAID
+// (as sold must count them), those holding stock (stock_locked, as locked
+// must count them), and those of every order not CLOSED (as Redis' claims
+// hold them at rest).
+type orderUnits struct {
+	paid, holding, active int64
+	paidOrders, holders   int
+}
+
+// read reads the sale from the database and Redis.
+func (a *Auditor) read(ctx context.Context, saleID int64, opts Options) (*facts, error) {
+	f := &facts{saleID: saleID, now: time.Now(), opts: opts, units: map[string]*orderUnits{}, byID: map[int64]orderRow{}, active: map[string][]int64{}}
+	db := a.DB.WithContext(ctx)
+	if err := db.Raw(`SELECT id, payment_timeout_seconds, ends_at, stock_segments FROM sales WHERE id = ?`, saleID).
+		Scan(&f.sale).Error; err != nil {
 		return nil, fmt.Errorf("read sale: %w", err)
 	}
-	if sale.Total == 0 {
+	if f.sale.ID == 0 {
 		return nil, fmt.Errorf("sale %d: %w", saleID, seckill.ErrNotFound)
 	}
-	a.Redis.KnowSegments(saleID, sale.StockSegments)
-	var orders []orderRow
-	if err := a.DB.WithContext(ctx).Raw(`SELECT id, user_id, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id,
+	if err := db.Raw(`SELECT sku, total, available, locked, sold FROM sale_variants WHERE sale_id = ? ORDER BY position`, saleID).
+		Scan(&f.variants).Error; err != nil {
+		return nil, fmt.Errorf("read the sale's variants: %w", err)
+	}
+	if len(f.variants) == 0 {
+		return nil, fmt.Errorf("sale %d has no variant", saleID)
+	}
+	if err := db.Raw(`SELECT id, user_id, sku, quantity, status, close_reason, stock_locked, pay_by, created_at, payment_intent_id,
 			EXISTS (SELECT 1 FROM payment_intents pi WHERE pi.order_id = orders.id) AS has_intent
-		FROM orders WHERE sale_id = ?`, saleID).Scan(&orders).Error; err != nil {
+		FROM orders WHERE sale_id = ?`, saleID).Scan(&f.orders).Error; err != nil {
 		return nil, fmt.Errorf("read orders: %w", err)
 	}
 	// Every successful payment of the sale's orders, and every one naming
 	// an order that has no row (no sale's orders lead to those: each
 	// sale's audit reports them).
-	var events []eventRow
-	if err := a.DB.WithContext(ctx).Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.amount_cents, e.currency, e.outcome, e.received_at,
+	if err := db.Raw(`SELECT e.id, e.order_id, e.payment_intent_id, e.amount_cents, e.currency, e.outcome, e.received_at,
 			r.status AS refund_status, COALESCE(o.status, '') AS status, o.close_reason, o.pay_by, o.closed_at, o.awaiting_at,
 			COALESCE(o.amount_cents, 0) AS order_amount, COALESCE(o.currency, '') AS order_currency, o.payment_intent_id AS paid_with
 		FROM payment_events e LEFT JOIN orders o ON o.id = e.order_id
 		LEFT JOIN refunds r ON r.event_id = e.id
 		WHERE e.type = ? AND e.order_id IS NOT NULL AND (o.sale_id = ? OR o.id IS NULL)`,
-		string(seckill.PaymentSucceeded), saleID).Scan(&events).Error; err != nil {
+		string(seckill.PaymentSucceeded), saleID).Scan(&f.events).Error; err != nil {
 		return nil, fmt.Errorf("read payment events: %w", err)
 	}
+	f.tally()
+	return f, a.readRedis(ctx, f)
+}
 
-	// Redis.
-	remaining, warmed, err := a.Redis.Remaining(ctx, saleID)
-	if err != nil {
-		return nil, err
+// tally sums the orders by user and by variant.
+func (f *facts) tally() {
+	for _, v := range f.variants {
+		f.units[v.SKU] = &orderUnits{}
 	}
-	claims, err := a.Redis.Claims(ctx, saleID)
-	if err != nil {
-		return nil, err
-	}
-	outboxLen, err := a.Redis.OutboxBacklog(ctx, []int64{saleID})
-	if err != nil {
-		return nil, err
-	}
-	counts, err := a.Redis.Counts(ctx, []int64{saleID})
-	if err != nil {
-		return nil, err
-	}
-	rep.Waiting = counts[saleID].Waiting
-
-	rep.Stock = seckill.Stock{Total: sale.Total, Remaining: remaining, Available: sale.Available, Locked: sale.Locked, Sold: sale.Sold}
-	byID := map[int64]orderRow{}
-	active := map[string][]int64{}
-	var paid, holding int64
-	queued := 0
-	for _, o := range orders {
-		rep.Orders[o.Status]++
-		byID[o.ID] = o
+	for _, o := range f.orders {
+		f.byID[o.ID] = o
+		u := f.units[o.SKU]
+		if u == nil { // no such variant: noOversell names it
+			u = &orderUnits{}
+			f.units[o.SKU] = u
+		}
 		if o.Status != string(seckill.StatusClosed) {
-			active[o.UserID] = append(active[o.UserID], o.ID)
+			f.active[o.UserID] = append(f.active[o.UserID], o.ID)
+			u.active += o.Quantity
 		}
 		if o.Status == string(seckill.StatusPaid) {
-			paid++
+			u.paid += o.Quantity
+			u.paidOrders++
 		}
 		if o.StockLocked {
-			holding++
+			u.holding += o.Quantity
+			u.holders++
 		}
 		if o.Status == string(seckill.StatusQueued) {
-			queued++
+			f.queued++
 		}
 	}
-	// At rest: nothing admitted waits for its saga, nothing written waits
-	// for its unit, and Redis' claims are exactly the active orders.
-	claimsMatch := len(claims) == len(active)
-	for user, ids := range active {
-		if claims[user] != ids[0] {
-			claimsMatch = false
+}
+
+// readRedis reads what Redis holds of the sale: its stock and claims per
+// variant in one read (UnitsHeld), then the claims by user, the outbox,
+// the waitlist and the moves between segments.
+func (a *Auditor) readRedis(ctx context.Context, f *facts) error {
+	skus := make([]string, len(f.variants))
+	for i, v := range f.variants {
+		skus[i] = v.SKU
+	}
+	a.Redis.KnowSegments(f.saleID, f.sale.StockSegments)
+	a.Redis.KnowSKUs(f.saleID, skus)
+	held, err := a.Redis.UnitsHeld(ctx, []int64{f.saleID}, f.now.Add(-f.opts.Grace))
+	if err != nil {
+		return err
+	}
+	f.held, f.warmed = held[f.saleID]
+	if f.claims, err = a.Redis.Claims(ctx, f.saleID); err != nil {
+		return err
+	}
+	if f.outbox, err = a.Redis.OutboxBacklog(ctx, []int64{f.saleID}); err != nil {
+		return err
+	}
+	if f.waiting, err = a.Redis.Waiting(ctx, f.saleID); err != nil {
+		return err
+	}
+	if f.moves, err = a.Redis.Moves(ctx, f.saleID); err != nil {
+		return err
+	}
+	f.claimsMatch = len(f.claims) == len(f.active)
+	for user, ids := range f.active {
+		if f.claims[user] != ids[0] {
+			f.claimsMatch = false
 		}
 	}
-	rep.AtRest = warmed && outboxLen == 0 && queued == 0 && claimsMatch
+	return nil
+}
 
-	// 1. No oversell.
-	c1 := Check{Invariant: 1, Name: "no oversell: sold+locked <= total, total = available+locked+sold, counts match orders"}
-	if sale.Sold+sale.Locked > sale.Total {
-		c1.Violations = append(c1.Violations, fmt.Sprintf("sold %d + locked %d > total %d", sale.Sold, sale.Locked, sale.Total))
+// report is the report's figures. At rest: nothing admitted waits for its
+// saga, nothing written waits for its units, and Redis' claims are exactly
+// the active orders (payments held are weighed later).
+func (f *facts) report() *Report {
+	rep := &Report{SaleID: f.saleID, Orders: map[string]int{}, Units: map[string]int64{}, Waiting: f.waiting,
+		AtRest: f.warmed && f.outbox == 0 && f.queued == 0 && f.claimsMatch}
+	for _, o := range f.orders {
+		rep.Orders[o.Status]++
+		rep.Units[o.Status] += o.Quantity
 	}
-	if sale.Available+sale.Locked+sale.Sold != sale.Total {
-		c1.Violations = append(c1.Violations, fmt.Sprintf("available %d + locked %d + sold %d != total %d", sale.Available, sale.Locked, sale.Sold, sale.Total))
+	for _, v := range f.variants {
+		h := f.heldOf(v.SKU)
+		vs := VariantStock{SKU: v.SKU, Claimed: h.Claimed,
+			Stock: seckill.Stock{Total: v.Total, Remaining: h.Stock, Available: v.Available, Locked: v.Locked, Sold: v.Sold}}
+		rep.Variants = append(rep.Variants, vs)
+		rep.Stock.Total += vs.Stock.Total
+		rep.Stock.Remaining += vs.Stock.Remaining
+		rep.Stock.Available += vs.Stock.Available
+		rep.Stock.Locked += vs.Stock.Locked
+		rep.Stock.Sold += vs.Stock.Sold
 	}
-	if paid != sale.Sold {
-		c1.Violations = append(c1.Violations, fmt.Sprintf("%d PAID orders but sold = %d", paid, sale.Sold))
-	}
-	if holding != sale.Locked {
-		c1.Violations = append(c1.Violations, fmt.Sprintf("%d orders hold a unit but locked = %d", holding, sale.Locked))
-	}
-	rep.Checks = append(rep.Checks, finish(c1))
+	return rep
+}
 
-	// 2. At rest, Redis remaining (stocks and units in flight between
-	// segments, each once) == DB available.
-	c2 := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available"}
+// heldOf is what Redis holds of variant sku (zero when the sale is not
+// warmed).
+func (f *facts) heldOf(sku string) seckill.Held { return f.held.Variants[sku] }
+
+// noOversell checks invariant 1 per variant, in units: the split adds up
+// and never sells more than the total, sold counts the units of the PAID
+// orders and locked those of the orders holding stock.
+func noOversell(f *facts) Check {
+	c := Check{Invariant: 1, Name: "no oversell, per variant in units: sold+locked <= total, total = available+locked+sold, sold and locked count the orders' units"}
+	for _, v := range f.variants {
+		u := f.units[v.SKU]
+		if v.Sold+v.Locked > v.Total {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: sold %d + locked %d > total %d", v.SKU, v.Sold, v.Locked, v.Total))
+		}
+		if v.Available+v.Locked+v.Sold != v.Total {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: available %d + locked %d + sold %d != total %d", v.SKU, v.Available, v.Locked, v.Sold, v.Total))
+		}
+		if u.paid != v.Sold {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: %d PAID orders hold %d units but sold = %d", v.SKU, u.paidOrders, u.paid, v.Sold))
+		}
+		if u.holding != v.Locked {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: %d orders holding stock hold %d units but locked = %d", v.SKU, u.holders, u.holding, v.Locked))
+		}
+	}
+	for _, o := range f.orders {
+		if !f.hasVariant(o.SKU) {
+			c.Violations = append(c.Violations, fmt.Sprintf("order %d holds %d units of variant %s, which the sale does not have", o.ID, o.Quantity, o.SKU))
+		}
+	}
+	return c
+}
+
+func (f *facts) hasVariant(sku string) bool {
+	for _, v := range f.variants {
+		if v.SKU == sku {
+			return true
+		}
+	}
+	return false
+}
+
+// redisMatchesAtRest checks invariant 2 per variant: at rest, Redis'
+// remaining (its stocks and the units in flight between segments, each
+// once) is the database's available.
+func redisMatchesAtRest(f *facts, atRest bool) Check {
+	c := Check{Invariant: 2, Name: "at rest: Redis remaining == DB available, per variant"}
 	switch {
-	case !warmed:
-		c2.Violations = append(c2.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY + 5 s; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
-	case rep.AtRest && remaining != sale.Available:
-		c2.Violations = append(c2.Violations, fmt.Sprintf("remaining %d != available %d", remaining, sale.Available))
-	case !rep.AtRest:
-		c2.Violations = append(c2.Violations, fmt.Sprintf("not at rest: %d outbox entries, %d QUEUED orders, claims match orders: %v",
-			outboxLen, queued, claimsMatch))
-	}
-	rep.Checks = append(rep.Checks, finish(c2))
-
-	// 3. One active order per user.
-	c3 := Check{Invariant: 3, Name: "one active order per (sale, user)"}
-	for user, ids := range active {
-		if len(ids) > 1 {
-			c3.Violations = append(c3.Violations, fmt.Sprintf("user %s has %d active orders %v", user, len(ids), ids))
+	case !f.warmed:
+		c.Violations = append(c.Violations, "the sale is not loaded in Redis (the worker's re-warmer loads an open sale within SECKILL_REWARM_EVERY + 5 s; is a worker running on this REDIS_URL and SECKILL_REDIS_PREFIX?)")
+	case !atRest:
+		c.Violations = append(c.Violations, fmt.Sprintf("not at rest: %d outbox entries, %d QUEUED orders, claims match orders: %v",
+			f.outbox, f.queued, f.claimsMatch))
+	default:
+		for _, v := range f.variants {
+			if r := f.heldOf(v.SKU).Stock; r != v.Available {
+				c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d != available %d", v.SKU, r, v.Available))
+			}
 		}
 	}
-	rep.Checks = append(rep.Checks, finish(c3))
+	return c
+}
 
-	// 4. Every admitted claim ends PAID or CLOSED in time; no orphans.
-	c4 := Check{Invariant: 4, Name: "every claim reaches a saga and a terminal state in time"}
-	timeout := time.Duration(sale.PaymentTimeoutSeconds) * time.Second
-	for _, o := range orders {
+// oneActiveOrder checks invariant 3.
+func oneActiveOrder(f *facts) Check {
+	c := Check{Invariant: 3, Name: "one active order per (sale, user)"}
+	for user, ids := range f.active {
+		if len(ids) > 1 {
+			c.Violations = append(c.Violations, fmt.Sprintf("user %s has %d active orders %v", user, len(ids), ids))
+		}
+	}
+	return c
+}
+
+// everyClaimEnds checks invariant 4: every admitted claim ends PAID or
+// CLOSED in time; no orphans.
+func (a *Auditor) everyClaimEnds(ctx context.Context, f *facts) (Check, error) {
+	c := Check{Invariant: 4, Name: "every claim reaches a saga and a terminal state in time"}
+	now, opts := f.now, f.opts
+	for _, o := range f.orders {
 		switch o.Status {
 		case string(seckill.StatusQueued):
 			if now.Sub(o.CreatedAt) > opts.Grace {
-				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d QUEUED since %s", o.ID, o.CreatedAt.Format(time.RFC3339)))
+				c.Violations = append(c.Violations, fmt.Sprintf("order %d QUEUED since %s", o.ID, o.CreatedAt.Format(time.RFC3339)))
 			}
 		case string(seckill.StatusAwaitingPayment):
 			late := opts.Grace
@@ -258,7 +432,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 				late += seckill.OwnPaymentWait
 			}
 			if o.PayBy != nil && now.Sub(*o.PayBy) > late {
-				c4.Violations = append(c4.Violations, fmt.Sprintf("order %d AWAITING_PAYMENT %s past its deadline", o.ID, now.Sub(*o.PayBy).Round(time.Second)))
+				c.Violations = append(c.Violations, fmt.Sprintf("order %d AWAITING_PAYMENT %s past its deadline", o.ID, now.Sub(*o.PayBy).Round(time.Second)))
 			}
 		default:
 			continue
@@ -270,35 +444,35 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		}
 		run, err := a.Sagas.Describe(ctx, o.ID)
 		if err != nil {
-			return nil, err
+			return c, err
 		}
 		if run.Running {
 			continue
 		}
 		var status string
 		if err := a.DB.WithContext(ctx).Raw(`SELECT status FROM orders WHERE id = ?`, o.ID).Scan(&status).Error; err != nil {
-			return nil, fmt.Errorf("reread order %d: %w", o.ID, err)
+			return c, fmt.Errorf("reread order %d: %w", o.ID, err)
 		}
 		if status != string(seckill.StatusPaid) && status != string(seckill.StatusClosed) { // not forgotten meanwhile
-			c4.Violations = append(c4.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, run.State()))
+			c.Violations = append(c.Violations, fmt.Sprintf("order %d is %s with no running saga (%s)", o.ID, status, run.State()))
 		}
 	}
-	for user, id := range claims {
+	for user, id := range f.claims {
 		if id == 0 {
-			c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s names no order", user))
+			c.Violations = append(c.Violations, fmt.Sprintf("claim of %s names no order", user))
 			continue
 		}
-		if _, ok := byID[id]; ok {
+		if _, ok := f.byID[id]; ok {
 			continue
 		}
 		// Admitted, no row yet: its saga must run (or the claim is young).
 		if a.Sagas != nil {
 			run, err := a.Sagas.Describe(ctx, id)
 			if err != nil {
-				return nil, err
+				return c, err
 			}
 			if !run.Running && now.Sub(idgen.Time(id)) > opts.Grace {
-				c4.Violations = append(c4.Violations, fmt.Sprintf("claim of %s (order %d) has no running saga after %s", user, id, now.Sub(idgen.Time(id)).Round(time.Second)))
+				c.Violations = append(c.Violations, fmt.Sprintf("claim of %s (order %d) has no running saga after %s", user, id, now.Sub(idgen.Time(id)).Round(time.Second)))
 			}
 		}
 	}
@@ -312,68 +486,83 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 	}
 	if err := a.DB.WithContext(ctx).Raw(`SELECT e.rank, e.user_id, e.order_id FROM lobby_entries e
 		LEFT JOIN orders o ON o.id = e.order_id
-		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, saleID).Scan(&lost).Error; err != nil {
-		return nil, fmt.Errorf("read the draw's entries: %w", err)
+		WHERE e.sale_id = ? AND e.order_id IS NOT NULL AND o.id IS NULL ORDER BY e.rank`, f.saleID).Scan(&lost).Error; err != nil {
+		return c, fmt.Errorf("read the draw's entries: %w", err)
 	}
 	for _, e := range lost {
-		if claims[e.UserID] != e.OrderID && now.Sub(idgen.Time(e.OrderID)) > opts.Grace {
-			c4.Violations = append(c4.Violations, fmt.Sprintf("draw rank %d (%s) was given order %d, which has neither a row nor an admission", e.Rank, e.UserID, e.OrderID))
+		if f.claims[e.UserID] != e.OrderID && now.Sub(idgen.Time(e.OrderID)) > opts.Grace {
+			c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s) was given order %d, which has neither a row nor an admission", e.Rank, e.UserID, e.OrderID))
 		}
 	}
-	rep.Checks = append(rep.Checks, finish(c4))
+	return c, nil
+}
 
-	// 5. Every successful payment ends as a PAID order or a refund,
-	// checked from the payment events, whether or not the order has a row.
-	c5 := Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund (from the payment events)"}
-	for _, e := range events {
+// everyPaymentEnds checks invariant 5 from the payment events, whether or
+// not the order has a row: every successful payment ends as a PAID order
+// or a refund. It returns the payments delivery still holds too.
+func everyPaymentEnds(f *facts) (c Check, held int) {
+	c = Check{Invariant: 5, Name: "every successful payment ends as a PAID order or a refund (from the payment events)"}
+	timeout := time.Duration(f.sale.PaymentTimeoutSeconds) * time.Second
+	for _, e := range f.events {
 		refunded := e.RefundStatus != nil && *e.RefundStatus == seckill.RefundSucceeded
 		appliedHere := e.Status == string(seckill.StatusPaid) && e.PaidWith != nil && e.PaymentIntentID != nil && *e.PaidWith == *e.PaymentIntentID
 		order := fmt.Sprintf("order %d (%s)", e.OrderID, e.Status)
 		if e.Status == "" {
 			order = fmt.Sprintf("order %d (never written)", e.OrderID)
 		}
-		age := now.Sub(e.ReceivedAt)
+		age := f.now.Sub(e.ReceivedAt)
 		switch {
 		case appliedHere && refunded:
-			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s both paid %s and was refunded", e.ID, order))
+			c.Violations = append(c.Violations, fmt.Sprintf("event %s both paid %s and was refunded", e.ID, order))
 		case appliedHere || refunded:
-		case e.Status == "" && e.Outcome == string(seckill.OutcomeReceived) && held(e.OrderID, now, opts):
+		case e.Status == "" && e.Outcome == string(seckill.OutcomeReceived) && isHeld(e.OrderID, f.now, f.opts):
 			// Held by delivery: refunded once the window has passed.
-			rep.PaymentsHeld++
-		case e.Outcome == string(seckill.OutcomeReceived) && age > opts.Grace:
-			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s for %s still RECEIVED after %s: never delivered", e.ID, order, age.Round(time.Second)))
-		case age <= opts.Grace+timeout && (e.RefundStatus != nil ||
+			held++
+		case e.Outcome == string(seckill.OutcomeReceived) && age > f.opts.Grace:
+			c.Violations = append(c.Violations, fmt.Sprintf("event %s for %s still RECEIVED after %s: never delivered", e.ID, order, age.Round(time.Second)))
+		case age <= f.opts.Grace+timeout && (e.RefundStatus != nil ||
 			e.Outcome == string(seckill.OutcomeDelivered) && e.Status != string(seckill.StatusClosed) && e.Status != string(seckill.StatusPaid)):
 			// Still in flight: its refund is under way, or its order undecided.
-		case age <= opts.Grace:
+		case age <= f.opts.Grace:
 		default:
-			c5.Violations = append(c5.Violations, fmt.Sprintf("event %s (outcome %s) for %s: neither paid nor refunded", e.ID, e.Outcome, order))
+			c.Violations = append(c.Violations, fmt.Sprintf("event %s (outcome %s) for %s: neither paid nor refunded", e.ID, e.Outcome, order))
 		}
 	}
-	rep.Checks = append(rep.Checks, finish(c5))
-	rep.AtRest = rep.AtRest && rep.PaymentsHeld == 0
+	return c, held
+}
 
-	// 6. Compensation never creates stock: Redis never above the database.
-	c6 := Check{Invariant: 6, Name: "Redis never holds stock the database lacks"}
-	if warmed && remaining > sale.Available {
-		c6.Violations = append(c6.Violations, fmt.Sprintf("remaining %d > available %d", remaining, sale.Available))
+// noStockCreated checks invariant 6 per variant: compensation never
+// creates stock, so Redis never holds more of a variant than the
+// database has available.
+func noStockCreated(f *facts) Check {
+	c := Check{Invariant: 6, Name: "Redis never holds stock the database lacks, per variant"}
+	if !f.warmed {
+		return c
 	}
-	if remaining < 0 {
-		c6.Violations = append(c6.Violations, fmt.Sprintf("remaining %d < 0", remaining))
+	for _, v := range f.variants {
+		r := f.heldOf(v.SKU).Stock
+		if r > v.Available {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d > available %d", v.SKU, r, v.Available))
+		}
+		if r < 0 {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d < 0", v.SKU, r))
+		}
 	}
-	rep.Checks = append(rep.Checks, finish(c6))
+	return c
+}
 
-	// 7. A unit is counted once wherever it is, and none is stranded: no
-	// move between segments left half done past the grace (Remaining counts
-	// one that is once; a mover that stopped leaves it for reconciliation
-	// to finish), no unit in a stock while buyers wait for one.
-	c7 := Check{Invariant: 7, Name: "no unit stranded between segments, moves and the waitlist"}
-	moves, err := a.Redis.Moves(ctx, saleID)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range moves {
-		if age := now.Sub(m.At); age > opts.Grace {
+// countedOnce checks invariant 7 per variant: a unit is counted once
+// wherever it is, and none is stranded. At rest, what Redis holds of each
+// variant (seckill.Held: its stock, the units in flight between segments
+// and those its claims hold) is the variant's total, and its claims hold
+// the units of the active orders. At any time, no move between segments
+// is left half done past the grace (Remaining counts one that is once; a
+// mover that stopped leaves it for reconciliation to finish), and no unit
+// waits in a stock while buyers wait in its line.
+func countedOnce(f *facts, atRest bool) Check {
+	c := Check{Invariant: 7, Name: "a unit is counted once, per variant (stock, moves, claims); none stranded between segments, moves and the waitlist"}
+	for _, m := range f.moves {
+		if age := f.now.Sub(m.At); age > f.opts.Grace {
 			state := "in flight to segment " + fmt.Sprint(m.Dest)
 			switch {
 			case m.Dest < 0:
@@ -381,49 +570,85 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 			case m.Given:
 				state = fmt.Sprintf("given to segment %d, not forgotten", m.Dest)
 			}
-			c7.Violations = append(c7.Violations, fmt.Sprintf("move %s of %d units from segment %d %s for %s", m.ID, m.Units, m.From, state, age.Round(time.Second)))
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: move %s of %d units from segment %d %s for %s", m.SKU, m.ID, m.Units, m.From, state, age.Round(time.Second)))
 		}
 	}
-	if rep.AtRest && remaining > 0 && rep.Waiting > 0 && now.Before(sale.EndsAt) {
-		c7.Violations = append(c7.Violations, fmt.Sprintf("%d units in stock while %d buyers wait", remaining, rep.Waiting))
+	if !atRest {
+		return c
 	}
-	rep.Checks = append(rep.Checks, finish(c7))
+	for _, v := range f.variants {
+		h := f.heldOf(v.SKU)
+		if h.Stock+h.Claimed != v.Total {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: Redis holds %d units (stock and moves %d, claims %d) but its total is %d",
+				v.SKU, h.Stock+h.Claimed, h.Stock, h.Claimed, v.Total))
+		}
+		if u := f.units[v.SKU].active; h.Claimed != u {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: Redis' claims hold %d units but its active orders hold %d", v.SKU, h.Claimed, u))
+		}
+	}
+	if f.waiting > 0 && f.now.Before(f.sale.EndsAt) {
+		c.Violations = append(c.Violations, f.strandedWhileWaiting()...)
+	}
+	return c
+}
 
-	// 8. A payment counts when seckill received it: one received by
-	// pay_by (and before its order closed), for the order's amount, makes
-	// the order PAID however late its signal came. An order that never held a unit (refused: SOLD_OUT,
-	// or a second active order of its buyer) cannot be paid: its payment
-	// is refunded, and invariant 5 checks that.
-	c8 := Check{Invariant: 8, Name: "a payment received by pay_by makes its order PAID"}
-	for _, e := range events {
+// strandedWhileWaiting names the units left in stock while buyers wait.
+// Redis counts the waiting buyers over every variant's line (Waiting): on
+// a sale of one variant (every sale with a lobby, for now) they all wait
+// in its line, so a unit of it in stock is stranded. On a sale of several
+// a buyer may wait for one variant while another has units: only stock in
+// every variant is sure to strand one (telling each line's buyers apart
+// needs a count per line from redisstore).
+func (f *facts) strandedWhileWaiting() []string {
+	if len(f.variants) == 1 {
+		sku := f.variants[0].SKU
+		if r := f.heldOf(sku).Stock; r > 0 {
+			return []string{fmt.Sprintf("variant %s: %d units in stock while %d buyers wait", sku, r, f.waiting)}
+		}
+		return nil
+	}
+	var stocks []string
+	for _, v := range f.variants {
+		r := f.heldOf(v.SKU).Stock
+		if r <= 0 {
+			return nil
+		}
+		stocks = append(stocks, fmt.Sprintf("%s %d", v.SKU, r))
+	}
+	return []string{fmt.Sprintf("units in stock of every variant (%s) while %d buyers wait", strings.Join(stocks, ", "), f.waiting)}
+}
+
+// paidInTime checks invariant 8: a payment counts when seckill received
+// it: one received by pay_by (and before its order closed), for the
+// order's amount, makes the order PAID however late its signal came. An
+// order that never held its units (refused: SOLD_OUT, or a second active
+// order of its buyer) cannot be paid: its payment is refunded, and
+// invariant 5 checks that.
+func paidInTime(f *facts) Check {
+	c := Check{Invariant: 8, Name: "a payment received by pay_by makes its order PAID"}
+	for _, e := range f.events {
 		// Received by pay_by and before the order closed (a buyer who paid
-		// after cancelling pays for a unit given back: refunded).
+		// after cancelling pays for units given back: refunded).
 		inTime := e.PayBy != nil && !e.ReceivedAt.After(*e.PayBy) && e.AmountCents == e.OrderAmount && e.Currency == e.OrderCurrency &&
 			(e.ClosedAt == nil || e.ReceivedAt.Before(*e.ClosedAt))
 		heldUnit := e.AwaitingAt != nil && (e.CloseReason == nil || *e.CloseReason != string(seckill.CloseSoldOut))
 		if inTime && heldUnit && e.Status == string(seckill.StatusClosed) {
-			c8.Violations = append(c8.Violations, fmt.Sprintf("event %s received %s, by pay_by %s, but order %d closed as %s",
+			c.Violations = append(c.Violations, fmt.Sprintf("event %s received %s, by pay_by %s, but order %d closed as %s",
 				e.ID, e.ReceivedAt.UTC().Format(time.RFC3339Nano), e.PayBy.UTC().Format(time.RFC3339Nano), e.OrderID, deref(e.CloseReason)))
 		}
 	}
-	rep.Checks = append(rep.Checks, finish(c8))
-
-	c9, err := a.drawToldTheTruth(ctx, saleID)
-	if err != nil {
-		return nil, err
-	}
-	rep.Checks = append(rep.Checks, finish(c9))
-	return rep, nil
+	return c
 }
 
 // drawToldTheTruth checks invariant 9 on a sale whose draw is done: every
-// entrant told WON names an order, and every order the draw admitted
-// (orders.drawn) is the one its buyer's entry names, as WON (or WAITING,
-// for an entrant the waitlist served at once), never held by an entrant
-// told LOST, or by nobody the draw recorded. While the draw runs, the
+// entrant told WON names an order of theirs holding the item they entered
+// for, and every order the draw admitted (orders.drawn) is the one its
+// buyer's entry names, as WON (or WAITING, for an entrant the waitlist
+// served at once), never held by an entrant told LOST, or by nobody the
+// draw recorded. While the draw runs, the
 // batch being settled holds admissions not yet recorded: not checked.
 func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, error) {
-	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, LOST and WAITING hold no order of the draw's)"}
+	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, of its variant and quantity; LOST and WAITING hold no order of the draw's)"}
 	var state *string
 	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state FROM sales WHERE id = ?`, saleID).Scan(&state).Error; err != nil {
 		return c, fmt.Errorf("read the draw's state: %w", err)
@@ -455,6 +680,30 @@ func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, er
 	}
 	for _, e := range othersOrder {
 		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s) is told order %d, which is %s's", e.Rank, e.UserID, e.OrderID, e.Holder))
+	}
+	// A winner's order holds what their entry asked for (the draw claims
+	// the entry's item); an entrant the waitlist served holds a unit of
+	// the variant they entered for (a waitlist gives one unit a buyer).
+	var otherItem []struct {
+		Rank          int
+		UserID        string
+		OrderID       int64
+		Outcome       string
+		SKU           string `gorm:"column:sku"`
+		Quantity      int
+		OrderSKU      string `gorm:"column:order_sku"`
+		OrderQuantity int
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT e.rank, e.user_id, e.order_id, e.outcome, e.sku, e.quantity, o.sku AS order_sku, o.quantity AS order_quantity
+		FROM lobby_entries e JOIN orders o ON o.id = e.order_id AND o.user_id = e.user_id AND o.sale_id = e.sale_id
+		WHERE e.sale_id = ? AND (e.outcome = 'WON' AND (o.sku <> e.sku OR o.quantity <> e.quantity) OR e.outcome = 'WAITING' AND o.sku <> e.sku)
+		ORDER BY e.rank`, saleID).Scan(&otherItem).Error; err != nil {
+		return c, fmt.Errorf("read the draw's orders by item: %w", err)
+	}
+	for _, e := range otherItem {
+		asked, holds := seckill.Item{SKU: e.SKU, Quantity: e.Quantity}, seckill.Item{SKU: e.OrderSKU, Quantity: e.OrderQuantity}
+		c.Violations = append(c.Violations, fmt.Sprintf("draw rank %d (%s), told %s, entered for %s, but order %d holds %s",
+			e.Rank, e.UserID, e.Outcome, asked, e.OrderID, holds))
 	}
 	var misinformed []struct {
 		OrderID int64
@@ -519,7 +768,7 @@ func (r *Report) String() string {
 	var b strings.Builder
 	statuses := make([]string, 0, len(r.Orders))
 	for status, n := range r.Orders {
-		statuses = append(statuses, fmt.Sprintf("%s %d", status, n))
+		statuses = append(statuses, fmt.Sprintf("%s %d (%d units)", status, n, r.Units[status]))
 	}
 	sort.Strings(statuses)
 	orders := strings.Join(statuses, ", ")
@@ -532,6 +781,10 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "sale %d: total %d, remaining %d (Redis), available %d, locked %d, sold %d; waiting %d; at rest: %v%s; orders: %s\n",
 		r.SaleID, r.Stock.Total, r.Stock.Remaining, r.Stock.Available, r.Stock.Locked, r.Stock.Sold, r.Waiting, r.AtRest, held, orders)
+	for _, v := range r.Variants {
+		fmt.Fprintf(&b, "  variant %s: total %d, remaining %d (Redis), available %d, locked %d, sold %d; claims hold %d (Redis)\n",
+			v.SKU, v.Stock.Total, v.Stock.Remaining, v.Stock.Available, v.Stock.Locked, v.Stock.Sold, v.Claimed)
+	}
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {
@@ -545,11 +798,11 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// held reports whether delivery may still hold a payment for orderID,
+// isHeld reports whether delivery may still hold a payment for orderID,
 // never written: admitted (by its id's time) within opts.Hold, plus the
 // grace for the reconcile pass that refunds it, and not in the future (a
 // number that is no recent seckill order id is never held).
-func held(orderID int64, now time.Time, opts Options) bool {
+func isHeld(orderID int64, now time.Time, opts Options) bool {
 	at := idgen.Time(orderID)
 	return at.Before(now.Add(time.Minute)) && now.Before(at.Add(opts.Hold+opts.Grace))
 }

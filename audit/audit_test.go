@@ -59,7 +59,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 0)
-	j, err := rs.Join(ctx, sale.ID, "ann", 10, 0, seckill.TermsOf(*sale))
+	j, err := rs.Join(ctx, sale.ID, "ann", seckill.DefaultSKU, 10, 0, termsOf(t, sale, seckill.DefaultSKU))
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
@@ -69,7 +69,15 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), rep.Waiting)
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "1 units in stock while 1 buyers wait")
+	require.Contains(t, rep.String(), "variant default: 1 units in stock while 1 buyers wait")
+}
+
+// termsOf are the terms of sale's variant sku.
+func termsOf(t *testing.T, sale *seckill.Sale, sku string) seckill.Terms {
+	t.Helper()
+	terms, ok := seckill.TermsOf(*sale, sku)
+	require.True(t, ok, "sale %d has no variant %s", sale.ID, sku)
+	return terms
 }
 
 // failed lists the invariants rep finds broken.
@@ -98,7 +106,7 @@ func TestRun_FailsAMoveLeftHalfDone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(10), rep.Stock.Remaining, "counted once")
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "move b-stopped of 3 units from segment 1 given to segment 0, not forgotten")
+	require.Contains(t, rep.String(), "variant default: move b-stopped of 3 units from segment 1 given to segment 0, not forgotten")
 }
 
 // Invariants 5 and 8 are checked from the payment events: a payment kept
@@ -194,7 +202,7 @@ func TestRun_FailsADrawWinnerWithoutTheirOrder(t *testing.T) {
 			rank+1, seckill.EntryWon, old+int64(rank), sale.ID, u).Error)
 	}
 	// bob's admission is in Redis, on its way to its saga.
-	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", seckill.TermsOf(*sale))
+	res, err := rs.ForDraw().Claim(ctx, sale.ID, "bob", old+1, "", termsOf(t, sale, seckill.DefaultSKU), seckill.DefaultItem)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome)
 
@@ -247,4 +255,252 @@ func TestRun_FailsAnEntrantTheDrawMisinformed(t *testing.T) {
 	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 5 (eve) is told order %d, which is ann's", annOrder))
 	require.NotContains(t, rep.String(), "(ann)")
 	require.NotContains(t, rep.String(), "(dan)")
+}
+
+// saleOf creates a sale open from an hour ago for the next hour, of
+// variants, up to limit units a buyer, with an hour to pay, and warms
+// it in rs with all its units.
+func saleOf(t *testing.T, st *store.Store, rs *redisstore.Store, limit int, variants ...seckill.NewVariant) *seckill.Sale {
+	t.Helper()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(t.Context(), seckill.NewSale{Name: "variants", Currency: "usd", Variants: variants, LimitPerBuyer: limit,
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	units := map[string]int64{}
+	for _, v := range variants {
+		units[v.SKU] = v.Stock
+	}
+	_, err = rs.Warm(t.Context(), seckill.WarmSpecOf(sale, units))
+	require.NoError(t, err)
+	return sale
+}
+
+// redBlue is a sale of two variants, red and blue, of the units given.
+func redBlue(t *testing.T, st *store.Store, rs *redisstore.Store, red, blue int64, limit int) *seckill.Sale {
+	return saleOf(t, st, rs, limit,
+		seckill.NewVariant{SKU: "red", Name: "red", PriceCents: 990, Stock: red},
+		seckill.NewVariant{SKU: "blue", Name: "blue", PriceCents: 1990, Stock: blue})
+}
+
+// admit admits userID's claim of item in Redis as order id, and does what
+// the relay and the saga do next: the outbox entry is taken and the order
+// written, its units locked. The sale is at rest after it.
+func admit(t *testing.T, st *store.Store, rs *redisstore.Store, sale *seckill.Sale, userID string, id int64, item seckill.Item) {
+	t.Helper()
+	ctx := t.Context()
+	res, err := rs.Claim(ctx, sale.ID, userID, id, "", termsOf(t, sale, item.SKU), item)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	box := redisstore.Outbox{SaleID: sale.ID}
+	entries, err := rs.ReadOutbox(ctx, box, "test-relay", 100, time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.NoError(t, rs.AckOutbox(ctx, box, []string{entries[0].ID}))
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: userID, CreatedAt: time.Now().UTC(), PayBy: res.PayBy, Item: item})
+	require.NoError(t, err)
+}
+
+// audited runs the audit of sale on st and rs.
+func audited(t *testing.T, st *store.Store, rs *redisstore.Store, sale *seckill.Sale) *audit.Report {
+	t.Helper()
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(t.Context(), sale.ID, audit.Options{})
+	require.NoError(t, err)
+	return rep
+}
+
+// exec runs sql on st's database: the tests' drifts, made by hand.
+func exec(t *testing.T, st *store.Store, sql string, args ...any) {
+	t.Helper()
+	require.NoError(t, st.Gorm().Exec(sql, args...).Error)
+}
+
+// A variant's locked units are its own orders' (invariant 1, per
+// variant): a unit locked by red's order but counted on blue fails, though
+// the sale's sums still agree with its two orders of one unit each.
+func TestRun_FailsAVariantWhoseLockedUnitsAreAnothers(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	sale := redBlue(t, st, rs, 5, 5, 1)
+	base := idgen.At(time.Now())
+	admit(t, st, rs, sale, "ann", base+1, seckill.Item{SKU: "red", Quantity: 1})
+	admit(t, st, rs, sale, "bob", base+2, seckill.Item{SKU: "blue", Quantity: 1})
+	rep := audited(t, st, rs, sale)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+
+	exec(t, st, `UPDATE sale_variants SET locked = locked - 1, available = available + 1 WHERE sale_id = ? AND sku = 'red'`, sale.ID)
+	exec(t, st, `UPDATE sale_variants SET locked = locked + 1, available = available - 1 WHERE sale_id = ? AND sku = 'blue'`, sale.ID)
+	rep = audited(t, st, rs, sale)
+
+	require.Equal(t, seckill.Stock{Total: 10, Remaining: 8, Available: 8, Locked: 2}, rep.Stock, "the sums agree")
+	require.Contains(t, failed(rep), 1, "%s", rep)
+	require.Contains(t, rep.String(), "variant red: 1 orders holding stock hold 1 units but locked = 0")
+	require.Contains(t, rep.String(), "variant blue: 1 orders holding stock hold 1 units but locked = 2")
+}
+
+// Sold counts units, not orders (invariant 1): a PAID order of three
+// units against sold = 1 fails, though the sale has one PAID order and
+// Redis' remaining is its available (invariants 2 and 6 pass). What Redis
+// holds (its stock and the claim's three units) is then more than the
+// variant's total (invariant 7).
+func TestRun_FailsAPaidOrderOfThreeUnitsThatSoldCountsOnce(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := saleOf(t, st, rs, 3, testenv.DefaultVariant("three a buyer", 990, 5)...)
+	id := idgen.At(time.Now())
+	admit(t, st, rs, sale, "ann", id, seckill.Item{SKU: seckill.DefaultSKU, Quantity: 3})
+	_, err := st.ConfirmPayment(ctx, id, "", "", time.Now())
+	require.NoError(t, err)
+	rep := audited(t, st, rs, sale)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+	require.Equal(t, map[string]int64{string(seckill.StatusPaid): 3}, rep.Units)
+
+	exec(t, st, `UPDATE sale_variants SET sold = sold - 2, available = available + 2 WHERE sale_id = ?`, sale.ID)
+	require.NoError(t, rdb.IncrBy(ctx, rs.SaleKeys(sale.ID).Stock, 2).Err())
+	rep = audited(t, st, rs, sale)
+
+	require.Equal(t, []int{1, 7}, failed(rep), "%s", rep)
+	require.Contains(t, rep.String(), "variant default: 1 PAID orders hold 3 units but sold = 1")
+	require.Contains(t, rep.String(), "variant default: Redis holds 7 units (stock and moves 4, claims 3) but its total is 5")
+}
+
+// At rest each variant's Redis remaining is its available (invariants 2
+// and 6, per variant): a unit of blue counted on red in Redis fails,
+// though the sums agree.
+func TestRun_FailsRedisAboveOneVariantsAvailableAtRest(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := redBlue(t, st, rs, 5, 5, 1)
+	rep := audited(t, st, rs, sale)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+
+	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Variant("red").Stock).Err())
+	require.NoError(t, rdb.Decr(ctx, rs.SaleKeys(sale.ID).Variant("blue").Stock).Err())
+	rep = audited(t, st, rs, sale)
+
+	require.True(t, rep.AtRest)
+	require.Equal(t, rep.Stock.Available, rep.Stock.Remaining, "the sums agree")
+	require.Equal(t, []int{2, 6, 7}, failed(rep), "%s", rep)
+	require.Contains(t, rep.String(), "variant red: remaining 6 != available 5")
+	require.Contains(t, rep.String(), "variant blue: remaining 4 != available 5")
+	require.Contains(t, rep.String(), "variant red: remaining 6 > available 5")
+	require.NotContains(t, rep.String(), "variant blue: remaining 4 >")
+	require.Contains(t, rep.String(), "variant red: Redis holds 6 units (stock and moves 6, claims 0) but its total is 5")
+}
+
+// At rest Redis' claims hold each variant's units of the active orders
+// (invariant 7, per variant): a unit of red's claim counted on blue
+// fails, though every claim names its order and every stock matches.
+func TestRun_FailsClaimsWhoseUnitsRedisCountsOnAnotherVariant(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := redBlue(t, st, rs, 5, 5, 2)
+	base := idgen.At(time.Now())
+	admit(t, st, rs, sale, "ann", base+1, seckill.Item{SKU: "red", Quantity: 2})
+	admit(t, st, rs, sale, "bob", base+2, seckill.Item{SKU: "blue", Quantity: 1})
+	rep := audited(t, st, rs, sale)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+	require.Equal(t, []audit.VariantStock{
+		{SKU: "red", Claimed: 2, Stock: seckill.Stock{Total: 5, Remaining: 3, Available: 3, Locked: 2}},
+		{SKU: "blue", Claimed: 1, Stock: seckill.Stock{Total: 5, Remaining: 4, Available: 4, Locked: 1}},
+	}, rep.Variants)
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"variants":[{"sku":"red","stock":{"total":5,"remaining":3,"available":3,"locked":2,"sold":0},"claimed":2}`)
+
+	units := rs.SaleKeys(sale.ID).Units
+	require.NoError(t, rdb.HIncrBy(ctx, units, "red", -1).Err())
+	require.NoError(t, rdb.HIncrBy(ctx, units, "blue", 1).Err())
+	rep = audited(t, st, rs, sale)
+
+	require.True(t, rep.AtRest)
+	require.Equal(t, []int{7}, failed(rep), "%s", rep)
+	require.Contains(t, rep.String(), "variant red: Redis' claims hold 1 units but its active orders hold 2")
+	require.Contains(t, rep.String(), "variant blue: Redis' claims hold 2 units but its active orders hold 1")
+	require.Contains(t, rep.String(), "variant red: Redis holds 4 units (stock and moves 3, claims 1) but its total is 5")
+	require.Contains(t, rep.String(), "variant blue: Redis holds 6 units (stock and moves 4, claims 2) but its total is 5")
+}
+
+// Each variant's split adds up and never sells more than its total
+// (invariant 1, per variant): a unit of total moved from red to blue
+// fails both variants, though the sums add up. (The database's own CHECK
+// refuses such a split; the audit does not count on it.)
+func TestRun_FailsAVariantWhoseSplitDoesNotAddUp(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	sale := redBlue(t, st, rs, 2, 3, 2)
+	admit(t, st, rs, sale, "ann", idgen.At(time.Now()), seckill.Item{SKU: "red", Quantity: 2})
+	rep := audited(t, st, rs, sale)
+	require.True(t, rep.OK() && rep.AtRest, "%s", rep)
+
+	exec(t, st, `ALTER TABLE sale_variants DROP CONSTRAINT sale_variants_split`)
+	exec(t, st, `UPDATE sale_variants SET total = total - 1 WHERE sale_id = ? AND sku = 'red'`, sale.ID)
+	exec(t, st, `UPDATE sale_variants SET total = total + 1 WHERE sale_id = ? AND sku = 'blue'`, sale.ID)
+	rep = audited(t, st, rs, sale)
+
+	require.Equal(t, rep.Stock.Total, rep.Stock.Available+rep.Stock.Locked+rep.Stock.Sold, "the sums add up")
+	require.Contains(t, failed(rep), 1, "%s", rep)
+	require.Contains(t, rep.String(), "variant red: sold 0 + locked 2 > total 1")
+	require.Contains(t, rep.String(), "variant red: available 0 + locked 2 + sold 0 != total 1")
+	require.Contains(t, rep.String(), "variant blue: available 3 + locked 0 + sold 0 != total 4")
+}
+
+// A draw winner's order holds what their entry asked for (invariant 9):
+// a winner told WON with an order of their own, admitted by the draw, but
+// of another quantity fails.
+func TestRun_FailsADrawWinnerWhoseOrderHoldsAnotherItem(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3, "ann", "bob"))
+	testenv.Warm(t, rs, sale, 3)
+	base := idgen.At(time.Now())
+	won := func(rank int, user string, id int64, item seckill.Item) {
+		t.Helper()
+		_, _, err := st.StartOrder(ctx, store.NewOrder{ID: id, SaleID: sale.ID, UserID: user, CreatedAt: time.Now().UTC(), Drawn: true, Item: item})
+		require.NoError(t, err)
+		exec(t, st, `UPDATE lobby_entries SET rank = ?, outcome = ?, order_id = ? WHERE sale_id = ? AND user_id = ?`,
+			rank, seckill.EntryWon, id, sale.ID, user)
+	}
+	won(1, "ann", base+1, seckill.DefaultItem)
+	won(2, "bob", base+2, seckill.Item{SKU: seckill.DefaultSKU, Quantity: 2}) // entered for one unit
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+
+	rep := audited(t, st, rs, sale)
+
+	require.Contains(t, failed(rep), 9, "%s", rep)
+	require.Contains(t, rep.String(), fmt.Sprintf("draw rank 2 (bob), told WON, entered for 1 x default, but order %d holds 2 x default", base+2))
+	require.NotContains(t, rep.String(), "(ann)")
+}
+
+// A buyer waits in the line of one variant: units of another in stock
+// are not stranded (invariant 7), and the sale is at rest and passes.
+// Once every variant has units in stock while someone waits (a unit of
+// red came back and did not reach the line), one is.
+func TestRun_BuyersWaitingForOneVariantDoNotStrandAnother(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := redBlue(t, st, rs, 1, 5, 1)
+	admit(t, st, rs, sale, "ann", idgen.At(time.Now()), seckill.Item{SKU: "red", Quantity: 1})
+	j, err := rs.Join(ctx, sale.ID, "bob", "red", 10, 0, termsOf(t, sale, "red"))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+
+	rep := audited(t, st, rs, sale)
+	require.Equal(t, int64(1), rep.Waiting)
+	require.True(t, rep.OK() && rep.AtRest, "blue's units are no unit of red's line:\n%s", rep)
+
+	exec(t, st, `UPDATE sale_variants SET total = total + 1, available = available + 1 WHERE sale_id = ? AND sku = 'red'`, sale.ID)
+	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Variant("red").Stock).Err())
+	rep = audited(t, st, rs, sale)
+
+	require.Equal(t, []int{7}, failed(rep), "%s", rep)
+	require.Contains(t, rep.String(), "units in stock of every variant (red 1, blue 5) while 1 buyers wait")
 }

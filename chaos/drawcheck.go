@@ -30,7 +30,9 @@ type drawLine struct {
 	State    string `json:"state"`
 	Entries  int    `json:"entries"`
 	Admitted int    `json:"admitted"` // the draw's record: entries WON
-	// K is min(stock, entries): the ranks the draw must admit.
+	// K is the ranks the draw must admit: 1..K, every one of which fits
+	// the stock (fitRanks; min(units, entries) while each entry asks for
+	// one unit).
 	K int `json:"k"`
 	// Outcomes: the entries by outcome in the database; Told: GET
 	// /lobby/me's answers to the buyers after the draw.
@@ -75,12 +77,11 @@ func measureDraw(dbName, base, admin, saleID string, sh *shop, watch *drawWatch,
 	var (
 		state            *string
 		entries, adm     *int
-		stock            int
 		startsAt, endsAt time.Time
 		drawnAt          *time.Time
 	)
-	if err := conn.QueryRow(ctx, `SELECT draw_state, draw_entries, draw_admitted, total, starts_at, ends_at, drawn_at FROM sales WHERE id = $1`, sale).
-		Scan(&state, &entries, &adm, &stock, &startsAt, &endsAt, &drawnAt); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT draw_state, draw_entries, draw_admitted, starts_at, ends_at, drawn_at FROM sales WHERE id = $1`, sale).
+		Scan(&state, &entries, &adm, &startsAt, &endsAt, &drawnAt); err != nil {
 		return nil, false, 0, 0, fmt.Errorf("read the draw: %w", err)
 	}
 	if state != nil {
@@ -92,7 +93,9 @@ func measureDraw(dbName, base, admin, saleID string, sh *shop, watch *drawWatch,
 	if adm != nil {
 		d.Admitted = *adm
 	}
-	d.K = min(stock, d.Entries)
+	if d.K, err = fitRanks(ctx, conn, sale, d.Entries); err != nil {
+		return nil, false, 0, 0, err
+	}
 	if drawnAt != nil {
 		d.Seconds = drawnAt.Sub(startsAt).Seconds()
 		d.SaleEndedInDraw = endsAt.Before(*drawnAt)
@@ -283,6 +286,29 @@ func misinformedEntrants(ctx context.Context, conn *pgx.Conn, sale int64, sh *sh
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// fitRanks is K, the ranks the draw must admit: the longest run of ranks
+// 1..K whose entries all fit the stock, each variant's entries' quantities
+// summing to its total at most (docs/DESIGN.md invariant 9), and no more
+// than the entries (or, with no rank given yet, the units: every entry
+// asks for one at least). A sale with a lobby has one variant, and an
+// entry one unit, for now (api.enterLobby): K is then min(units, entries).
+func fitRanks(ctx context.Context, conn *pgx.Conn, sale int64, entries int) (int, error) {
+	var units int64
+	var overflow *int // the first rank whose entry no longer fits its variant
+	if err := conn.QueryRow(ctx, `SELECT (SELECT COALESCE(sum(total), 0) FROM sale_variants WHERE sale_id = $1),
+		(SELECT min(rank) FROM (
+			SELECT e.rank, sum(e.quantity) OVER (PARTITION BY e.sku ORDER BY e.rank) AS upto, v.total
+			FROM lobby_entries e JOIN sale_variants v ON v.sale_id = e.sale_id AND v.sku = e.sku
+			WHERE e.sale_id = $1 AND e.rank IS NOT NULL) r WHERE r.upto > r.total)`, sale).Scan(&units, &overflow); err != nil {
+		return 0, fmt.Errorf("the ranks that fit the stock: %w", err)
+	}
+	k := int(min(units, int64(entries)))
+	if overflow != nil {
+		k = min(k, *overflow-1)
+	}
+	return k, nil
 }
 
 // skippedRanks lists the ranks 1..k the draw did not admit (WON) although

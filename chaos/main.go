@@ -82,7 +82,8 @@
 // their order through their PaymentIntent nor have a SUCCEEDED refund,
 // orders without a row included), units_stranded (the database's available
 // minus what Redis holds, signed, plus the units left in stock while buyers
-// wait before the sale ends), orders_stuck (QUEUED or AWAITING_PAYMENT past
+// wait before the sale ends, over the variants; variants_stranded names
+// each variant's), orders_stuck (QUEUED or AWAITING_PAYMENT past
 // pay_by plus the grace), audit_ok (`seckill audit --wait` passed), ok (all
 // of these held), and the faults, refunds, waitlist and stock figures. A
 // lobby run adds draw_verified (the published draw, read through the API
@@ -92,7 +93,7 @@
 // orders.drawn, and told LOST, or WAITING without it, or another order;
 // told WAITING with an order that has no row; never settled; and the same
 // of what GET /lobby/me answered each buyer after the draw, each entrant
-// once) and ranks_skipped (ranks within min(units, entries) not WON, except
+// once) and ranks_skipped (ranks that fit the stock, 1..k, not WON, except
 // ranks LOST after the last rank WON when the sale ended before the draw
 // was recorded done: the draw admits in rank order, so the end explains
 // those and nothing else), and "draw", which says what the draw did, where

@@ -24,10 +24,13 @@ type line struct {
 	Lobby    bool    `json:"lobby"`
 
 	// Admitted: 202s given. Paid, Closed: orders of the sale in the
-	// database, the waitlist's included.
-	Admitted int `json:"admitted"`
-	Paid     int `json:"paid"`
-	Closed   int `json:"closed"`
+	// database, the waitlist's included; UnitsPaid, UnitsClosed: the
+	// units those orders hold (each order its quantity).
+	Admitted    int   `json:"admitted"`
+	Paid        int   `json:"paid"`
+	Closed      int   `json:"closed"`
+	UnitsPaid   int64 `json:"units_paid"`
+	UnitsClosed int64 `json:"units_closed"`
 	// AdmittedButLost: 202s whose order never got a row.
 	AdmittedButLost int `json:"admitted_but_lost"`
 	// Unsettled: orders the driver follows that neither reached PAID or
@@ -42,10 +45,12 @@ type line struct {
 	// neither paid their order (PAID with the event's PaymentIntent) nor
 	// have a SUCCEEDED refund, orders without a row included.
 	PaymentsKeptWithoutRefund int `json:"payments_kept_without_refund"`
-	// UnitsStranded: the database's available minus what Redis holds
-	// (signed), plus the units left in stock while buyers wait (until the
-	// sale ends).
-	UnitsStranded int64 `json:"units_stranded"`
+	// UnitsStranded: over the variants, the database's available minus
+	// what Redis holds (signed), plus the units left in stock while buyers
+	// wait (until the sale ends); VariantsStranded: each variant's, where
+	// not 0 (two variants' drifts of opposite signs do not cancel there).
+	UnitsStranded    int64            `json:"units_stranded"`
+	VariantsStranded map[string]int64 `json:"variants_stranded,omitempty"`
 	// OrdersStuck: orders QUEUED or AWAITING_PAYMENT past pay_by plus the
 	// grace after settling.
 	OrdersStuck int  `json:"orders_stuck"`
@@ -54,7 +59,7 @@ type line struct {
 	// passes `seckill draw verify`; EntrantsMisinformed, entrants told
 	// WON without an order of theirs, or told LOST or WAITING while
 	// holding an order the draw admitted (or never told); RanksSkipped,
-	// ranks within min(units, entries) not admitted that the sale's end
+	// ranks that fit the stock (drawLine.K) not admitted that the sale's end
 	// does not explain. Draw says more.
 	DrawVerified        *bool     `json:"draw_verified,omitempty"`
 	EntrantsMisinformed *int      `json:"entrants_misinformed,omitempty"`
@@ -65,12 +70,14 @@ type line struct {
 	OK         bool     `json:"ok"`
 	Violations []string `json:"violations,omitempty"`
 
-	Orders                map[string]int `json:"orders"`
-	PaymentEventsSucceded int            `json:"payment_events_succeeded"`
-	PaymentEventsFailed   int            `json:"payment_events_failed"`
-	Refunds               int            `json:"refunds"`
-	RefundsSucceeded      int            `json:"refunds_succeeded"`
-	RefundReasons         map[string]int `json:"refund_reasons,omitempty"`
+	// Orders counts the sale's orders by status, Units their units.
+	Orders                map[string]int   `json:"orders"`
+	Units                 map[string]int64 `json:"units"`
+	PaymentEventsSucceded int              `json:"payment_events_succeeded"`
+	PaymentEventsFailed   int              `json:"payment_events_failed"`
+	Refunds               int              `json:"refunds"`
+	RefundsSucceeded      int              `json:"refunds_succeeded"`
+	RefundReasons         map[string]int   `json:"refund_reasons,omitempty"`
 
 	WaitlistJoins       int            `json:"waitlist_joins"`
 	WaitlistJoinAnswers map[string]int `json:"waitlist_join_answers,omitempty"`
@@ -87,12 +94,15 @@ type line struct {
 	AdmittedPolledLost       int `json:"admitted_polled_lost"`
 	WaitlistOrdersPolledLost int `json:"waitlist_orders_polled_lost"`
 
-	Stock          seckill.Stock  `json:"stock"`
-	AtRest         bool           `json:"at_rest"`
-	FailedChecks   []int          `json:"failed_checks,omitempty"`
-	Faults         map[string]int `json:"faults"`
-	APIBorrowKills []borrowKill   `json:"api_borrow_kills,omitempty"`
-	ElapsedSeconds float64        `json:"elapsed_s"`
+	// Stock is the audit's, summed over the variants; Variants each
+	// variant's.
+	Stock          seckill.Stock        `json:"stock"`
+	Variants       []audit.VariantStock `json:"variants,omitempty"`
+	AtRest         bool                 `json:"at_rest"`
+	FailedChecks   []int                `json:"failed_checks,omitempty"`
+	Faults         map[string]int       `json:"faults"`
+	APIBorrowKills []borrowKill         `json:"api_borrow_kills,omitempty"`
+	ElapsedSeconds float64              `json:"elapsed_s"`
 }
 
 // judge sets OK and Violations.
@@ -107,8 +117,8 @@ func (l *line) judge(replicated bool) {
 	if l.PaymentsKeptWithoutRefund != 0 {
 		v = append(v, fmt.Sprintf("%d payments kept without refund", l.PaymentsKeptWithoutRefund))
 	}
-	if l.UnitsStranded != 0 {
-		v = append(v, fmt.Sprintf("%d units stranded", l.UnitsStranded))
+	if l.UnitsStranded != 0 || len(l.VariantsStranded) > 0 {
+		v = append(v, fmt.Sprintf("%d units stranded (by variant: %v)", l.UnitsStranded, l.VariantsStranded))
 	}
 	if l.OrdersStuck > 0 {
 		v = append(v, fmt.Sprintf("%d orders stuck", l.OrdersStuck))
@@ -192,7 +202,7 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		return nil, err
 	}
 	defer func() { _ = conn.Close(ctx) }()
-	l := &line{Orders: map[string]int{}, RefundReasons: map[string]int{}}
+	l := &line{Orders: map[string]int{}, Units: map[string]int64{}, RefundReasons: map[string]int{}}
 
 	for deadline := time.Now().Add(90 * time.Second); ; {
 		if err := conn.QueryRow(ctx, paymentsKept).Scan(&l.PaymentsKeptWithoutRefund); err != nil {
@@ -204,22 +214,24 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		time.Sleep(2 * time.Second)
 	}
 
-	rows, err := conn.Query(ctx, `SELECT status, count(*) FROM orders GROUP BY status`)
+	rows, err := conn.Query(ctx, `SELECT status, count(*), sum(quantity) FROM orders GROUP BY status`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var s string
 		var n int
-		if err := rows.Scan(&s, &n); err != nil {
+		var u int64
+		if err := rows.Scan(&s, &n, &u); err != nil {
 			return nil, err
 		}
-		l.Orders[s] = n
+		l.Orders[s], l.Units[s] = n, u
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	l.Paid, l.Closed = l.Orders[string(seckill.StatusPaid)], l.Orders[string(seckill.StatusClosed)]
+	l.UnitsPaid, l.UnitsClosed = l.Units[string(seckill.StatusPaid)], l.Units[string(seckill.StatusClosed)]
 
 	// Orders still waiting for their saga or their payment past pay_by
 	// (or, without one, their admission plus the payment timeout) plus
@@ -271,25 +283,48 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		// No report: nothing to say of Redis; the audit failed.
 		return l, nil
 	}
-	l.Stock, l.AtRest, l.Waiting = rep.Stock, rep.AtRest, rep.Waiting
+	l.Stock, l.Variants, l.AtRest, l.Waiting = rep.Stock, rep.Variants, rep.AtRest, rep.Waiting
 	for _, c := range rep.Checks {
 		if !c.OK {
 			l.FailedChecks = append(l.FailedChecks, c.Invariant)
 		}
 	}
-	// What the database says is available and Redis does not hold, signed;
-	// and a unit in stock while a buyer waits is stranded too, until the
-	// sale ends (a lobby run's may end inside its draw): the waitlist then
-	// serves nobody, and its entries are answered EXPIRED.
-	l.UnitsStranded = rep.Stock.Available - rep.Stock.Remaining
 	var ended bool
 	if err := conn.QueryRow(ctx, `SELECT COALESCE(bool_and(ends_at <= now()), false) FROM sales`).Scan(&ended); err != nil {
 		return nil, fmt.Errorf("sale ended: %w", err)
 	}
-	if rep.Waiting > 0 && rep.Stock.Remaining > 0 && !ended {
-		l.UnitsStranded += min(rep.Stock.Remaining, rep.Waiting)
-	}
+	l.strand(rep, ended)
 	return l, nil
+}
+
+// strand sets UnitsStranded and VariantsStranded from the audit's report:
+// of each variant, what the database says is available and Redis does not
+// hold, signed; and a unit in stock while a buyer waits in its line is
+// stranded too, until the sale ends (a lobby run's may end inside its
+// draw): the waitlist then serves nobody, and its entries are answered
+// EXPIRED. Redis counts the buyers waiting over every variant's line, so
+// the units in stock are weighed against them only on a sale of one
+// variant, which chaos makes (a v3 body): the audit judges a sale of
+// several (invariant 7).
+func (l *line) strand(rep *audit.Report, ended bool) {
+	by := map[string]int64{}
+	for _, v := range rep.Variants {
+		by[v.SKU] = v.Stock.Available - v.Stock.Remaining
+	}
+	if len(rep.Variants) == 1 && rep.Waiting > 0 && !ended {
+		if v := rep.Variants[0]; v.Stock.Remaining > 0 {
+			by[v.SKU] += min(v.Stock.Remaining, rep.Waiting)
+		}
+	}
+	for sku, n := range by {
+		l.UnitsStranded += n
+		if n == 0 {
+			delete(by, sku)
+		}
+	}
+	if len(by) > 0 {
+		l.VariantsStranded = by
+	}
 }
 
 func ids(m map[string]int) []int64 {
