@@ -54,6 +54,8 @@ var (
 	rewarm string
 	//go:embed open.lua
 	Open string
+	//go:embed adopt.lua
+	Adopt string
 	//go:embed now.lua
 	now string
 

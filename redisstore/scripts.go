@@ -20,6 +20,7 @@ var (
 	warmScript     = redis.NewScript(lua.Warm)
 	rewarmScript   = redis.NewScript(lua.Rewarm)
 	openScript     = redis.NewScript(lua.Open)
+	adoptScript    = redis.NewScript(lua.Adopt)
 	nowScript      = redis.NewScript(lua.Now)
 	takeScript     = redis.NewScript(lua.Take)
 	giveScript     = redis.NewScript(lua.Give)

@@ -216,3 +216,32 @@ func (s *Store) allKeys(ctx context.Context, saleID int64) ([]Keys, error) {
 	}
 	return ks, nil
 }
+
+// Adopt brings sale saleID, if Redis holds it as a sale warmed before
+// variants (v3), to the v4 layout (adopt.lua, each segment once): one
+// variant, "default", whose claims hold a unit each. It reports how many
+// segments it adopted now; 0 for a sale warmed since, or not loaded.
+// Safe to repeat and to run beside claims: the script reads and writes in
+// one step.
+func (s *Store) Adopt(ctx context.Context, saleID int64) (int, error) {
+	keys, err := s.allKeys(ctx, saleID)
+	if err != nil {
+		return 0, err
+	}
+	adopted := 0
+	for _, k := range keys {
+		var n int
+		err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+			var err error
+			if n, err = adoptScript.Run(ctx, c, []string{k.Meta, k.Claims, k.Units}).Int(); err != nil {
+				return false, fmt.Errorf("adopt script: %w", err)
+			}
+			return n == 1, nil
+		})
+		if err != nil {
+			return adopted, fmt.Errorf("adopt sale %d: %w", saleID, err)
+		}
+		adopted += n
+	}
+	return adopted, nil
+}

@@ -39,11 +39,14 @@ type Warmer struct {
 	// lostSince is when each sale was first seen lost (used by Check's
 	// goroutine only).
 	lostSince map[int64]time.Time
+	// adopted are the sales this process has brought to the v4 layout
+	// (redisstore.Adopt), so each is adopted once per process.
+	adopted map[int64]bool
 }
 
 // New returns a warmer that checks every interval.
 func New(st *store.Store, rstore *redisstore.Store, every time.Duration, log *slog.Logger) *Warmer {
-	return &Warmer{store: st, rstore: rstore, every: every, log: log, lostSince: map[int64]time.Time{}}
+	return &Warmer{store: st, rstore: rstore, every: every, log: log, lostSince: map[int64]time.Time{}, adopted: map[int64]bool{}}
 }
 
 // Run checks every interval until ctx is done, and every second while a
@@ -94,6 +97,19 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 		// Every segment is checked, whatever Redis still knows of the sale.
 		w.rstore.KnowSegments(s.ID, s.StockSegments)
 		w.rstore.KnowSKUs(s.ID, s.SKUs())
+		// A sale warmed before variants (an upgrade while it was live)
+		// gets its claims' count of units, once (docs/OPERATIONS.md,
+		// Upgrading).
+		if !w.adopted[s.ID] {
+			n, err := w.rstore.Adopt(ctx, s.ID)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				w.log.Info("adopted a sale warmed before variants: one variant, a unit per claim", "saleID", s.ID, "segments", n)
+			}
+			w.adopted[s.ID] = true
+		}
 	}
 	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {

@@ -163,3 +163,46 @@ func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.Admitted, res.Outcome, "then claims are open")
 }
+
+// A sale Redis holds as warmed before variants (an upgrade while it was
+// live: no skus in its meta, no count of its claims' units) is adopted at
+// the next pass: its claims count a unit each of the variant "default",
+// so the units Redis holds add up again. A sale warmed since is left as
+// it is.
+func TestCheck_AdoptsASaleWarmedBeforeVariants(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	old, fresh := testenv.SegmentedSale(t, st, rs, 10, 2), testenv.OpenSale(t, st, 10)
+	testenv.Warm(t, rs, fresh, 10)
+	terms := seckill.TermsBySKU(*old)(seckill.DefaultSKU)
+	for i, u := range []string{"ann", "bob", "cy"} {
+		res, err := rs.Claim(ctx, old.ID, u, int64(2001+i), "", terms, seckill.DefaultItem)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Admitted, res.Outcome)
+	}
+	// What a v3 warm-up and claims left: no skus, no units hash.
+	for p := range 2 {
+		k := rs.SegmentKeys(old.ID, p)
+		require.NoError(t, rdb.HDel(ctx, k.Meta, "skus").Err())
+		require.NoError(t, rdb.Del(ctx, k.Units).Err())
+	}
+	fresh2 := redisstore.New(rdb, prefix) // a process that remembers nothing
+	held, err := fresh2.UnitsHeld(ctx, []int64{old.ID}, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, int64(0), held[old.ID].Claimed, "before: the claims' units are not counted")
+
+	w := warmup.New(st, fresh2, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = w.Check(ctx)
+	require.NoError(t, err)
+
+	held, err = fresh2.UnitsHeld(ctx, []int64{old.ID, fresh.ID}, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, int64(3), held[old.ID].Claimed, "a unit per claim")
+	require.Equal(t, int64(7), held[old.ID].Stock)
+	require.Equal(t, int64(0), held[fresh.ID].Claimed)
+	n, err := fresh2.Adopt(ctx, old.ID)
+	require.NoError(t, err)
+	require.Zero(t, n, "once")
+}
