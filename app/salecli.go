@@ -89,12 +89,15 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		ends := fs.String("ends", "+1h", "end: +DURATION from the start, or RFC 3339")
 		timeout := fs.Duration("timeout", 15*time.Minute, "time each winner has to pay (5s..24h)")
 		segments := fs.Int("segments", 1, "segments the Redis stock is split into, each in its own Cluster hash slot (1..64)")
+		var variants variantFlags
+		fs.Var(&variants, "variant", "a variant as SKU:NAME:PRICE:STOCK, e.g. eu-42:EU 42:120.00:40 (repeat for each; instead of --price and --stock)")
+		limit := fs.Int("limit-per-buyer", 1, "the most units one buyer's order may hold (1..100)")
 		if _, err := parseFlags(h, fs, args, 0); err != nil {
 			return err
 		}
 		c.base = strings.TrimRight(*apiURL, "/")
 		body, err := newSale{name: *name, price: *price, currency: *currency, stock: *stock,
-			starts: *starts, ends: *ends, timeout: *timeout, segments: *segments}.body(now)
+			starts: *starts, ends: *ends, timeout: *timeout, segments: *segments, variants: variants, limit: *limit}.body(now)
 		if err != nil {
 			return err
 		}
@@ -217,6 +220,35 @@ type newSale struct {
 	starts, ends          string
 	timeout               time.Duration
 	segments              int
+	variants              variantFlags
+	limit                 int
+}
+
+// variantFlags are the --variant flags, each SKU:NAME:PRICE:STOCK.
+type variantFlags []string
+
+func (v *variantFlags) String() string     { return strings.Join(*v, ", ") }
+func (v *variantFlags) Set(s string) error { *v = append(*v, s); return nil }
+
+// parse reads each flag as a variant of the API's body.
+func (v variantFlags) parse() ([]map[string]any, error) {
+	out := make([]map[string]any, len(v))
+	for i, f := range v {
+		parts := strings.Split(f, ":")
+		if len(parts) != 4 {
+			return nil, fmt.Errorf("--variant %q: want SKU:NAME:PRICE:STOCK, e.g. eu-42:EU 42:120.00:40", f)
+		}
+		cents, err := parseMoney(parts[2])
+		if err != nil {
+			return nil, fmt.Errorf("--variant %q: price: %w", f, err)
+		}
+		stock, err := strconv.ParseInt(parts[3], 10, 64)
+		if err != nil || stock <= 0 {
+			return nil, fmt.Errorf("--variant %q: stock must be a positive number of units", f)
+		}
+		out[i] = map[string]any{"sku": parts[0], "name": parts[1], "price_cents": cents, "stock": stock}
+	}
+	return out, nil
 }
 
 // body is the POST /api/v1/sales body the flags describe, at now.
@@ -224,12 +256,24 @@ func (n newSale) body(now time.Time) ([]byte, error) {
 	if strings.TrimSpace(n.name) == "" {
 		return nil, errors.New("sale create: --name is required")
 	}
-	if n.stock <= 0 {
+	body := map[string]any{"name": n.name, "currency": n.currency, "limit_per_buyer": max(n.limit, 1)}
+	switch {
+	case len(n.variants) > 0 && (n.price != "" || n.stock != 0):
+		return nil, errors.New("sale create: give --variant, or --price and --stock, not both")
+	case len(n.variants) > 0:
+		vs, err := n.variants.parse()
+		if err != nil {
+			return nil, fmt.Errorf("sale create: %w", err)
+		}
+		body["variants"] = vs
+	case n.stock <= 0:
 		return nil, errors.New("sale create: --stock is required (a positive number of units)")
-	}
-	cents, err := parseMoney(n.price)
-	if err != nil {
-		return nil, fmt.Errorf("sale create: --price: %w", err)
+	default:
+		cents, err := parseMoney(n.price)
+		if err != nil {
+			return nil, fmt.Errorf("sale create: --price: %w", err)
+		}
+		body["price_cents"], body["stock"] = cents, n.stock
 	}
 	start, err := parseWhen(n.starts, now)
 	if err != nil {
@@ -245,11 +289,9 @@ func (n newSale) body(now time.Time) ([]byte, error) {
 	if n.segments < 1 || n.segments > seckill.MaxStockSegments {
 		return nil, fmt.Errorf("sale create: --segments must be between 1 and %d", seckill.MaxStockSegments)
 	}
-	return json.Marshal(map[string]any{
-		"name": n.name, "price_cents": cents, "currency": n.currency, "stock": n.stock,
-		"starts_at": start.UTC().Format(time.RFC3339Nano), "ends_at": end.UTC().Format(time.RFC3339Nano),
-		"payment_timeout_seconds": int64(n.timeout / time.Second), "stock_segments": n.segments,
-	})
+	body["starts_at"], body["ends_at"] = start.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano)
+	body["payment_timeout_seconds"], body["stock_segments"] = int64(n.timeout/time.Second), n.segments
+	return json.Marshal(body)
 }
 
 // parseMoney reads "9.90" or "9" as cents.
@@ -369,6 +411,15 @@ func printSale(w io.Writer, s seckill.SaleJSON) {
 	}
 	fmt.Fprintf(tw, "stock\ttotal %d, remaining %d (Redis); available %d, locked %d, sold %d (database)\n",
 		s.Stock.Total, s.Stock.Remaining, s.Stock.Available, s.Stock.Locked, s.Stock.Sold)
+	if s.LimitPerBuyer > 1 {
+		fmt.Fprintf(tw, "limit\t%d units per buyer\n", s.LimitPerBuyer)
+	}
+	if len(s.Variants) > 1 || (len(s.Variants) == 1 && s.Variants[0].SKU != seckill.DefaultSKU) {
+		for _, v := range s.Variants {
+			fmt.Fprintf(tw, "  %s\t%s, %s: total %d, remaining %d; available %d, locked %d, sold %d\n", v.SKU, v.Name,
+				money(v.PriceCents, s.Currency), v.Stock.Total, v.Stock.Remaining, v.Stock.Available, v.Stock.Locked, v.Stock.Sold)
+		}
+	}
 	_ = tw.Flush()
 }
 

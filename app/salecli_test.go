@@ -65,6 +65,15 @@ func TestSaleCLI_CreateListShowStats(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "stats: %s", out)
 	require.Contains(t, out, "sold out  not yet")
 
+	// A sale of sizes, with a limit per buyer.
+	out, err = s.saleCLI("create", "--name", "CLI shoe", "--variant", "eu-42:EU 42:120.00:3", "--variant", "eu-43:EU 43:125:5",
+		"--limit-per-buyer", "2", "--ends", "+48h")
+	require.NoError(t, err)
+	require.Regexp(t, regexp.MustCompile(`(?m)^limit\s+2 units per buyer$`), out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^\s+eu-42\s+EU 42, 120\.00 USD: total 3, remaining 3; available 3, locked 0, sold 0$`), out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^\s+eu-43\s+EU 43, 125\.00 USD: total 5, remaining 5;`), out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^stock\s+total 8, remaining 8 \(Redis\)`), out)
+
 	// Mistakes are named, with the fix.
 	for _, c := range []struct {
 		args []string
@@ -74,6 +83,9 @@ func TestSaleCLI_CreateListShowStats(t *testing.T) {
 		{[]string{"create", "--name", "x", "--price", "9.999", "--stock", "1"}, "more than two decimals"},
 		{[]string{"create", "--name", "x", "--price", "1", "--stock", "1", "--ends", "tomorrow"}, "want now, +DURATION or RFC 3339"},
 		{[]string{"create", "--name", "x", "--price", "1", "--stock", "1", "--timeout", "1s"}, "400 INVALID_REQUEST: payment_timeout_seconds"},
+		{[]string{"create", "--name", "x", "--variant", "a:A:1:1", "--price", "1"}, "give --variant, or --price and --stock, not both"},
+		{[]string{"create", "--name", "x", "--variant", "a:A:1"}, "want SKU:NAME:PRICE:STOCK"},
+		{[]string{"create", "--name", "x", "--variant", "a b:A:1:1"}, "400 INVALID_REQUEST: variants[0].sku"},
 		{[]string{"show"}, "one sale id is required"},
 		{[]string{"show", "999999"}, "404 SALE_NOT_FOUND"},
 		{[]string{"stats", "1", "--api", "http://127.0.0.1:1"}, "API not reachable at http://127.0.0.1:1"},
