@@ -183,6 +183,8 @@ type facts struct {
 	claims  map[string]int64
 	outbox  int64
 	waiting int64
+	// waitingBy is each variant's line (sku -> buyers).
+	waitingBy map[string]int64
 	moves   []seckill.Move
 	// claimsMatch: Redis' claims are exactly the active orders, by user
 	// and order id.
@@ -301,8 +303,11 @@ func (a *Auditor) readRedis(ctx context.Context, f *facts) error {
 	if f.outbox, err = a.Redis.OutboxBacklog(ctx, []int64{f.saleID}); err != nil {
 		return err
 	}
-	if f.waiting, err = a.Redis.Waiting(ctx, f.saleID); err != nil {
-		return err
+	if f.waitingBy, err = a.Redis.WaitingByVariant(ctx, f.saleID); err != nil {
+		return fmt.Errorf("count the waitlist: %w", err)
+	}
+	for _, w := range f.waitingBy {
+		f.waiting += w
 	}
 	if f.moves, err = a.Redis.Moves(ctx, f.saleID); err != nil {
 		return err
@@ -592,30 +597,16 @@ func countedOnce(f *facts, atRest bool) Check {
 	return c
 }
 
-// strandedWhileWaiting names the units left in stock while buyers wait.
-// Redis counts the waiting buyers over every variant's line (Waiting): on
-// a sale of one variant (every sale with a lobby, for now) they all wait
-// in its line, so a unit of it in stock is stranded. On a sale of several
-// a buyer may wait for one variant while another has units: only stock in
-// every variant is sure to strand one (telling each line's buyers apart
-// needs a count per line from redisstore).
+// strandedWhileWaiting names the units left in stock of a variant while
+// buyers wait in its line.
 func (f *facts) strandedWhileWaiting() []string {
-	if len(f.variants) == 1 {
-		sku := f.variants[0].SKU
-		if r := f.heldOf(sku).Stock; r > 0 {
-			return []string{fmt.Sprintf("variant %s: %d units in stock while %d buyers wait", sku, r, f.waiting)}
-		}
-		return nil
-	}
-	var stocks []string
+	var out []string
 	for _, v := range f.variants {
-		r := f.heldOf(v.SKU).Stock
-		if r <= 0 {
-			return nil
+		if r, w := f.heldOf(v.SKU).Stock, f.waitingBy[v.SKU]; r > 0 && w > 0 {
+			out = append(out, fmt.Sprintf("variant %s: %d units in stock while %d buyers wait for it", v.SKU, r, w))
 		}
-		stocks = append(stocks, fmt.Sprintf("%s %d", v.SKU, r))
 	}
-	return []string{fmt.Sprintf("units in stock of every variant (%s) while %d buyers wait", strings.Join(stocks, ", "), f.waiting)}
+	return out
 }
 
 // paidInTime checks invariant 8: a payment counts when seckill received

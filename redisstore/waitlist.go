@@ -254,31 +254,43 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (s
 }
 
 // Waiting counts the buyers on saleID's waitlists, over all its segments
-// and variants, in
-// one round trip (split per node on a Cluster): what a join is measured
-// against SECKILL_WAITLIST_MAX by.
+// and variants, in one round trip (split per node on a Cluster): what a
+// join is measured against SECKILL_WAITLIST_MAX by.
 func (s *Store) Waiting(ctx context.Context, saleID int64) (int64, error) {
+	by, err := s.WaitingByVariant(ctx, saleID)
+	var n int64
+	for _, w := range by {
+		n += w
+	}
+	return n, err
+}
+
+// WaitingByVariant counts the buyers in each variant's line (sku ->
+// buyers) of saleID, over all its segments, as Waiting does.
+func (s *Store) WaitingByVariant(ctx context.Context, saleID int64) (map[string]int64, error) {
 	sh, err := s.shapeOf(ctx, saleID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var lens []*redis.IntCmd
+	lens := make(map[string][]*redis.IntCmd, len(sh.skus))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range sh.n {
 			for _, sku := range sh.skus {
-				lens = append(lens, p.ZCard(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait))
+				lens[sku] = append(lens[sku], p.ZCard(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait))
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("count the waitlist: %w", err)
+		return nil, fmt.Errorf("count the waitlist: %w", err)
 	}
-	var waiting int64
-	for _, l := range lens {
-		waiting += l.Val()
+	out := make(map[string]int64, len(sh.skus))
+	for sku, ls := range lens {
+		for _, l := range ls {
+			out[sku] += l.Val()
+		}
 	}
-	return waiting, nil
+	return out, nil
 }
 
 // Leave takes userID off saleID's waitlist for good (a later join starts
