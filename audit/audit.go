@@ -185,7 +185,7 @@ type facts struct {
 	waiting int64
 	// waitingBy is each variant's line (sku -> buyers).
 	waitingBy map[string]int64
-	moves   []seckill.Move
+	moves     []seckill.Move
 	// claimsMatch: Redis' claims are exactly the active orders, by user
 	// and order id.
 	claimsMatch bool
