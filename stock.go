@@ -66,8 +66,10 @@ type SaleCounts struct {
 	Variants  map[string]int64
 	// Waiting is the waitlist's length.
 	Waiting int64
-	// FromWaitlist counts the units the waitlist has given buyers.
+	// FromWaitlist counts the orders the waitlist has given buyers.
 	FromWaitlist int64
+	// ForWaiting is the units held for waiting buyers, over every variant.
+	ForWaiting int64
 }
 
 // Held is what Redis holds of a sale's units at one read (holdings, the
@@ -81,6 +83,10 @@ type Held struct {
 	// cut-off: taken from a segment and not given to another, by a mover
 	// that seems to have stopped (reconciliation lands it).
 	Stuck int64
+	// ForWaiting is the units held for the head of a waiting line, who
+	// waits for more units than have come back (not admissible: not in
+	// Stock).
+	ForWaiting int64
 	// Claimed is the units the buyers' claims hold (each its quantity),
 	// whatever the state of its order: from the admission (queued,
 	// awaiting payment, paid) until its release forgets it.

@@ -76,7 +76,7 @@ type Redis interface {
 // (the answer of a repeat is ALREADY_CLAIMED or ALREADY_WAITING).
 type Admitter interface {
 	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error)
-	Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	Join(ctx context.Context, saleID int64, userID string, item seckill.Item, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 }
 
 // ShopTeller hands an order event to its delivery, the order's ShopEvents

@@ -79,7 +79,7 @@ func TestReleaseOrder_GivesTheUnitToTheFirstWaitingBuyer(t *testing.T) {
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
 	require.NoError(t, err)
 	for _, u := range []string{"bob", "cy"} {
-		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultSKU, 10, 0, terms)
+		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultItem, 10, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}

@@ -318,7 +318,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 	if err != nil {
 		return err
 	}
-	res, err := a.drawPass.Join(ctx, saleID, e.UserID, e.Item.OrDefault().SKU, bound, orderID, terms)
+	res, err := a.drawPass.Join(ctx, saleID, e.UserID, e.Item.OrDefault(), bound, orderID, terms)
 	if err != nil {
 		return err
 	}

@@ -322,7 +322,7 @@ func TestSettleDraw_ARetryAfterAWinnerCancelledIntoTheLineSettles(t *testing.T) 
 			require.NoError(t, err)
 			continue
 		}
-		res, err := drawRS.Join(ctx, r.sale.ID, e.UserID, seckill.DefaultSKU, 1<<30, int64(2000+i), terms)
+		res, err := drawRS.Join(ctx, r.sale.ID, e.UserID, seckill.DefaultItem, 1<<30, int64(2000+i), terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, res.Outcome, "rank %d", e.Rank)
 	}

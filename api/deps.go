@@ -50,7 +50,7 @@ type Redis interface {
 	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error)
 	ClaimOf(ctx context.Context, saleID int64, userID string) (int64, error)
 	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
-	Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	Join(ctx context.Context, saleID int64, userID string, item seckill.Item, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 	WaitStateOf(ctx context.Context, saleID int64, userID string) (seckill.WaitState, error)
 	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
 	Waiting(ctx context.Context, saleID int64) (int64, error)

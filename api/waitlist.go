@@ -57,11 +57,6 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	if item.Quantity != 1 {
-		// Until the waitlist holds units for a buyer who waits for several
-		// (issue 32), a line serves one unit per buyer.
-		return invalid("quantity", "the waitlist serves one unit per buyer for now")
-	}
 	terms, _ := seckill.TermsOf(sale, item.SKU) // itemOf checked the sku
 	// The script checks the window against Redis' clock; these checks
 	// spare it, and the buyer's proof of work, the obvious cases.
@@ -85,7 +80,7 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
-	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, item.SKU, s.cfg.WaitlistMax, orderID, terms)
+	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, item, s.cfg.WaitlistMax, orderID, terms)
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused

@@ -9,8 +9,10 @@
 -- calling script fills it from its KEYS): k.stock (the variant's units in
 -- this segment), k.claims, k.meta, k.outbox, k.admitted, k.wait (sorted set
 -- user -> join sequence: the variant's waitlist, head first), k.waited (hash
--- user -> order id the waitlist gave them), k.lines (hash user -> the wait
--- key of the one line they are in, of whichever variant) and k.units (hash sku -> units
+-- user -> order id the waitlist gave them), k.lines (hash user ->
+-- "<quantity>:<wait key>": the one line they are in, of whichever variant,
+-- and the units they wait for), k.held (the units held for the head of the
+-- variant's line, give_units) and k.units (hash sku -> units
 -- the segment's claims hold, the one count of units in claims: docs/DESIGN.md
 -- invariant 7), and the terms of an admission as a table t: t.sale (sale
 -- id), t.timeout_ms (payment timeout), t.price (cents per unit), t.currency,
@@ -79,9 +81,10 @@ local function admit(k, user, order, now, t, from_waitlist)
   redis.call('XADD', k.outbox, '*', unpack(entry))
   -- A buyer admitted while waiting leaves their line, whichever variant's
   -- (lines names it; one who joined before lines existed is in k.wait).
-  local line = redis.call('HGET', k.lines, user)
+  local entry = redis.call('HGET', k.lines, user)
   local left = redis.call('ZREM', k.wait, user) == 1
-  if line then
+  if entry then
+    local line = string.match(entry, '^%d+:(.*)$')
     left = redis.call('ZREM', line, user) == 1 or left
     redis.call('HDEL', k.lines, user)
   end
@@ -94,34 +97,84 @@ local function admit(k, user, order, now, t, from_waitlist)
   return pay_by
 end
 
--- hand_over gives one unit of the variant the caller holds to the first
--- buyer waiting in the variant's line who holds no active order, as order
--- (one unit: the waitlist takes one unit per buyer). A waiting buyer who holds one
--- (possible only after Redis lost and re-loaded the sale's claims) leaves
--- the waitlist as ADMITTED with that order, and the next is asked. Once
--- the sale has ended the waitlist has expired: nobody is given the unit.
--- Returns user, pay_by of the buyer admitted, or nil when nobody was.
-local function hand_over(k, order, now, t)
-  local ends = redis.call('HGET', k.meta, 'ends_ms')
-  if not ends or now >= tonumber(ends) then
-    return nil
+-- line_of reads a waiting user's entry in k.lines, "<quantity>:<wait
+-- key>": the line they are in and the units they wait for (nil when the
+-- user waits in no line this table knows; one who joined before lines
+-- existed waits for one unit in k.wait).
+local function line_of(k, user)
+  local v = redis.call('HGET', k.lines, user)
+  if not v then
+    return nil, 1
   end
-  while true do
-    local head = redis.call('ZPOPMIN', k.wait)
-    if #head == 0 then
-      return nil
-    end
-    local user = head[1]
-    redis.call('HDEL', k.lines, user)
-    local active = redis.call('HGET', k.claims, user)
-    if not active then
-      return user, admit(k, user, order, now, t, true)
-    end
-    redis.call('HSET', k.waited, user, active)
-    local expire = redis.call('HGET', k.meta, 'expire_ms')
-    if expire then
-      redis.call('PEXPIREAT', k.waited, expire)
-    end
-  end
+  local q, line = string.match(v, '^(%d+):(.*)$')
+  return line, tonumber(q)
 end
 
+-- give_units gives n units of the variant the caller has taken (from a
+-- release, a move, the stock) to the buyers waiting in the variant's line,
+-- first come first served: the units join those already held for the
+-- line's head (k.held: units on their way to a buyer who waits for more
+-- than have come, counted there and nowhere else), and each head whose
+-- quantity the held units cover gets an order, one of orders per buyer,
+-- in this same script. A head who holds an active order already
+-- (possible only after Redis lost and re-loaded the sale's claims) leaves
+-- the line as ADMITTED with that order, and the next is asked. Once nobody
+-- waits, or the sale has ended (the waitlist has expired), every held unit
+-- goes to the stock for open claims. With orders used up while a head's
+-- quantity is covered the units stay held (reconciliation's hand-over
+-- serves them).
+-- Returns the buyers admitted as {user, order, pay_by} triples (a flat
+-- list) and the units that went to the stock.
+local function give_units(k, n, now, t, orders)
+  local out = {}
+  local held = tonumber(redis.call('GET', k.held) or '0') + n
+  local ends = redis.call('HGET', k.meta, 'ends_ms')
+  local open = ends and now < tonumber(ends)
+  local used = 0
+  while open do
+    local head = redis.call('ZRANGE', k.wait, 0, 0)
+    if #head == 0 then
+      break
+    end
+    local user = head[1]
+    local active = redis.call('HGET', k.claims, user)
+    if active then
+      redis.call('ZREM', k.wait, user)
+      redis.call('HDEL', k.lines, user)
+      redis.call('HSET', k.waited, user, active)
+      local expire = redis.call('HGET', k.meta, 'expire_ms')
+      if expire then
+        redis.call('PEXPIREAT', k.waited, expire)
+      end
+    else
+      local _, q = line_of(k, user)
+      if held < q or used >= #orders then
+        break
+      end
+      used = used + 1
+      local pay_by = admit(k, user, orders[used], now,
+        {sale = t.sale, timeout_ms = t.timeout_ms, price = t.price, currency = t.currency, sku = t.sku, q = q}, true)
+      held = held - q
+      out[#out + 1] = user
+      out[#out + 1] = orders[used]
+      out[#out + 1] = pay_by
+    end
+  end
+  local back = 0
+  if not open or redis.call('ZCARD', k.wait) == 0 then
+    back, held = held, 0
+  end
+  if held > 0 then
+    redis.call('SET', k.held, held)
+    local expire = redis.call('HGET', k.meta, 'expire_ms')
+    if expire then
+      redis.call('PEXPIREAT', k.held, expire)
+    end
+  else
+    redis.call('DEL', k.held)
+  end
+  if back > 0 then
+    redis.call('INCRBY', k.stock, back)
+  end
+  return out, back
+end

@@ -7,7 +7,8 @@
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited   (seckill:{sN.p}:...)
 -- KEYS[8] moved   set of the move ids this segment was given (the variant's)
 -- KEYS[9] units   hash sku -> units the claims hold
--- KEYS[10] lines  hash user -> the wait key of their line
+-- KEYS[10] lines  hash user -> "<quantity>:<wait key>" of their line
+-- KEYS[11] held   the variant's units held for its line's head
 -- (KEYS[1], KEYS[6] and KEYS[8] are the variant's: stock[:<sku>], ...)
 -- ARGV[1] move id
 -- ARGV[2] units
@@ -46,27 +47,14 @@ if expire then
   redis.call('PEXPIREAT', KEYS[8], expire)
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[9], lines = KEYS[10]}
-local t = {sale = ARGV[3], timeout_ms = ARGV[4], price = ARGV[5], currency = ARGV[6], sku = ARGV[9], q = 1}
-local now = now_ms()
-local out = {1}
-local back = 0
-for i = 1, tonumber(ARGV[2]) do
-  local order = ARGV[9 + i]
-  local user, pay_by
-  if order then
-    user, pay_by = hand_over(k, order, now, t)
-  end
-  if user then
-    table.insert(out, user)
-    table.insert(out, order)
-    table.insert(out, pay_by)
-  else
-    back = back + 1
-  end
-end
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[9], lines = KEYS[10], held = KEYS[11]}
+local t = {sale = ARGV[3], timeout_ms = ARGV[4], price = ARGV[5], currency = ARGV[6], sku = ARGV[9]}
+local handed, back = give_units(k, tonumber(ARGV[2]), now_ms(), t, {unpack(ARGV, 10)})
 if back > 0 then
-  redis.call('INCRBY', KEYS[1], back)
   redis.call('PUBLISH', ARGV[7], ARGV[3])
+end
+local out = {1}
+for _, v in ipairs(handed) do
+  out[#out + 1] = v
 end
 return out

@@ -10,7 +10,8 @@
 --
 -- KEYS[1] stock, KEYS[2] claims, KEYS[3] meta, KEYS[4] outbox,
 -- KEYS[5] admitted, KEYS[6] wait, KEYS[7] waited, KEYS[8] units,
--- KEYS[9] lines (hash user -> the wait key of the line they are in)
+-- KEYS[9] lines (hash user -> "<quantity>:<wait key>" of the line they are
+-- in), KEYS[10] held (the variant's units held for its line's head)
 -- (seckill:{sN}:...; stock and wait are the variant's: one line per variant,
 -- and a buyer waits in one line of a sale at most)
 -- ARGV[1] user id
@@ -26,6 +27,7 @@
 -- ARGV[9] "1" when the sale's draw queues an entrant (past the start check,
 --         as claim.lua's ARGV[13])
 -- ARGV[10] the variant's sku
+-- ARGV[11] quantity: the units the buyer waits for (1..limit per buyer)
 --
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
@@ -59,16 +61,23 @@ end
 -- One place per buyer per sale, in one variant's line: lines names it (a
 -- line of the same slot); a buyer who joined before lines existed is
 -- found in this line.
-local line = redis.call('HGET', KEYS[9], ARGV[1]) or KEYS[6]
+local entry = redis.call('HGET', KEYS[9], ARGV[1])
+local line = KEYS[6]
+if entry then
+  line = string.match(entry, '^%d+:(.*)$')
+end
 local rank = redis.call('ZRANK', line, ARGV[1])
 if rank then
   return {8, tostring(rank + 1), redis.call('ZSCORE', line, ARGV[1]), line}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[8], lines = KEYS[9]}
-local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[10], q = 1}
-if tonumber(stock) > 0 then
-  redis.call('DECR', KEYS[1])
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[8], lines = KEYS[9], held = KEYS[10]}
+local q = tonumber(ARGV[11])
+local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[10], q = q}
+stock = tonumber(stock)
+local nobody = redis.call('ZCARD', KEYS[6]) == 0
+if nobody and stock >= q then
+  redis.call('DECRBY', KEYS[1], q)
   return {0, ARGV[3], admit(k, ARGV[1], ARGV[3], now, t, true)}
 end
 if redis.call('ZCARD', KEYS[6]) >= tonumber(ARGV[2]) then
@@ -79,10 +88,20 @@ if seq == '' then
   seq = redis.call('HINCRBY', KEYS[3], 'wait_seq', 1)
 end
 redis.call('ZADD', KEYS[6], seq, ARGV[1])
-redis.call('HSET', KEYS[9], ARGV[1], KEYS[6])
+redis.call('HSET', KEYS[9], ARGV[1], q .. ':' .. KEYS[6])
 redis.call('HDEL', KEYS[7], ARGV[1])
 if window[3] then
   redis.call('PEXPIREAT', KEYS[6], window[3])
   redis.call('PEXPIREAT', KEYS[9], window[3])
+end
+-- First in an empty line with too few units in stock: they are held for
+-- the buyer (give_units), not left to claims, and the rest come as they
+-- come back.
+if nobody and stock > 0 then
+  redis.call('DECRBY', KEYS[1], stock)
+  local handed = give_units(k, stock, now, t, {ARGV[3]})
+  if handed[1] == ARGV[1] then
+    return {0, ARGV[3], handed[3]}
+  end
 end
 return {7, tostring(redis.call('ZRANK', KEYS[6], ARGV[1]) + 1), tostring(seq)}

@@ -56,6 +56,8 @@ var (
 	Open string
 	//go:embed adopt.lua
 	Adopt string
+	//go:embed leave.lua
+	Leave string
 	//go:embed now.lua
 	now string
 

@@ -3,10 +3,10 @@
 --
 -- The user's claim record is the idempotency key: only while it still names
 -- this order is it removed (so the user may claim again) and, when asked,
--- the order's units given back to their variant: each to the first buyer
--- waiting in the variant's line (hand_over: an order for them, in this
--- same script, so a unit is never also open to a claim), and the rest,
--- with nobody waiting, to the variant's counter for open claims. On a sale
+-- the order's units given back to their variant: to the buyers waiting in
+-- the variant's line first (give_units: orders for them, in this same
+-- script, so a unit is never also open to a claim), and the rest, with
+-- nobody waiting, to the variant's counter for open claims. On a sale
 -- of several segments the units are parked instead, as a move not yet
 -- aimed, and the caller lands them in the segment whose waiting buyer came
 -- first (aim.lua, give.lua). A retry, a second compensation or a claim
@@ -24,7 +24,8 @@
 -- KEYS[5] admitted, KEYS[6] wait (the variant's), KEYS[7] waited
 -- KEYS[8] moves (the variant's), KEYS[9] released (set of order ids),
 -- KEYS[10] units (hash sku -> units the claims hold), KEYS[11] lines (hash
--- user -> the wait key of their line)   (seckill:{sN}:...)
+-- user -> "<quantity>:<wait key>" of their line), KEYS[12] held (the
+-- variant's units held for its line's head)   (seckill:{sN}:...)
 -- ARGV[1] user id
 -- ARGV[2] order id
 -- ARGV[3] "1" to give the units back, "0" to only forget the claim (the
@@ -38,7 +39,7 @@
 -- ARGV[9] the move id parked units get (a sale of several segments)
 -- ARGV[10] the order's sku
 -- ARGV[11] the order's quantity
--- ARGV[12..] fresh order ids for the waiting buyers who get a unit, at
+-- ARGV[12..] fresh order ids for the waiting buyers the units complete, at
 --         most one per unit
 --
 -- Returns {released, parked, user, order, pay_by, user, order, pay_by, ...}:
@@ -67,27 +68,14 @@ if segments > 1 then
   return {1, 1}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
-  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[10], lines = KEYS[11]}
-local t = {sale = ARGV[5], timeout_ms = ARGV[6], price = ARGV[7], currency = ARGV[8], sku = ARGV[10], q = 1}
-local now = now_ms()
-local out = {1, 0}
-local back = 0
-for i = 1, q do
-  local order = ARGV[11 + i]
-  local user, pay_by
-  if order then
-    user, pay_by = hand_over(k, order, now, t)
-  end
-  if user then
-    table.insert(out, user)
-    table.insert(out, order)
-    table.insert(out, pay_by)
-  else
-    back = back + 1
-  end
-end
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[10], lines = KEYS[11], held = KEYS[12]}
+local t = {sale = ARGV[5], timeout_ms = ARGV[6], price = ARGV[7], currency = ARGV[8], sku = ARGV[10]}
+local handed, back = give_units(k, q, now_ms(), t, {unpack(ARGV, 12)})
 if back > 0 then
-  redis.call('INCRBY', KEYS[1], back)
   redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
+local out = {1, 0}
+for _, v in ipairs(handed) do
+  out[#out + 1] = v
 end
 return out

@@ -150,7 +150,7 @@ func TestSale_HandsStockLeftWhileBuyersWait(t *testing.T) {
 	sale := testenv.OpenSale(t, st, 3)
 	testenv.Warm(t, rs, sale, 0)
 	for _, u := range []string{"ann", "bob"} {
-		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultSKU, 10, 0, seckill.TermsBySKU(*sale)(seckill.DefaultSKU))
+		j, err := rs.Join(ctx, sale.ID, u, seckill.DefaultItem, 10, 0, seckill.TermsBySKU(*sale)(seckill.DefaultSKU))
 		require.NoError(t, err)
 		require.Equal(t, seckill.Waiting, j.Outcome)
 	}

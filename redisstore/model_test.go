@@ -507,7 +507,7 @@ func (m *model) join(t *rapid.T) {
 			}
 		}
 	}
-	res, err := m.store(slow).Join(m.ctx, modelSale, u, seckill.DefaultSKU, m.maxWait, o, modelTerms)
+	res, err := m.store(slow).Join(m.ctx, modelSale, u, seckill.DefaultItem, m.maxWait, o, modelTerms)
 	t.Logf("join %s order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, o, slow, res, err, st)
 	expectErr(t, "join", err, wantErr)
 	res.PayBy = time.Time{}

@@ -114,7 +114,7 @@ func (s *Store) give(ctx context.Context, saleID int64, sku string, dest int, id
 	var res []any
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved, k.Units, k.Lines), args...).Slice(); err != nil {
+		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved, k.Units, k.Lines, k.Held), args...).Slice(); err != nil {
 			return false, fmt.Errorf("give script: %w", err)
 		}
 		return res[0] == int64(1), nil

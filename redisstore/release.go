@@ -45,7 +45,7 @@ func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderI
 	// does it again.
 	var out seckill.Released
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
-		res, err := releaseScript.Run(ctx, c, append(k.unitKeys(), k.Moves, k.Released, k.Units, k.Lines), args...).Slice()
+		res, err := releaseScript.Run(ctx, c, append(k.unitKeys(), k.Moves, k.Released, k.Units, k.Lines, k.Held), args...).Slice()
 		if err != nil {
 			return false, fmt.Errorf("release script: %w", err)
 		}

@@ -21,6 +21,7 @@ var (
 	rewarmScript   = redis.NewScript(lua.Rewarm)
 	openScript     = redis.NewScript(lua.Open)
 	adoptScript    = redis.NewScript(lua.Adopt)
+	leaveScript    = redis.NewScript(lua.Leave)
 	nowScript      = redis.NewScript(lua.Now)
 	takeScript     = redis.NewScript(lua.Take)
 	giveScript     = redis.NewScript(lua.Give)
@@ -64,10 +65,13 @@ type Keys struct {
 	Released string
 	// Units maps each sku to the units the segment's claims hold.
 	Units string
+	// Held is the variant's units held for the head of its line, who
+	// waits for more units than have come back (give_units in admit.lua).
+	Held string
 }
 
 // Variant returns k for variant sku: the segment's keys with the
-// variant's own Stock, Wait, Moves and Moved ("stock:<sku>", ...; the
+// variant's own Stock, Wait, Held, Moves and Moved ("stock:<sku>", ...; the
 // variant "default" keeps the names a sale had before variants, so a sale
 // warmed before them reads on).
 func (k Keys) Variant(sku string) Keys {
@@ -77,6 +81,7 @@ func (k Keys) Variant(sku string) Keys {
 		suffix = ":" + sku
 	}
 	k.Stock, k.Wait, k.Moves, k.Moved = tag+"stock"+suffix, tag+"wait"+suffix, tag+"moves"+suffix, tag+"moved"+suffix
+	k.Held = tag + "held" + suffix
 	return k
 }
 

@@ -93,7 +93,7 @@ func (s *Store) SegmentKeys(saleID int64, p int) Keys {
 	tag := s.prefix + ":{" + s.segments.tag(saleID, p) + "}:"
 	return Keys{Stock: tag + "stock", Claims: tag + "claims", Meta: tag + "meta", Outbox: tag + "outbox", Admitted: tag + "admitted",
 		Wait: tag + "wait", Waited: tag + "waited", Lines: tag + "lines", Moves: tag + "moves", Moved: tag + "moved", Released: tag + "released",
-		Units: tag + "units"}
+		Units: tag + "units", Held: tag + "held"}
 }
 
 // Segments returns how many segments sale saleID's stock has: remembered (from

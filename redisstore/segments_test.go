@@ -106,7 +106,7 @@ func TestSegments_ReleasedUnitGoesToTheFirstWaitingBuyerAcrossSegments(t *testin
 	}
 	// Three buyers wait; the first to join gets the first unit back.
 	for i, u := range []string{"w-a", "w-b", "w-c"} {
-		j, err := sc.Join(ctx, saleID, u, seckill.DefaultSKU, 100, 0, terms)
+		j, err := sc.Join(ctx, saleID, u, seckill.DefaultItem, 100, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
 	}
@@ -207,7 +207,7 @@ func TestSegments_ConcurrentReleasesServeTheLineInOrder(t *testing.T) {
 	line := make([]string, waiters)
 	for i := range line {
 		line[i] = fmt.Sprint("w", i)
-		j, err := sc.Join(ctx, saleID, line[i], seckill.DefaultSKU, waiters, 0, terms)
+		j, err := sc.Join(ctx, saleID, line[i], seckill.DefaultItem, waiters, 0, terms)
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), j.Position)
 	}
@@ -297,7 +297,7 @@ func TestSegments_AReleasedUnitLandsOnce(t *testing.T) {
 	for p := range 2 {
 		for i := 0; ; i++ {
 			if u := fmt.Sprint("w", p, "-", i); redisstore.SegmentOf(u, 2) == p {
-				j, err := sc.Join(ctx, saleID, u, seckill.DefaultSKU, 10, 0, terms)
+				j, err := sc.Join(ctx, saleID, u, seckill.DefaultItem, 10, 0, terms)
 				require.NoError(t, err)
 				require.Equal(t, seckill.Waiting, j.Outcome)
 				waiters = append(waiters, u)
@@ -337,7 +337,7 @@ func TestSegments_ALostSegmentZeroIsNotReadAsOneSegment(t *testing.T) {
 	fresh.KnowSegments(saleID, 2)        // from the database
 	for i := 0; ; i++ {
 		if u := fmt.Sprint("u", i); redisstore.SegmentOf(u, 2) == 1 {
-			j, err := fresh.Join(ctx, saleID, u, seckill.DefaultSKU, 10, 0, terms)
+			j, err := fresh.Join(ctx, saleID, u, seckill.DefaultItem, 10, 0, terms)
 			require.NoError(t, err)
 			require.Equal(t, seckill.Unavailable, j.Outcome)
 			break
@@ -452,7 +452,7 @@ func TestSegments_TheWaitlistBoundIsTheSales(t *testing.T) {
 	warm(t, sc, openSegments(0, 4))
 	outcomes := map[seckill.Outcome]int{}
 	for i := range 40 {
-		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), seckill.DefaultSKU, 10, int64(1000+i), terms)
+		j, err := sc.Join(ctx, saleID, fmt.Sprint("w", i), seckill.DefaultItem, 10, int64(1000+i), terms)
 		require.NoError(t, err)
 		outcomes[j.Outcome]++
 	}
@@ -498,7 +498,7 @@ func TestWaitlist_EveryRecordExpiresWithTheSale(t *testing.T) {
 	ctx := t.Context()
 	warm(t, sc, openSale(1))
 	require.Equal(t, seckill.Admitted, claim(t, sc, "holder", 1).Outcome)
-	j, err := sc.Join(ctx, saleID, "waiter", seckill.DefaultSKU, 10, 2, terms)
+	j, err := sc.Join(ctx, saleID, "waiter", seckill.DefaultItem, 10, 2, terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	// waiter's claim comes back from a re-load while she waits.
@@ -521,7 +521,7 @@ func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 	spec := openSegments(0, 2)
 	warm(t, sc, spec)
 	first := userOfSegment(t, 1, 2)
-	j, err := sc.Join(ctx, saleID, first, seckill.DefaultSKU, 10, 1, terms)
+	j, err := sc.Join(ctx, saleID, first, seckill.DefaultItem, 10, 1, terms)
 	require.NoError(t, err)
 	require.Equal(t, seckill.Waiting, j.Outcome)
 	p0 := sc.SegmentKeys(saleID, 0)
@@ -535,7 +535,7 @@ func TestSegments_ARewarmedSegmentZeroKeepsTheLineInOrder(t *testing.T) {
 			late = u
 		}
 	}
-	j, err = sc.Join(ctx, saleID, late, seckill.DefaultSKU, 10, 2, terms)
+	j, err = sc.Join(ctx, saleID, late, seckill.DefaultItem, 10, 2, terms)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), j.Position, "behind the buyer already waiting")
 	ws, err := sc.WaitStateOf(ctx, saleID, first)

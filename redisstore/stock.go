@@ -154,7 +154,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		u := max(v.Units, 0)
 		for p, st := range h.stock {
 			if !isLost[p] && st > 0 {
-				u -= st
+				u -= st + h.held[p]
 			}
 		}
 		for i := range h.moves {
@@ -264,6 +264,16 @@ type holding struct {
 	stock  []int64 // per segment; -1 for a segment Redis does not hold
 	moves  []pending
 	claims []int64 // per segment, the units its claims hold; nil unless holdings was asked for them
+	held   []int64 // per segment, the units held for the head of its line
+}
+
+// waiting is the units held for waiting buyers (not admissible).
+func (h holding) waiting() int64 {
+	var n int64
+	for _, v := range h.held {
+		n += v
+	}
+	return n
 }
 
 // pending is a move record as read, with whether its units reached their
@@ -404,6 +414,7 @@ func (s *Store) holdings(ctx context.Context, sales map[int64]shape, claims bool
 		stock  []*redis.StringCmd
 		moves  []*redis.MapStringStringCmd
 		claims []*redis.StringCmd
+		held   []*redis.StringCmd
 	}
 	type target struct {
 		sale int64
@@ -427,6 +438,7 @@ func (s *Store) holdings(ctx context.Context, sales map[int64]shape, claims bool
 						c.moves = append(c.moves, p.HGetAll(ctx, k.Moves))
 					}
 					c.stock[q] = p.Get(ctx, k.Stock)
+					c.held = append(c.held, p.Get(ctx, k.Held))
 					if claims {
 						c.claims = append(c.claims, p.HGet(ctx, k.Units, sku))
 					}
@@ -452,6 +464,10 @@ func (s *Store) holdings(ctx context.Context, sales map[int64]shape, claims bool
 		for _, cc := range c.claims {
 			v, _ := cc.Int64() // no field: no claim holds the variant
 			h.claims = append(h.claims, v)
+		}
+		for _, hc := range c.held {
+			v, _ := hc.Int64() // no key: nothing held
+			h.held = append(h.held, v)
 		}
 		for q, mc := range c.moves {
 			for mid, v := range mc.Val() {
@@ -601,11 +617,12 @@ sales:
 			if !ok {
 				continue sales
 			}
-			v := seckill.Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed()}
+			v := seckill.Held{Stock: n, Stuck: h.stuck(stuckBefore), Claimed: h.claimed(), ForWaiting: h.waiting()}
 			sum.Variants[sku] = v
 			sum.Stock += v.Stock
 			sum.Stuck += v.Stuck
 			sum.Claimed += v.Claimed
+			sum.ForWaiting += v.ForWaiting
 		}
 		out[id] = sum
 	}
@@ -674,6 +691,7 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.
 	type cmds struct {
 		handed  []*redis.StringCmd
 		waiting []*redis.IntCmd
+		held    []*redis.StringCmd
 	}
 	all := make(map[int64]*cmds, len(remaining))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -685,6 +703,7 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.
 				c.handed = append(c.handed, p.HGet(ctx, k.Meta, "waitlist_admissions"))
 				for _, sku := range sh.skus {
 					c.waiting = append(c.waiting, p.ZCard(ctx, k.Variant(sku).Wait))
+					c.held = append(c.held, p.Get(ctx, k.Variant(sku).Held))
 				}
 			}
 			all[id] = c
@@ -706,6 +725,10 @@ func (s *Store) Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.
 		}
 		for _, w := range c.waiting {
 			sc.Waiting += w.Val()
+		}
+		for _, h := range c.held {
+			n, _ := h.Int64()
+			sc.ForWaiting += n
 		}
 		out[id] = sc
 	}

@@ -14,9 +14,11 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// Join puts userID in the line of saleID's variant sku (the sale's lines
-// holding at most maxEntries together); a unit of it still in stock is
-// given to them at once as order orderID with terms. One place per user
+// Join puts userID in the line of saleID's variant item.SKU, waiting for
+// item.Quantity units (the sale's lines holding at most maxEntries
+// together); when nobody waits in that line and its stock has the units,
+// they are given at once as order orderID with terms (too few: they are
+// held for the buyer, and the rest come as units come back). One place per user
 // per sale, in one variant's line: a repeat is AlreadyWaiting with the
 // position in the line they are in. An error means the outcome is unknown, as with Claim.
 //
@@ -24,10 +26,9 @@ import (
 // by a sequence all segments share (kept in segment 0), so the first to join is
 // first served whichever segment the unit comes back to; a unit still in
 // another segment's stock is handed over at once (HandOver).
-func (s *Store) Join(ctx context.Context, saleID int64, userID string, sku string, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error) {
-	if sku == "" {
-		sku = seckill.DefaultSKU
-	}
+func (s *Store) Join(ctx context.Context, saleID int64, userID string, item seckill.Item, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error) {
+	item = item.OrDefault()
+	sku := item.SKU
 	k, n, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
 		return seckill.JoinResult{}, err
@@ -52,11 +53,11 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, sku strin
 		}
 	}
 	args := append([]any{userID, room, orderID, saleID}, termArgs(terms)...)
-	args = append(args, seq, flag(s.byDraw), sku)
+	args = append(args, seq, flag(s.byDraw), sku, item.Quantity)
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if res, err = joinScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines), args...).Slice(); err != nil {
+		if res, err = joinScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines, k.Held), args...).Slice(); err != nil {
 			return false, fmt.Errorf("join script: %w", err)
 		}
 		if len(res) != 3 && len(res) != 4 {
@@ -114,6 +115,17 @@ func skuOfLine(k Keys, line string) string {
 		return sku
 	}
 	return seckill.DefaultSKU
+}
+
+// lineOf reads a lines entry, "<quantity>:<wait key>" (admit.lua's
+// line_of): the line's wait key and the units awaited.
+func lineOf(entry string) (line string, quantity int, ok bool) {
+	q, line, found := strings.Cut(entry, ":")
+	n, err := strconv.Atoi(q)
+	if !found || err != nil || n < 1 {
+		return "", 0, false
+	}
+	return line, n, true
 }
 
 // sequenceAndOthers numbers a join on a sale of n segments (sequence.lua in
@@ -217,7 +229,11 @@ func (s *Store) WaitStateOf(ctx context.Context, saleID int64, userID string) (s
 	}
 	line, sku := k.Wait, seckill.DefaultSKU
 	if v, err := s.rdb.HGet(ctx, k.Lines, userID).Result(); err == nil {
-		line, sku = v, skuOfLine(k, v)
+		l, _, ok := lineOf(v)
+		if !ok {
+			return seckill.WaitState{}, fmt.Errorf("waitlist entry of %s: malformed %q", userID, v)
+		}
+		line, sku = l, skuOfLine(k, l)
 	} else if !errors.Is(err, redis.Nil) {
 		return seckill.WaitState{}, fmt.Errorf("read waitlist: %w", err)
 	}
@@ -301,24 +317,26 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	line := k.Wait
+	kv := k
 	if v, err := s.rdb.HGet(ctx, k.Lines, userID).Result(); err == nil {
-		line = v
+		line, _, ok := lineOf(v)
+		if !ok {
+			return false, fmt.Errorf("waitlist entry of %s: malformed %q", userID, v)
+		}
+		kv = k.Variant(skuOfLine(k, line))
 	} else if !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("leave waitlist: %w", err)
 	}
-	var removed *redis.IntCmd
-	// One slot, so one MULTI: all or nothing.
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		removed = p.ZRem(ctx, line, userID)
-		p.HDel(ctx, k.Lines, userID)
-		p.HDel(ctx, k.Waited, userID)
-		return nil
+	var removed int
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+		var err error
+		removed, err = leaveScript.Run(ctx, c, []string{kv.Wait, k.Lines, k.Waited, kv.Held, kv.Stock}, userID, s.RestockChannel(), saleID).Int()
+		if err != nil {
+			return false, fmt.Errorf("leave waitlist: %w", err)
+		}
+		return true, nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("leave waitlist: %w", err)
-	}
-	return removed.Val() == 1, nil
+	return removed == 1, err
 }
 
 // HandOver gives units of variant sku left in saleID's stock to the buyers
@@ -380,7 +398,7 @@ func (s *Store) handOverIn(ctx context.Context, saleID int64, sku string, p int,
 	var n int
 	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if n, err = handOverScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines), args...).Int(); err != nil {
+		if n, err = handOverScript.Run(ctx, c, append(k.unitKeys(), k.Units, k.Lines, k.Held), args...).Int(); err != nil {
 			return false, fmt.Errorf("handover script: %w", err)
 		}
 		return n > 0, nil

@@ -14,7 +14,7 @@ import (
 
 func join(t *testing.T, sc *redisstore.Store, user string) seckill.JoinResult {
 	t.Helper()
-	res, err := sc.Join(t.Context(), saleID, user, seckill.DefaultSKU, 3, 7000, terms)
+	res, err := sc.Join(t.Context(), saleID, user, seckill.DefaultItem, 3, 7000, terms)
 	require.NoError(t, err)
 	return res
 }
