@@ -399,8 +399,11 @@ func redisMatchesAtRest(f *facts, atRest bool) Check {
 			f.outbox, f.queued, f.claimsMatch))
 	default:
 		for _, v := range f.variants {
-			if r := f.heldOf(v.SKU).Stock; r != v.Available {
-				c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d != available %d", v.SKU, r, v.Available))
+			// Units held for a waiting buyer are the database's available
+			// too, on their way to that buyer's order.
+			if h := f.heldOf(v.SKU); h.Stock+h.ForWaiting != v.Available {
+				c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d + held for the line %d != available %d",
+					v.SKU, h.Stock, h.ForWaiting, v.Available))
 			}
 		}
 	}
@@ -545,9 +548,9 @@ func noStockCreated(f *facts) Check {
 		return c
 	}
 	for _, v := range f.variants {
-		r := f.heldOf(v.SKU).Stock
+		r := f.heldOf(v.SKU).Stock + f.heldOf(v.SKU).ForWaiting
 		if r > v.Available {
-			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d > available %d", v.SKU, r, v.Available))
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining and held for the line %d > available %d", v.SKU, r, v.Available))
 		}
 		if r < 0 {
 			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: remaining %d < 0", v.SKU, r))
@@ -583,9 +586,9 @@ func countedOnce(f *facts, atRest bool) Check {
 	}
 	for _, v := range f.variants {
 		h := f.heldOf(v.SKU)
-		if h.Stock+h.Claimed != v.Total {
-			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: Redis holds %d units (stock and moves %d, claims %d) but its total is %d",
-				v.SKU, h.Stock+h.Claimed, h.Stock, h.Claimed, v.Total))
+		if n := h.Stock + h.ForWaiting + h.Claimed; n != v.Total {
+			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: Redis holds %d units (stock and moves %d, held for the line %d, claims %d) but its total is %d",
+				v.SKU, n, h.Stock, h.ForWaiting, h.Claimed, v.Total))
 		}
 		if u := f.units[v.SKU].active; h.Claimed != u {
 			c.Violations = append(c.Violations, fmt.Sprintf("variant %s: Redis' claims hold %d units but its active orders hold %d", v.SKU, h.Claimed, u))

@@ -339,7 +339,7 @@ func (c *Collector) countStranded(ctx context.Context) (map[int64]int64, error) 
 		if !ok {
 			continue // not this database's sale
 		}
-		out[id] = total - (h.Stock - h.Stuck) - h.Claimed
+		out[id] = total - (h.Stock - h.Stuck) - h.ForWaiting - h.Claimed
 	}
 	return out, nil
 }
