@@ -362,7 +362,7 @@ func TestRun_FailsAPaidOrderOfThreeUnitsThatSoldCountsOnce(t *testing.T) {
 
 	require.Equal(t, []int{1, 7}, failed(rep), "%s", rep)
 	require.Contains(t, rep.String(), "variant default: 1 PAID orders hold 3 units but sold = 1")
-	require.Contains(t, rep.String(), "variant default: Redis holds 7 units (stock and moves 4, claims 3) but its total is 5")
+	require.Contains(t, rep.String(), "variant default: Redis holds 7 units (stock and moves 4, held for the line 0, claims 3) but its total is 5")
 }
 
 // At rest each variant's Redis remaining is its available (invariants 2
@@ -384,8 +384,8 @@ func TestRun_FailsRedisAboveOneVariantsAvailableAtRest(t *testing.T) {
 	require.True(t, rep.AtRest)
 	require.Equal(t, rep.Stock.Available, rep.Stock.Remaining, "the sums agree")
 	require.Equal(t, []int{2, 6, 7}, failed(rep), "%s", rep)
-	require.Contains(t, rep.String(), "variant red: remaining 6 != available 5")
-	require.Contains(t, rep.String(), "variant blue: remaining 4 != available 5")
+	require.Contains(t, rep.String(), "variant red: remaining 6 + held for the line 0 != available 5")
+	require.Contains(t, rep.String(), "variant blue: remaining 4 + held for the line 0 != available 5")
 	require.Contains(t, rep.String(), "variant red: remaining 6 > available 5")
 	require.NotContains(t, rep.String(), "variant blue: remaining 4 >")
 	require.Contains(t, rep.String(), "variant red: Redis holds 6 units (stock and moves 6, claims 0) but its total is 5")
@@ -422,8 +422,8 @@ func TestRun_FailsClaimsWhoseUnitsRedisCountsOnAnotherVariant(t *testing.T) {
 	require.Equal(t, []int{7}, failed(rep), "%s", rep)
 	require.Contains(t, rep.String(), "variant red: Redis' claims hold 1 units but its active orders hold 2")
 	require.Contains(t, rep.String(), "variant blue: Redis' claims hold 2 units but its active orders hold 1")
-	require.Contains(t, rep.String(), "variant red: Redis holds 4 units (stock and moves 3, claims 1) but its total is 5")
-	require.Contains(t, rep.String(), "variant blue: Redis holds 6 units (stock and moves 4, claims 2) but its total is 5")
+	require.Contains(t, rep.String(), "variant red: Redis holds 4 units (stock and moves 3, held for the line 0, claims 1) but its total is 5")
+	require.Contains(t, rep.String(), "variant blue: Redis holds 6 units (stock and moves 4, held for the line 0, claims 2) but its total is 5")
 }
 
 // Each variant's split adds up and never sells more than its total
