@@ -366,8 +366,9 @@ const Seckill = (() => {
 
     // renderPickers shows each size's price and what is left of it, greys
     // a sold-out size and offers its waiting line when a join can work,
-    // and says what the chosen size and quantity cost.
-    function renderPickers(joinable) {
+    // and says what the chosen size and quantity cost (not while the buyer
+    // holds an order of the sale: there is nothing to buy then).
+    function renderPickers(joinable, active) {
       buildPickers();
       $("sizes").hidden = !several();
       $("quantity-row").hidden = limit() <= 1;
@@ -383,7 +384,7 @@ const Seckill = (() => {
       }
       const v = chosen();
       const amount = $("amount");
-      amount.hidden = !(v && (several() || limit() > 1));
+      amount.hidden = !(v && !active && (several() || limit() > 1));
       if (!amount.hidden) {
         const q = quantity();
         setText(amount, "Total " + money(q * v.price_cents, sale.currency) +
@@ -438,7 +439,7 @@ const Seckill = (() => {
       $("claim-why").textContent = why;
       renderOrder();
       const joinable = renderWaitlist(active, now >= starts && now < ends && (phase === "" || phase === "drawn"));
-      renderPickers(joinable);
+      renderPickers(joinable, active);
       renderLobby(now, phase);
     }
 
