@@ -99,6 +99,11 @@ func TestShopper_ChoosesASizeAndAQuantityInBrowser(t *testing.T) {
 	page := s.info.APIURL + "/sales/" + sale
 
 	ctx := browser(t)
+	// The list of sales gives a price of sizes at several prices as "from"
+	// the lowest.
+	link := `a[href="/sales/` + sale + `"]`
+	do(t, ctx, "open the shop", chromedp.Navigate(s.info.APIURL+"/"), chromedp.WaitVisible(link))
+	require.Equal(t, "from €120.00", text(t, ctx, `#sales li:has(`+link+`) .price`))
 	signInAs(t, ctx, page, "size-shopper")
 	do(t, ctx, "the sizes, EU 43 sold out",
 		chromedp.WaitVisible(size("eu-43", ".size-join")),
