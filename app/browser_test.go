@@ -130,6 +130,10 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 		chromedp.WaitVisible("#who-user"),
 	)
 	require.Equal(t, "browser-shopper", text(t, ctx, "#who-user"))
+	// A sale of one variant, one per buyer: no size, no quantity, as before.
+	require.True(t, hidden(t, ctx, "#sizes"), "no size list")
+	require.True(t, hidden(t, ctx, "#quantity-row"), "no quantity")
+	require.True(t, hidden(t, ctx, "#amount"), "the price above is the amount")
 	do(t, ctx, "claim",
 		chromedp.WaitEnabled("#claim"),
 		chromedp.Click("#claim"),
@@ -137,6 +141,7 @@ func TestShopper_ClaimAndPayInBrowser(t *testing.T) {
 		chromedp.WaitVisible("#payby-countdown"),
 	)
 	require.Regexp(t, `^\d\d:\d\d$`, text(t, ctx, "#payby-countdown"))
+	require.True(t, hidden(t, ctx, "#order-item"), "one unit of the one variant: the order reads as before")
 	orderID := text(t, ctx, "#order-id")
 	screenshot(t, ctx, "shopper-awaiting-payment.png")
 	do(t, ctx, "go to the dev checkout", chromedp.Click("#pay"), chromedp.WaitEnabled("#checkout-pay"))

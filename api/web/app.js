@@ -12,6 +12,7 @@ const Seckill = (() => {
   // Words a shopper understands, for the API's error codes.
   const problems = {
     SOLD_OUT: "Sold out. Units come back when someone does not pay, so try again in a moment.",
+    NOT_ENOUGH_STOCK: "Fewer units are left than you asked for: choose fewer.",
     ALREADY_CLAIMED: "You already have an order for this sale.",
     SALE_NOT_STARTED: "The sale has not started yet.",
     SALE_ENDED: "The sale has ended.",
@@ -98,6 +99,13 @@ const Seckill = (() => {
   // plural says a count with its noun: "1 buyer", "2 buyers".
   function plural(n, one, many) {
     return n + " " + (n === 1 ? one : many || one + "s");
+  }
+
+  // salePrice is a sale's price as a list shows it: a sale of sizes at
+  // several prices says its lowest, the top-level price_cents, "from".
+  function salePrice(s) {
+    const prices = new Set((s.variants || []).map((v) => v.price_cents));
+    return (prices.size > 1 ? "from " : "") + money(s.price_cents, s.currency);
   }
 
   function show(el, text, info) {
@@ -210,7 +218,7 @@ const Seckill = (() => {
         a.textContent = s.name;
         const price = document.createElement("span");
         price.className = "price";
-        price.textContent = money(s.price_cents, s.currency);
+        price.textContent = salePrice(s);
         const badge = document.createElement("span");
         badge.className = "badge " + s.state;
         badge.textContent = s.state.replace("_", " ").toLowerCase();
@@ -246,6 +254,9 @@ const Seckill = (() => {
     // The published draw (GET /draw) once the sale's state says it has run:
     // null until read, "pending" while the API says it is not done.
     let drawn = null;
+    // The sku of the line the caller joined from this page (GET
+    // /waitlist/me does not say it): named in the waitlist card.
+    let waitSKU = null;
     const msg = $("message");
 
     renderWho(() => { render(); resume(); prepareProof(); });
@@ -289,10 +300,108 @@ const Seckill = (() => {
       return "drawn";
     }
 
+    // --- what to buy: a size and a quantity (docs/API.md "Claims") -------
+    // A sale of several variants lists them, each with its price and live
+    // stock, and the buyer chooses one (none is chosen for them: a wrong
+    // size is worse than a click). A sale of one variant (sku "default"
+    // for a sale made without variants) shows no size list, as before;
+    // the quantity is offered when the sale's limit per buyer is over 1.
+    let chosenSKU = null;
+    let pickersFor = ""; // the variants and limit the pickers were built for
+
+    function variants() { return (sale && sale.variants) || []; }
+    function several() { return variants().length > 1; }
+    function variantOf(sku) { return variants().find((v) => v.sku === sku) || null; }
+    function chosen() { return several() ? variantOf(chosenSKU) : variants()[0] || null; }
+    function limit() { return Math.max(1, (sale && sale.limit_per_buyer) || 1); }
+    function quantity() { return Math.min(limit(), Math.max(1, Number($("quantity").value) || 1)); }
+    // item is the body of a claim: the chosen variant and quantity
+    // (undefined from an API that shows no variants: no body, as in v3).
+    function item() {
+      const v = chosen();
+      return v ? { sku: v.sku, quantity: quantity() } : undefined;
+    }
+    // sizeName names a variant for the buyer.
+    function sizeName(sku) {
+      const v = variantOf(sku);
+      return v ? v.name : sku;
+    }
+
+    // buildPickers makes the size list and the quantity choices once per
+    // set of variants; render then only updates them, so the refresh every
+    // 250 ms neither moves the keyboard focus nor loses a click.
+    function buildPickers() {
+      const key = variants().map((v) => v.sku).join(" ") + "|" + limit();
+      if (key === pickersFor) return;
+      pickersFor = key;
+      const rows = [];
+      if (several()) {
+        for (const v of variants()) {
+          const row = Object.assign(document.createElement("div"), { className: "size" });
+          row.dataset.sku = v.sku;
+          const radio = Object.assign(document.createElement("input"), { type: "radio", name: "size", id: "size-" + v.sku, value: v.sku });
+          radio.checked = v.sku === chosenSKU;
+          radio.onchange = () => { chosenSKU = v.sku; render(); };
+          const label = document.createElement("label");
+          label.htmlFor = radio.id;
+          label.append(
+            Object.assign(document.createElement("span"), { className: "size-name", textContent: v.name }), " ",
+            Object.assign(document.createElement("span"), { className: "size-price" }), " ",
+            Object.assign(document.createElement("span"), { className: "size-left" }));
+          const join = Object.assign(document.createElement("button"), { type: "button", className: "secondary size-join", textContent: "Join the waiting line", hidden: true });
+          join.setAttribute("aria-label", "Join the waiting line for " + v.name);
+          join.onclick = () => joinWaitlist(v.sku, join);
+          row.append(radio, label, join);
+          rows.push(row);
+        }
+      }
+      $("size-list").replaceChildren(...rows);
+      const q = $("quantity");
+      const was = Number(q.value) || 1;
+      q.replaceChildren();
+      for (let n = 1; n <= limit(); n++) q.append(new Option(String(n), String(n)));
+      q.value = String(Math.min(was, limit()));
+      $("quantity-limit").textContent = "at most " + limit() + " per buyer";
+    }
+
+    // renderPickers shows each size's price and what is left of it, greys
+    // a sold-out size and offers its waiting line when a join can work,
+    // and says what the chosen size and quantity cost (not while the buyer
+    // holds an order of the sale: there is nothing to buy then).
+    function renderPickers(joinable, active) {
+      buildPickers();
+      $("sizes").hidden = !several();
+      $("quantity-row").hidden = limit() <= 1;
+      for (const row of $("size-list").children) {
+        const v = variantOf(row.dataset.sku);
+        if (!v) continue;
+        const out = v.stock.remaining <= 0;
+        row.classList.toggle("sold-out", out);
+        row.querySelector("input").disabled = out;
+        setText(row.querySelector(".size-price"), money(v.price_cents, sale.currency));
+        setText(row.querySelector(".size-left"), out ? "sold out" : v.stock.remaining + " left");
+        row.querySelector(".size-join").hidden = !(out && joinable);
+      }
+      const v = chosen();
+      const amount = $("amount");
+      amount.hidden = !(v && !active && (several() || limit() > 1));
+      if (!amount.hidden) {
+        const q = quantity();
+        setText(amount, "Total " + money(q * v.price_cents, sale.currency) +
+          " (" + (several() ? v.name + ", " : "") + q + " × " + money(v.price_cents, sale.currency) + ")");
+      }
+    }
+
+    // setText changes an element's text only when it differs, so a live
+    // region is not read out again every 250 ms.
+    function setText(el, text) {
+      if (el.textContent !== text) el.textContent = text;
+    }
+
     function render() {
       if (!sale) return;
       $("sale-name").textContent = sale.name;
-      $("sale-price").textContent = money(sale.price_cents, sale.currency);
+      $("sale-price").textContent = salePrice(sale);
       $("sale-state").textContent = sale.state.replace("_", " ").toLowerCase();
       $("sale-state").className = "badge " + sale.state;
       $("stock-remaining").textContent = sale.stock.remaining;
@@ -324,10 +433,13 @@ const Seckill = (() => {
       else if (now >= ends || sale.state === "ENDED") why = "The sale has ended.";
       else if (phase === "drawing") why = "The draw is running; any units it leaves can be bought here once it is done.";
       else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when a buyer does not pay in time or cancels.";
+      else if (several() && !chosen()) why = "Choose a size.";
+      else if (chosen() && chosen().stock.remaining <= 0) why = chosen().name + " is sold out: choose another size, or join its waiting line.";
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
-      renderWaitlist(active, now >= starts && now < ends && (phase === "" || phase === "drawn"));
+      const joinable = renderWaitlist(active, now >= starts && now < ends && (phase === "" || phase === "drawn"));
+      renderPickers(joinable, active);
       renderLobby(now, phase);
     }
 
@@ -447,27 +559,37 @@ const Seckill = (() => {
     // The waitlist card: offered on a sold-out sale to a signed-in buyer
     // with no active order, unless the line is full (a join would be
     // refused WAITLIST_FULL: the card says so instead); while they wait it
-    // shows their live position.
+    // shows their live position. A sale of several sizes has a line per
+    // size, joined from the sold-out size in the size list (a buyer waits
+    // in one line of a sale); the card explains them and shows the place.
+    // Returns whether a join is offered now.
     function renderWaitlist(active, open) {
       const waiting = wait && wait.status === "WAITING";
       const expired = wait && wait.status === "EXPIRED";
       const line = sale.waitlist; // a sold-out sale's {waiting, max}
       const full = !!line && line.waiting >= line.max;
-      const offer = user() && open && !active && !waiting && sale.stock.remaining <= 0;
+      const soldOut = several() ? variants().some((v) => v.stock.remaining <= 0) : sale.stock.remaining <= 0;
+      const offer = !!(user() && open && !active && !waiting && soldOut);
       $("waitlist").hidden = !(offer || waiting || expired);
-      $("join").hidden = !offer || full;
+      $("join").hidden = !offer || full || several();
       $("leave").hidden = !waiting;
       let text = "";
-      if (waiting) text = wait.position === 1 ? "You are next in line." : "You are number " + wait.position + " in line.";
+      const size = several() && waitSKU ? " for " + sizeName(waitSKU) : "";
+      if (waiting) text = wait.position === 1 ? "You are next in line" + size + "." : "You are number " + wait.position + " in line" + size + ".";
       else if (expired) text = "The sale ended before a unit came back to you.";
       else if (full) text = "The waitlist is full: it holds " + plural(line.max, "buyer") + ", its most. " +
         "A place opens when someone in line leaves it or is given a unit; you can join then.";
-      else {
+      else if (several()) {
+        text = "A sold-out size gets units back when a buyer does not pay in time or cancels, and they go to that size's " +
+          "waiting line first, first come, first served. Join the line of a sold-out size above; you can wait in one line at a time.";
+        if (line) text += " " + plural(line.waiting, "buyer") + (line.waiting === 1 ? " is" : " are") + " waiting for this sale.";
+      } else {
         text = "Units come back when a buyer does not pay in time or cancels, and go to the waitlist first come, first served.";
         if (line && line.waiting === 0) text += " Nobody is in line: join, and the next one is yours.";
         else if (line) text += " " + plural(line.waiting, "buyer") + (line.waiting === 1 ? " is" : " are") + " in line; you would be number " + (line.waiting + 1) + ".";
       }
       $("wait-status").textContent = text;
+      return offer && !full;
     }
 
     // watchWaitlist reads the caller's place while they wait (every 1 s near
@@ -478,11 +600,11 @@ const Seckill = (() => {
       try {
         wait = (await api("GET", "/api/v1/sales/" + saleID + "/waitlist/me")).body;
       } catch (e) {
-        if (e.code === "NOT_WAITING") wait = null;
+        if (e.code === "NOT_WAITING") wait = waitSKU = null;
       }
       if (wait && wait.status === "ADMITTED") {
         const id = wait.order_id;
-        wait = null;
+        wait = waitSKU = null;
         show(msg, "A unit came back, and it is yours: pay before the time runs out.", true);
         await showOrder(id);
       }
@@ -499,6 +621,9 @@ const Seckill = (() => {
       const st = $("order-status");
       st.dataset.status = order.status;
       st.textContent = statusWords[order.status] || order.status;
+      const what = orderItem(order);
+      $("order-item").hidden = !what;
+      setText($("order-item"), what);
       let detail = "";
       if (order.status === "CLOSED") detail = closeWords[order.close_reason] || "";
       if (order.status === "PAID") detail = "Paid " + money(order.amount_cents, order.currency) + ".";
@@ -515,6 +640,18 @@ const Seckill = (() => {
       // Unknown while the order could not be read (showOrder's stand-in).
       $("pay").textContent = order.currency ? "Pay " + money(order.amount_cents, order.currency) : "Pay";
       $("cancel").hidden = !waiting;
+    }
+
+    // orderItem says what an order holds: its size and quantity and what
+    // they cost; "" for one unit of a sale of one variant, whose order
+    // reads as before.
+    function orderItem(o) {
+      const q = o.quantity || 1;
+      if (!o.sku || (!several() && q === 1)) return "";
+      const parts = [];
+      if (several()) parts.push("Size " + sizeName(o.sku));
+      parts.push(plural(q, "unit"));
+      return parts.join(", ") + (o.currency ? ": " + money(o.amount_cents, o.currency) : "");
     }
 
     // follow streams the order's status events until a terminal one,
@@ -606,59 +743,94 @@ const Seckill = (() => {
       return v;
     }
 
+    // claimRefused says a claim's refusal in the buyer's words, naming
+    // the size of a sale of several and how many are left of it.
+    function claimRefused(e, asked) {
+      const name = asked && several() ? sizeName(asked.sku) : "";
+      if (e.code === "NOT_ENOUGH_STOCK" && typeof e.body.remaining === "number") {
+        const left = e.body.remaining;
+        return "Only " + left + " left" + (name ? " of " + name : "") + ": choose " +
+          (left === 1 ? "1" : "at most " + left) + (name ? ", or another size." : ".");
+      }
+      if (e.code === "SOLD_OUT" && name) {
+        return name + " is sold out. Units come back when someone does not pay: try again in a moment, or join its waiting line.";
+      }
+      return e.message;
+    }
+
     let claimKey = null;
     let claimProof = null; // sent again with claimKey when the attempt is retried
+    let claimBody = ""; // the body claimKey was sent with
     $("claim").onclick = async () => {
       show(msg, "");
       $("claim").disabled = true;
+      const body = item();
       // One key per purchase attempt: a retry after a network error gets
-      // the first answer again instead of a second decision.
+      // the first answer again instead of a second decision. Another size
+      // or quantity is another attempt (the API refuses a key reused for
+      // another body), with a proof of its own (the first may be spent).
+      const sent = JSON.stringify(body || null);
+      if (sent !== claimBody) claimKey = claimProof = null;
+      claimBody = sent;
       claimKey = claimKey || crypto.randomUUID();
       try {
         claimProof = claimProof || await proof();
         const headers = { "Idempotency-Key": claimKey };
         if (claimProof) headers["X-Seckill-Proof"] = claimProof;
-        const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers });
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/claims", { headers, body });
         claimKey = claimProof = null;
         // Payable at once: the answer carries the amount and the deadline.
-        order = { order_id: r.body.order_id, status: r.body.status, amount_cents: r.body.amount_cents,
-          currency: r.body.currency, pay_by: r.body.pay_by };
+        order = { order_id: r.body.order_id, status: r.body.status, sku: r.body.sku, quantity: r.body.quantity,
+          amount_cents: r.body.amount_cents, currency: r.body.currency, pay_by: r.body.pay_by };
         render();
         follow(r.body.order_id);
         refreshSale();
       } catch (e) {
         if (e.status !== 0) claimKey = claimProof = null;
         prepareProof(); // for the next try, or the waitlist
-        show(msg, e.message);
+        show(msg, claimRefused(e, body));
         if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         render();
         refreshSale();
       }
     };
 
-    $("join").onclick = async () => {
+    // joinWaitlist puts the caller in the waiting line of the variant sku
+    // (the only one of a sale of one variant), button pressed meanwhile.
+    async function joinWaitlist(sku, button) {
       show(msg, "");
-      $("join").disabled = true;
+      button.disabled = true;
       try {
         const p = await proof();
-        const r = await api("POST", "/api/v1/sales/" + saleID + "/waitlist", p ? { headers: { "X-Seckill-Proof": p } } : {});
+        const opts = { body: sku ? { sku } : undefined };
+        if (p) opts.headers = { "X-Seckill-Proof": p };
+        const r = await api("POST", "/api/v1/sales/" + saleID + "/waitlist", opts);
         if (r.body.status === "ADMITTED") {
           show(msg, "A unit was still there, and it is yours: pay before the time runs out.", true);
           await showOrder(r.body.order_id);
         } else {
           wait = r.body;
+          waitSKU = r.body.sku || sku || null;
         }
       } catch (e) {
-        if (e.code === "ALREADY_WAITING") wait = { status: "WAITING", position: e.body.position };
-        else if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
+        if (e.code === "ALREADY_WAITING") {
+          wait = { status: "WAITING", position: e.body.position };
+          waitSKU = null; // in a line, perhaps another size's: the answer does not say
+        } else if (e.code === "ALREADY_CLAIMED" && e.body.order_id) showOrder(e.body.order_id);
         else show(msg, e.message);
         if (e.code === "WAITLIST_FULL") await refreshSale(); // the line as it is now: no join offered while full
       }
-      $("join").disabled = false;
+      button.disabled = false;
       render();
+      // The pressed button is gone once they wait: the keyboard's focus
+      // goes to the way out of the line, next to their place in it.
+      if (!$("leave").hidden && button.hidden) $("leave").focus();
       if (wait && wait.status === "WAITING") watchWaitlist();
       if (sale.lobby_opens_at) watchLobby(); // a place in line again, after the draw's
-    };
+    }
+
+    $("join").onclick = () => joinWaitlist(chosen() ? chosen().sku : undefined, $("join"));
+    $("quantity").onchange = render;
 
     $("enter").onclick = async () => {
       show(msg, "");
@@ -682,7 +854,7 @@ const Seckill = (() => {
       try {
         await api("DELETE", "/api/v1/sales/" + saleID + "/waitlist/me");
         clearTimeout(waitPoll);
-        wait = null;
+        wait = waitSKU = null;
         show(msg, "You left the waitlist.", true);
         refreshSale(); // the line without them
         if (sale.lobby_opens_at) watchLobby(); // the draw's place given up
