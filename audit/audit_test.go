@@ -386,9 +386,9 @@ func TestRun_FailsRedisAboveOneVariantsAvailableAtRest(t *testing.T) {
 	require.Equal(t, []int{2, 6, 7}, failed(rep), "%s", rep)
 	require.Contains(t, rep.String(), "variant red: remaining 6 + held for the line 0 != available 5")
 	require.Contains(t, rep.String(), "variant blue: remaining 4 + held for the line 0 != available 5")
-	require.Contains(t, rep.String(), "variant red: remaining 6 > available 5")
+	require.Contains(t, rep.String(), "variant red: remaining and held for the line 6 > available 5")
 	require.NotContains(t, rep.String(), "variant blue: remaining 4 >")
-	require.Contains(t, rep.String(), "variant red: Redis holds 6 units (stock and moves 6, claims 0) but its total is 5")
+	require.Contains(t, rep.String(), "variant red: Redis holds 6 units (stock and moves 6, held for the line 0, claims 0) but its total is 5")
 }
 
 // At rest Redis' claims hold each variant's units of the active orders

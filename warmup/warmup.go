@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/seckill/seckill"
@@ -97,20 +98,10 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 		// Every segment is checked, whatever Redis still knows of the sale.
 		w.rstore.KnowSegments(s.ID, s.StockSegments)
 		w.rstore.KnowSKUs(s.ID, s.SKUs())
-		// A sale warmed before variants (an upgrade while it was live)
-		// gets its claims' count of units, once (docs/OPERATIONS.md,
-		// Upgrading).
-		if !w.adopted[s.ID] {
-			n, err := w.rstore.Adopt(ctx, s.ID)
-			if err != nil {
-				return nil, err
-			}
-			if n > 0 {
-				w.log.Info("adopted a sale warmed before variants: one variant, a unit per claim", "saleID", s.ID, "segments", n)
-			}
-			w.adopted[s.ID] = true
-		}
 	}
+	// A sale that failed to adopt or to open does not keep the others from
+	// being re-warmed: its error is returned after the pass.
+	errs := w.adopt(ctx, ids)
 	live, err := w.rstore.RemainingMany(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -122,7 +113,6 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	// sale whose opening fails (its shard without a replica, say) does not
 	// keep the others from being re-warmed: its error is returned after
 	// the pass.
-	var errs []error
 	for _, s := range sales {
 		if s.LobbyOpensAt != nil && s.Drawn != nil {
 			if err := w.rstore.OpenClaims(ctx, s.ID, s.StartsAt); err != nil {
@@ -132,6 +122,35 @@ func (w *Warmer) Check(ctx context.Context) ([]int64, error) {
 	}
 	rewarmed, err := w.rewarm(ctx, ids, live)
 	return rewarmed, errors.Join(append(errs, err)...)
+}
+
+// adopt brings each sale Redis holds as warmed before variants (an
+// upgrade while it was live) to the v4 layout, once per process
+// (redisstore.Adopt: its claims count a unit each of the variant
+// "default"): the open sales of ids, and the sales ended but still
+// settling that the relay watches, whose claims the stranded-units gauge
+// and the audit count too (docs/OPERATIONS.md, Upgrading).
+func (w *Warmer) adopt(ctx context.Context, ids []int64) []error {
+	settling, err := w.rstore.ActiveSales(ctx)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, id := range append(slices.Clone(ids), settling...) {
+		if w.adopted[id] {
+			continue
+		}
+		n, err := w.rstore.Adopt(ctx, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("adopt sale %d: %w", id, err))
+			continue
+		}
+		if n > 0 {
+			w.log.Info("adopted a sale warmed before variants: one variant, a unit per claim", "saleID", id, "segments", n)
+		}
+		w.adopted[id] = true
+	}
+	return errs
 }
 
 // rewarm loads the sales of ids that are not live and have been seen lost
