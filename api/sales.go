@@ -126,6 +126,17 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 	if limit < 1 || limit > seckill.MaxLimitPerBuyer {
 		return n, invalid("limit_per_buyer", "must be between 1 and %d", seckill.MaxLimitPerBuyer)
 	}
+	// An order's amount (quantity x price) must stay an exact whole number
+	// in JSON and in Redis' Lua numbers: at most 2^53.
+	for i, v := range variants {
+		if v.PriceCents > (1<<53)/limit {
+			field := "price_cents"
+			if r.Variants != nil {
+				field = fmt.Sprintf("variants[%d].price_cents", i)
+			}
+			return n, invalid(field, "times limit_per_buyer (%d) must be at most 2^53", limit)
+		}
+	}
 	currency := seckill.DefaultCurrency
 	if r.Currency != nil {
 		currency = strings.ToLower(*r.Currency)

@@ -67,7 +67,7 @@ local function admit(k, user, order, now, t, from_waitlist)
     redis.call('HINCRBY', k.meta, 'waitlist_admissions', 1)
   end
   local entry = {'o', order, 'u', user, 's', t.sale, 't', tostring(now),
-    'p', pay_by, 'a', tostring(q * tonumber(t.price)), 'c', t.currency}
+    'p', pay_by, 'a', string.format('%.0f', q * tonumber(t.price)), 'c', t.currency}
   if item_of(sku, q) ~= '' then
     entry[#entry + 1], entry[#entry + 2] = 'k', sku
     entry[#entry + 1], entry[#entry + 2] = 'n', tostring(q)

@@ -93,6 +93,7 @@ type Redis interface {
 	Release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, next *seckill.NextOrder) (seckill.Released, error)
 	LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error)
 	HandOver(ctx context.Context, saleID int64, sku string, terms seckill.Terms, orderIDs []int64) (int, error)
+	WaitingByVariant(ctx context.Context, saleID int64) (map[string]int64, error)
 	FinishMoves(ctx context.Context, saleID int64, termsOf func(sku string) seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
 }
 
@@ -387,29 +388,50 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	if err != nil {
 		return drifts, err
 	}
-	if c := counts[saleID]; c.Remaining > 0 && c.Waiting > 0 {
-		ids := make([]int64, min(c.Remaining, c.Waiting, maxHandOver))
-		for i := range ids {
-			if ids[i], err = r.IDs.Next(); err != nil {
-				return drifts, err
-			}
+	c := counts[saleID]
+	if c.Waiting == 0 {
+		return drifts, nil
+	}
+	waiting, err := r.Redis.WaitingByVariant(ctx, saleID)
+	if err != nil {
+		return drifts, err
+	}
+	for _, v := range sale.Variants {
+		if waiting[v.SKU] == 0 {
+			continue // a variant on sale while buyers wait for another is a drop's normal state
 		}
-		n := 0
-		for _, v := range sale.Variants {
-			if c.Variants[v.SKU] <= 0 {
-				continue
-			}
-			terms, _ := seckill.TermsOf(*sale, v.SKU)
-			handed, err := r.Redis.HandOver(ctx, saleID, v.SKU, terms, ids)
-			if err != nil {
-				return drifts, err
-			}
-			n, ids = n+handed, ids[handed:]
+		// Units in the variant's stock while buyers wait for it are a
+		// drift; units held for its head whose quantity they cover (the
+		// step that held them ran out of order ids) are served silently.
+		left := c.Variants[v.SKU]
+		handed, err := r.handOver(ctx, sale, v.SKU, min(max(left, c.ForWaiting), waiting[v.SKU], maxHandOver))
+		if err != nil {
+			return drifts, err
 		}
-		report(seckill.Drift{Kind: seckill.DriftStockWhileWaiting, SaleID: saleID, Fixed: n > 0,
-			Detail: fmt.Sprintf("%d units in stock while %d buyers waited; %d handed to the waitlist", c.Remaining, c.Waiting, n)})
+		if left > 0 {
+			report(seckill.Drift{Kind: seckill.DriftStockWhileWaiting, SaleID: saleID, Fixed: handed > 0,
+				Detail: fmt.Sprintf("variant %s: %d units in stock while %d buyers waited for it; %d served", v.SKU, left, waiting[v.SKU], handed)})
+		}
 	}
 	return drifts, nil
+}
+
+// handOver serves up to n buyers waiting for sale's variant sku from its
+// stock and the units held for them (redisstore's HandOver), each with a
+// fresh order id.
+func (r *Reconciler) handOver(ctx context.Context, sale *seckill.Sale, sku string, n int64) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		var err error
+		if ids[i], err = r.IDs.Next(); err != nil {
+			return 0, err
+		}
+	}
+	terms, _ := seckill.TermsOf(*sale, sku)
+	return r.Redis.HandOver(ctx, sale.ID, sku, terms, ids)
 }
 
 // maxOrphanPayments bounds the payments of unwritten orders one pass

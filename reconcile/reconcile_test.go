@@ -298,3 +298,41 @@ func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, drifts, "delivered once")
 }
+
+// Buyers waiting for a sold-out size while another size is on sale is a
+// drop's normal state, not a drift: reconciliation reports nothing and
+// hands nothing (units of one variant never go to another's line).
+func TestSale_AVariantOnSaleWhileBuyersWaitForAnotherIsNoDrift(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "sizes", Currency: "usd", LimitPerBuyer: 1,
+		Variants: []seckill.NewVariant{{SKU: "a", Name: "A", PriceCents: 100, Stock: 1}, {SKU: "b", Name: "B", PriceCents: 100, Stock: 5}},
+		StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Hour}, nil)
+	require.NoError(t, err)
+	_, err = rs.Warm(ctx, seckill.WarmSpecOf(sale, map[string]int64{"a": 1, "b": 5}))
+	require.NoError(t, err)
+	res, err := rs.Claim(ctx, sale.ID, "ann", 1, "", seckill.TermsBySKU(*sale)("a"), seckill.Item{SKU: "a", Quantity: 1})
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome)
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1, SaleID: sale.ID, UserID: "ann", CreatedAt: now, Item: seckill.Item{SKU: "a", Quantity: 1}})
+	require.NoError(t, err)
+	j, err := rs.Join(ctx, sale.ID, "bob", seckill.Item{SKU: "a", Quantity: 1}, 10, 0, seckill.TermsBySKU(*sale)("a"))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	var next atomic.Int64
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 + next.Add(1) })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	for _, d := range drifts {
+		require.NotEqual(t, seckill.DriftStockWhileWaiting, d.Kind, "%+v", d)
+	}
+	ws, err := rs.WaitStateOf(ctx, sale.ID, "bob")
+	require.NoError(t, err)
+	require.True(t, ws.Waiting, "bob still waits for a")
+}

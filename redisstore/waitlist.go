@@ -363,12 +363,15 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 				donor = q
 			}
 		}
-		if donor < 0 {
-			return handed, nil
-		}
 		dest, head, waiting, err := s.firstWaitingSegment(ctx, saleID, sku, n)
 		if err != nil || !waiting {
 			return handed, err
+		}
+		if donor < 0 {
+			// No unit in stock: the units held for the head may cover it
+			// (the step that held them ran out of order ids).
+			got, err := s.handOverIn(ctx, saleID, sku, dest, terms, id)
+			return handed + got, err
 		}
 		if donor == dest {
 			got, err := s.handOverIn(ctx, saleID, sku, dest, terms, id)
