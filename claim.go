@@ -110,6 +110,10 @@ type WaitState struct {
 type NextOrder struct {
 	IDs   []int64
 	Terms Terms
+	// Units is how many of the order's units go back: 0 means all of
+	// them; fewer for an order the database refused as SOLD_OUT
+	// (Order.GiveBack).
+	Units int
 }
 
 // Released is what a release of a claim did.

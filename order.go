@@ -55,7 +55,10 @@ type Order struct {
 	SaleID int64
 	UserID string
 	// Item is the variant and the units the order holds.
-	Item        Item
+	Item Item
+	// GiveBack is, for an order the database refused as SOLD_OUT, how many
+	// of its units Redis may have back (migrations/00016); 0 otherwise.
+	GiveBack    int
 	Status      OrderStatus
 	CloseReason CloseReason
 	AmountCents int64

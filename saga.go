@@ -21,9 +21,12 @@ type ReleaseClaimInput struct {
 	UserID  string
 	// Item is the variant and the units the claim holds (zero: DefaultItem).
 	Item Item
-	// ReturnUnit gives the unit back to the Redis counter; false only
-	// forgets the claim (the database never had the unit to give).
+	// ReturnUnit gives the units back to the Redis counter; false only
+	// forgets the claim (the database never had the units to give), but
+	// for GiveBack units (an order the database refused as SOLD_OUT:
+	// StartOrderResult.GiveBack).
 	ReturnUnit bool
+	GiveBack   int
 }
 
 // PaymentOutcomeInput records what a payment event did.
@@ -83,6 +86,11 @@ type StartOrderResult struct {
 	// PaidWith is the PaymentIntent whose payment made the order PAID (a
 	// PAID order only): another event of it reports the same payment.
 	PaidWith string
+	// Item is the variant and the units the order holds, as its row says
+	// (zero in results recorded before v4: DefaultItem).
+	Item Item
+	// GiveBack: a SOLD_OUT order's units Redis may have back (Order.GiveBack).
+	GiveBack int
 }
 
 // IntentInput asks for order OrderID's payment object, or for its

@@ -46,6 +46,8 @@ type Redis interface {
 	KnowSegments(saleID int64, n int)
 	// KnowSKUs tells Redis the skus of a sale's variants.
 	KnowSKUs(saleID int64, skus []string)
+	// Admission finds an admitted order among the admissions of saleIDs.
+	Admission(ctx context.Context, orderID int64, saleIDs []int64) (seckill.Admission, bool, error)
 	// Release forgets userID's claim on saleID if it still names orderID
 	// and, when next is not nil, gives the unit back: to the first waiting
 	// buyer as order next.ID, or to the stock. An error means the outcome
@@ -144,11 +146,15 @@ func (a *Activities) withStockSlot(ctx context.Context, fn func() error) error {
 // SaleNotFound. Run as a local activity: it is short, and its result is
 // recorded in the workflow task that asked for it.
 func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput) (seckill.StartOrderResult, error) {
+	item, err := a.itemOf(ctx, in)
+	if err != nil {
+		return seckill.StartOrderResult{}, err
+	}
 	var o *seckill.Order
-	err := a.withStockSlot(ctx, func() (err error) {
+	err = a.withStockSlot(ctx, func() (err error) {
 		o, _, err = a.store.StartOrder(ctx, store.NewOrder{
 			ID: in.OrderID, SaleID: in.SaleID, UserID: in.UserID, CreatedAt: in.AdmittedAt, PayBy: in.PayBy,
-			TraceParent: tracing.TraceParent(ctx), Drawn: in.Drawn, Item: in.Item.OrDefault(),
+			TraceParent: tracing.TraceParent(ctx), Drawn: in.Drawn, Item: item,
 		})
 		return err
 	})
@@ -175,7 +181,7 @@ func (a *Activities) StartOrder(ctx context.Context, in seckill.StartOrderInput)
 	}
 	res := seckill.StartOrderResult{
 		Status: o.Status, CloseReason: o.CloseReason, AmountCents: o.AmountCents, Currency: o.Currency,
-		Intents: a.intents != nil, PaidWith: o.PaidWith,
+		Intents: a.intents != nil, PaidWith: o.PaidWith, Item: o.Item, GiveBack: o.GiveBack,
 	}
 	if o.PayBy != nil {
 		res.PayBy = o.PayBy.UTC()
@@ -232,7 +238,7 @@ func (a *Activities) ReleaseOrder(ctx context.Context, in seckill.ReleaseOrderIn
 	a.changed(ctx, in.OrderID)
 	// An order closed as SOLD_OUT never held a database unit: Redis gets
 	// none back either.
-	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.Item, o.CloseReason != seckill.CloseSoldOut); err != nil {
+	if err := a.release(ctx, in.SaleID, in.UserID, in.OrderID, o.Item, unitsBack(o)); err != nil {
 		return "", err
 	}
 	if err := a.tellShop(ctx, in.OrderID, seckill.ShopOrderClosed); err != nil {
@@ -262,14 +268,49 @@ func (a *Activities) ConfirmPayment(ctx context.Context, in seckill.ConfirmPayme
 // while the claim still names this order, so it happens at most once per
 // order.
 func (a *Activities) ReleaseClaim(ctx context.Context, in seckill.ReleaseClaimInput) error {
-	return a.release(ctx, in.SaleID, in.UserID, in.OrderID, in.Item, in.ReturnUnit)
+	give := in.GiveBack
+	if in.ReturnUnit {
+		give = in.Item.OrDefault().Quantity
+	}
+	return a.release(ctx, in.SaleID, in.UserID, in.OrderID, in.Item, give)
 }
 
-// release is the Redis half of both: each of the order's units (item)
-// given back becomes a fresh order on its variant's terms when a buyer
-// waits for one. The new orders' ids (one per unit) are drawn on every
-// attempt, and used only by the attempt that releases.
-func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, unit bool) error {
+// itemOf is the item order in.OrderID holds: its input's, or, for an
+// input without one, its admission's in Redis. A relay of before v4 (a
+// worker not yet upgraded while the APIs are) starts sagas without the
+// item its entry carries; the admission record keeps it. No record (an
+// admission of before v4, or one Redis lost): one unit of "default", all
+// an order was before v4.
+func (a *Activities) itemOf(ctx context.Context, in seckill.StartOrderInput) (seckill.Item, error) {
+	if in.Item != (seckill.Item{}) {
+		return in.Item.OrDefault(), nil
+	}
+	adm, ok, err := a.redis.Admission(ctx, in.OrderID, []int64{in.SaleID})
+	if err != nil {
+		return seckill.Item{}, fmt.Errorf("read the admission of order %d: %w", in.OrderID, err)
+	}
+	if !ok {
+		return seckill.DefaultItem, nil
+	}
+	return adm.Item.OrDefault(), nil
+}
+
+// unitsBack is how many of closed order o's units Redis gets back: all of
+// them, but for an order the database refused as SOLD_OUT, which held
+// none: only what the database had of them (Order.GiveBack).
+func unitsBack(o *seckill.Order) int {
+	if o.CloseReason == seckill.CloseSoldOut {
+		return o.GiveBack
+	}
+	return o.Item.OrDefault().Quantity
+}
+
+// release is the Redis half of both: it forgets the claim, and each of
+// the give units of the order's (item) given back becomes a fresh order on
+// its variant's terms when a buyer waits for one. The new orders' ids (one
+// per unit) are drawn on every attempt, and used only by the attempt that
+// releases.
+func (a *Activities) release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, give int) error {
 	item = item.OrDefault()
 	// The sale says how many stock parts it has (the buyer's claim is in
 	// one of them) and on what terms a waiting buyer gets the unit.
@@ -280,13 +321,13 @@ func (a *Activities) release(ctx context.Context, saleID int64, userID string, o
 	a.redis.KnowSegments(saleID, sale.StockSegments)
 	a.redis.KnowSKUs(saleID, sale.SKUs())
 	var next *seckill.NextOrder
-	if unit {
+	if give > 0 {
 		terms, ok := seckill.TermsOf(*sale, item.SKU)
 		if !ok {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sale %d has no variant %q", saleID, item.SKU), "VariantNotFound", nil)
 		}
-		next = &seckill.NextOrder{Terms: terms}
-		for range item.Quantity {
+		next = &seckill.NextOrder{Terms: terms, Units: give}
+		for range min(give, item.Quantity) {
 			id, err := a.ids.Next()
 			if err != nil {
 				return err

@@ -28,8 +28,9 @@
 -- variant's units held for its line's head)   (seckill:{sN}:...)
 -- ARGV[1] user id
 -- ARGV[2] order id
--- ARGV[3] "1" to give the units back, "0" to only forget the claim (the
---         order never held them)
+-- ARGV[3] how many of the order's units to give back: its quantity, or
+--         fewer (0: only forget the claim) when the database never had
+--         them all to give (an order it refused as SOLD_OUT)
 -- ARGV[4] pub/sub channel told that the sale has stock again
 -- ARGV[5] sale id (the message)
 -- ARGV[6] the sale's payment timeout, milliseconds (a waiting buyer's
@@ -59,18 +60,19 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 if redis.call('HINCRBY', KEYS[10], ARGV[10], -q) <= 0 then
   redis.call('HDEL', KEYS[10], ARGV[10])
 end
-if ARGV[3] == '0' or redis.call('EXISTS', KEYS[1]) == 0 then
+local give = math.min(tonumber(ARGV[3]), q)
+if give <= 0 or redis.call('EXISTS', KEYS[1]) == 0 then
   return {1, 0}
 end
 local segments = tonumber(redis.call('HGET', KEYS[3], 'parts') or '1')
 if segments > 1 then
-  write_move(KEYS[8], KEYS[3], ARGV[9], {units = q, dest = -1, at = now_ms()})
+  write_move(KEYS[8], KEYS[3], ARGV[9], {units = give, dest = -1, at = now_ms()})
   return {1, 1}
 end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[10], lines = KEYS[11], held = KEYS[12]}
 local t = {sale = ARGV[5], timeout_ms = ARGV[6], price = ARGV[7], currency = ARGV[8], sku = ARGV[10]}
-local handed, back = give_units(k, q, now_ms(), t, {unpack(ARGV, 12)})
+local handed, back = give_units(k, give, now_ms(), t, {unpack(ARGV, 12)})
 if back > 0 then
   redis.call('PUBLISH', ARGV[4], ARGV[5])
 end

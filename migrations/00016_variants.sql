@@ -51,9 +51,16 @@ ALTER TABLE sales
 -- SHARE lock on the variant's row, which the sagas' stock UPDATEs (no key
 -- change) never wait for, nor it for them: the same cost the sale's key
 -- had when the sales row held the stock.
+-- An order the database refused as SOLD_OUT (Redis admitted it while
+-- above the database) records in sold_out_give_back how many of its units
+-- Redis may have back: the variant's available when it was refused, at
+-- most its quantity. Redis took the quantity; giving that many back keeps
+-- Redis at or above the database (reconciliation lowers the excess) and
+-- strands none, where giving none back would strand quantity - excess.
 ALTER TABLE orders
     ADD COLUMN sku text NOT NULL DEFAULT 'default',
     ADD COLUMN quantity integer NOT NULL DEFAULT 1 CHECK (quantity BETWEEN 1 AND 100),
+    ADD COLUMN sold_out_give_back integer NOT NULL DEFAULT 0 CHECK (sold_out_give_back BETWEEN 0 AND quantity),
     DROP CONSTRAINT orders_sale_id_fkey,
     ADD CONSTRAINT orders_variant_fkey FOREIGN KEY (sale_id, sku) REFERENCES sale_variants (sale_id, sku);
 
@@ -99,6 +106,7 @@ ALTER TABLE lobby_entries
 ALTER TABLE orders
     DROP CONSTRAINT orders_variant_fkey,
     ADD CONSTRAINT orders_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES sales (id),
+    DROP COLUMN sold_out_give_back,
     DROP COLUMN quantity,
     DROP COLUMN sku;
 

@@ -226,7 +226,11 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			// Redis being re-warmed from an older snapshot): release it
 			// now, returning the unit the database has back, exactly as
 			// the saga would have.
-			released, err := r.release(ctx, saleID, user, orderID, o.Item, o.CloseReason != seckill.CloseSoldOut)
+			give := o.Item.OrDefault().Quantity
+			if o.CloseReason == seckill.CloseSoldOut {
+				give = o.GiveBack // the database had only these to give back
+			}
+			released, err := r.release(ctx, saleID, user, orderID, o.Item, give)
 			if err != nil {
 				failed(orderID, "release the claim of a closed order", err)
 				continue
@@ -472,13 +476,12 @@ func (r *Reconciler) grace() time.Duration {
 // next pass hands the rest), so one script stays short.
 const maxHandOver = 256
 
-// release forgets a closed order's claim and, when unit is set, gives its
-// units (item) back as the saga would: to the first waiting buyers, or the
-// stock.
-func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, item seckill.Item, unit bool) (bool, error) {
+// release forgets a closed order's claim and gives give of its units
+// (item) back as the saga would: to the first waiting buyers, or the stock.
+func (r *Reconciler) release(ctx context.Context, saleID int64, user string, orderID int64, item seckill.Item, give int) (bool, error) {
 	item = item.OrDefault()
 	var next *seckill.NextOrder
-	if unit {
+	if give > 0 {
 		sale, err := r.Store.Sale(ctx, saleID)
 		if err != nil {
 			return false, err
@@ -487,8 +490,8 @@ func (r *Reconciler) release(ctx context.Context, saleID int64, user string, ord
 		if !ok {
 			return false, fmt.Errorf("sale %d has no variant %q", saleID, item.SKU)
 		}
-		next = &seckill.NextOrder{Terms: terms}
-		for range item.Quantity {
+		next = &seckill.NextOrder{Terms: terms, Units: give}
+		for range min(give, item.Quantity) {
 			id, err := r.IDs.Next()
 			if err != nil {
 				return false, err

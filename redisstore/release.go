@@ -31,9 +31,13 @@ func (s *Store) Release(ctx context.Context, saleID int64, userID string, orderI
 	}
 	k = k.Variant(item.SKU)
 	moveID := "r" + strconv.FormatInt(orderID, 10)
-	args := []any{userID, orderID, "0", s.RestockChannel(), saleID, 0, 0, "", moveID, item.SKU, item.Quantity}
+	args := []any{userID, orderID, 0, s.RestockChannel(), saleID, 0, 0, "", moveID, item.SKU, item.Quantity}
 	if next != nil {
-		args = append(append([]any{userID, orderID, "1", s.RestockChannel(), saleID}, termArgs(next.Terms)...), moveID, item.SKU, item.Quantity)
+		give := item.Quantity
+		if next.Units > 0 {
+			give = min(next.Units, give)
+		}
+		args = append(append([]any{userID, orderID, give, s.RestockChannel(), saleID}, termArgs(next.Terms)...), moveID, item.SKU, item.Quantity)
 		for _, id := range next.IDs {
 			args = append(args, id)
 		}

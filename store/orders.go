@@ -35,6 +35,7 @@ type orderRow struct {
 	UserID          string
 	SKU             string `gorm:"column:sku"`
 	Quantity        int
+	SoldOutGiveBack int
 	Status          string
 	CloseReason     *string
 	StockLocked     bool
@@ -59,6 +60,7 @@ func (r *orderRow) order() *seckill.Order {
 		SaleID:      r.SaleID,
 		UserID:      r.UserID,
 		Item:        seckill.Item{SKU: r.SKU, Quantity: r.Quantity},
+		GiveBack:    r.SoldOutGiveBack,
 		Status:      seckill.OrderStatus(r.Status),
 		AmountCents: r.AmountCents,
 		Currency:    r.Currency,
@@ -259,6 +261,13 @@ func lockUnits(tx *gorm.DB, row *orderRow, payBy time.Time) error {
 	*row = queued
 	reason := string(seckill.CloseSoldOut)
 	row.Status, row.CloseReason, row.ClosedAt, row.UpdatedAt = string(seckill.StatusClosed), &reason, &now, now
+	// What Redis may have back of the units it took (the migration 00016
+	// says why): the variant's available now, at most the quantity.
+	var available int64
+	if err := tx.Raw(`SELECT available FROM sale_variants WHERE sale_id = ? AND sku = ?`, row.SaleID, row.SKU).Scan(&available).Error; err != nil {
+		return fmt.Errorf("read the available units of order %d's variant: %w", row.ID, err)
+	}
+	row.SoldOutGiveBack = int(min(available, int64(row.Quantity)))
 	if err := tx.Save(row).Error; err != nil {
 		return fmt.Errorf("close sold-out order %d: %w", row.ID, err)
 	}

@@ -199,9 +199,9 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 	case seckill.StatusPaid:
 		return s.finish(ctx, seckill.StatusPaid, "")
 	case seckill.StatusClosed:
-		// Refused by the database (SOLD_OUT, no unit to give back), refused
-		// as a second active order, or closed by an earlier run: make sure
-		// the Redis half is done too.
+		// Refused by the database (SOLD_OUT: only the units it had go back,
+		// GiveBack), refused as a second active order, or closed by an
+		// earlier run: make sure the Redis half is done too.
 		if err := s.releaseClaim(ctx, s.order.CloseReason != seckill.CloseSoldOut); err != nil {
 			return seckill.SagaResult{}, err
 		}
@@ -390,7 +390,7 @@ func (s *orderSaga) release(ctx workflow.Context, d decision) (seckill.SagaResul
 		Counter(seckill.MetricSagaCompensations).Inc(1)
 	var reason seckill.CloseReason
 	err := workflow.ExecuteLocalActivity(ctx, a.ReleaseOrder, seckill.ReleaseOrderInput{
-		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, Item: s.in.Item,
+		OrderID: s.in.OrderID, SaleID: s.in.SaleID, UserID: s.in.UserID, Item: s.item(),
 		Reason: d.closeAs, ClosedAt: workflow.Now(ctx).UTC(), EventID: d.event, IntentID: s.intent,
 	}).Get(ctx, &reason)
 	if isErrorType(err, seckill.ErrTypeOrderPaid) {
@@ -452,8 +452,19 @@ func (s *orderSaga) awaitOwnPayment(ctx workflow.Context, paid seckill.Intent) s
 
 func (s *orderSaga) releaseClaim(ctx workflow.Context, returnUnit bool) error {
 	return workflow.ExecuteLocalActivity(ctx, a.ReleaseClaim, seckill.ReleaseClaimInput{
-		SaleID: s.in.SaleID, OrderID: s.in.OrderID, UserID: s.in.UserID, Item: s.in.Item, ReturnUnit: returnUnit,
+		SaleID: s.in.SaleID, OrderID: s.in.OrderID, UserID: s.in.UserID, Item: s.item(), ReturnUnit: returnUnit,
+		GiveBack: s.order.GiveBack,
 	}).Get(ctx, nil)
+}
+
+// item is the order's item as its row says (StartOrder's result), else as
+// the saga's input says: a result recorded before v4 has none, and the
+// order was then one unit of "default", which the zero Item means.
+func (s *orderSaga) item() seckill.Item {
+	if s.order.Item != (seckill.Item{}) {
+		return s.order.Item
+	}
+	return s.in.Item
 }
 
 // finish records the terminal status (and close reason) in one upsert,
