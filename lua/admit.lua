@@ -122,10 +122,15 @@ end
 -- waits, or the sale has ended (the waitlist has expired), every held unit
 -- goes to the stock for open claims. With orders used up while a head's
 -- quantity is covered the units stay held (reconciliation's hand-over
--- serves them).
+-- serves them). With one set (a move landing in one segment of a sale of
+-- several) it serves the line's head only: the units beyond what the head
+-- took, and all of them when this line is empty, are returned as rest
+-- for the caller to send on to whichever segment's head came next, so a
+-- later buyer of this segment is not served before an earlier one of
+-- another.
 -- Returns the buyers admitted as {user, order, pay_by} triples (a flat
--- list) and the units that went to the stock.
-local function give_units(k, n, now, t, orders)
+-- list), the units that went to the stock, and the rest (with one).
+local function give_units(k, n, now, t, orders, one)
   local out = {}
   local held = tonumber(redis.call('GET', k.held) or '0') + n
   local ends = redis.call('HGET', k.meta, 'ends_ms')
@@ -158,10 +163,19 @@ local function give_units(k, n, now, t, orders)
       out[#out + 1] = user
       out[#out + 1] = orders[used]
       out[#out + 1] = pay_by
+      if one then
+        break
+      end
     end
   end
-  local back = 0
-  if not open or redis.call('ZCARD', k.wait) == 0 then
+  local back, rest = 0, 0
+  if not open then
+    back, held = held, 0
+  elseif one then
+    if used > 0 or redis.call('ZCARD', k.wait) == 0 then
+      rest, held = held, 0
+    end
+  elseif redis.call('ZCARD', k.wait) == 0 then
     back, held = held, 0
   end
   if held > 0 then
@@ -176,5 +190,5 @@ local function give_units(k, n, now, t, orders)
   if back > 0 then
     redis.call('INCRBY', k.stock, back)
   end
-  return out, back
+  return out, back, rest
 end

@@ -9,6 +9,7 @@
 -- KEYS[9] units   hash sku -> units the claims hold
 -- KEYS[10] lines  hash user -> "<quantity>:<wait key>" of their line
 -- KEYS[11] held   the variant's units held for its line's head
+-- KEYS[12] moves  the variant's moves taken from this segment (a re-park)
 -- (KEYS[1], KEYS[6] and KEYS[8] are the variant's: stock[:<sku>], ...)
 -- ARGV[1] move id
 -- ARGV[2] units
@@ -20,9 +21,14 @@
 --         meanwhile (a claim or a leave took it), nothing happens and the
 --         caller gives it again without expecting anyone
 -- ARGV[9] the variant's sku
--- ARGV[10..] fresh order ids for waiting buyers, at most one per unit
+-- ARGV[10] "1" to serve this segment's first waiting buyer only and park
+--          the rest as move ARGV[1].."+" (not aimed: the caller lands it
+--          where the next buyer in line waits); "0" to give every unit
+--          here (nobody waits elsewhere)
+-- ARGV[11..] fresh order ids for waiting buyers, at most one per unit
 --
--- Returns {given, user, order, pay_by, user, order, pay_by, ...}: given is
+-- Returns {given, parked, user, order, pay_by, ...}: parked is 1 when
+-- units were parked as move ARGV[1].."+", and given is
 -- 0 when this move was given before (nothing happens again), 2 when the
 -- head of the waitlist is not the one expected (nothing happens), 3 when
 -- this segment is not warmed (nothing happens: the move stays in flight, and
@@ -49,11 +55,16 @@ end
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[9], lines = KEYS[10], held = KEYS[11]}
 local t = {sale = ARGV[3], timeout_ms = ARGV[4], price = ARGV[5], currency = ARGV[6], sku = ARGV[9]}
-local handed, back = give_units(k, tonumber(ARGV[2]), now_ms(), t, {unpack(ARGV, 10)})
+local now = now_ms()
+local handed, back, rest = give_units(k, tonumber(ARGV[2]), now, t, {unpack(ARGV, 11)}, ARGV[10] == '1')
 if back > 0 then
   redis.call('PUBLISH', ARGV[7], ARGV[3])
 end
-local out = {1}
+local out = {1, 0}
+if rest > 0 then
+  write_move(KEYS[12], KEYS[3], ARGV[1] .. '+', {units = rest, dest = -1, at = now})
+  out[2] = 1
+end
 for _, v in ipairs(handed) do
   out[#out + 1] = v
 end

@@ -75,7 +75,7 @@ var (
 	// Take records units leaving a part as a move.
 	Take = clock + move + take
 	// Give lands a move's units in a part.
-	Give = clock + admit + give
+	Give = clock + admit + move + give
 	// Rewarm loads a segment Redis lost from the database's snapshot, and
 	// admits again the admissions it lost before their orders were
 	// written.

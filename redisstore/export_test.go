@@ -58,7 +58,7 @@ func (s *Store) GiveForTest(ctx context.Context, saleID int64, from int, id stri
 	if err != nil {
 		return err
 	}
-	_, err = s.give(ctx, saleID, seckill.DefaultSKU, dest, id, got, nil, nil, seckill.Terms{})
+	_, _, err = s.give(ctx, saleID, seckill.DefaultSKU, dest, id, got, nil, nil, seckill.Terms{}, false)
 	return err
 }
 
@@ -70,7 +70,7 @@ func (s *Store) AimForTest(ctx context.Context, saleID int64, from int, id strin
 
 // GiveOnlyForTest runs give.lua alone: a concurrent mover's second step.
 func (s *Store) GiveOnlyForTest(ctx context.Context, saleID int64, dest int, id string, units int64) error {
-	_, err := s.give(ctx, saleID, seckill.DefaultSKU, dest, id, units, nil, nil, seckill.Terms{})
+	_, _, err := s.give(ctx, saleID, seckill.DefaultSKU, dest, id, units, nil, nil, seckill.Terms{}, false)
 	return err
 }
 

@@ -95,56 +95,59 @@ func (s *Store) take(ctx context.Context, saleID int64, sku string, from int, id
 	return got, err
 }
 
-// give lands move id's units in segment dest of saleID: each to the first
-// waiting buyer of the segment as one of orders (with terms), the rest to the
-// stock. With head (a join sequence) set, it gives only while that buyer
+// give lands move id's units in segment dest of saleID: to the waiting
+// buyers of the segment as orders (with terms), the rest to the stock; with
+// one, to the segment's first waiting buyer only, the rest parked as move
+// id+"+" (parked true) for the caller to land where the next buyer in line
+// waits. With head (a join sequence) set, it gives only while that buyer
 // still heads the segment's waitlist, else errHeadMoved. It returns the
-// buyers who got a unit (none when the move was given before).
-func (s *Store) give(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+// buyers who got their units (none when the move was given before).
+func (s *Store) give(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms, one bool) (handed []seckill.Admission, parked bool, err error) {
 	k := s.SegmentKeys(saleID, dest).Variant(sku)
 	args := append([]any{id, units, saleID}, termArgs(terms)...)
 	expect := ""
 	if head != nil {
 		expect = strconv.FormatFloat(*head, 'f', -1, 64)
 	}
-	args = append(args, s.RestockChannel(), expect, sku)
+	args = append(args, s.RestockChannel(), expect, sku, flag(one))
 	for _, o := range orders {
 		args = append(args, o)
 	}
 	var res []any
-	err := s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
+	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved, k.Units, k.Lines, k.Held), args...).Slice(); err != nil {
+		if res, err = giveScript.Run(ctx, c, append(k.unitKeys(), k.Moved, k.Units, k.Lines, k.Held, k.Moves), args...).Slice(); err != nil {
 			return false, fmt.Errorf("give script: %w", err)
 		}
 		return res[0] == int64(1), nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch res[0] {
+	case int64(0):
+		return nil, false, nil // given before: its rest, if any, is parked already
 	case int64(2):
-		return nil, errHeadMoved
+		return nil, false, errHeadMoved
 	case int64(3):
-		return nil, errSegmentNotWarmed
+		return nil, false, errSegmentNotWarmed
 	}
-	handed, err := parseHanded(saleID, sku, res[1:])
-	if err != nil {
-		return nil, fmt.Errorf("give script: %w", err)
+	if handed, err = parseHanded(saleID, sku, res[2:]); err != nil {
+		return nil, false, fmt.Errorf("give script: %w", err)
 	}
-	return handed, nil
+	return handed, res[1] == int64(1), nil
 }
 
 // giveToHead gives move id to segment dest, to the waiting buyer with join
 // sequence head if head is set and that buyer still heads the segment's
 // line, else to whoever heads it now (the move's destination never
 // changes once chosen).
-func (s *Store) giveToHead(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
-	handed, err := s.give(ctx, saleID, sku, dest, id, units, head, orders, terms)
+func (s *Store) giveToHead(ctx context.Context, saleID int64, sku string, dest int, id string, units int64, head *float64, orders []int64, terms seckill.Terms, one bool) ([]seckill.Admission, bool, error) {
+	handed, parked, err := s.give(ctx, saleID, sku, dest, id, units, head, orders, terms, one)
 	if errors.Is(err, errHeadMoved) {
-		handed, err = s.give(ctx, saleID, sku, dest, id, units, nil, orders, terms)
+		handed, parked, err = s.give(ctx, saleID, sku, dest, id, units, nil, orders, terms, one)
 	}
-	return handed, err
+	return handed, parked, err
 }
 
 // forget forgets move id in segment from of saleID, once it was given.
@@ -168,7 +171,7 @@ func (s *Store) moveUnits(ctx context.Context, saleID int64, sku string, from, d
 	if err != nil || got == 0 {
 		return got, nil, err
 	}
-	handed, err := s.giveToHead(ctx, saleID, sku, dest, id, got, head, orders, terms)
+	handed, _, err := s.giveToHead(ctx, saleID, sku, dest, id, got, head, orders, terms, false)
 	if err != nil {
 		return got, nil, err
 	}
@@ -201,6 +204,18 @@ func (s *Store) aim(ctx context.Context, saleID int64, sku string, from int, id 
 // segments, to its destination and forgets it (land). A move already forgotten
 // is left alone.
 func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, sku, id string, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
+	unlock := s.landingLock(ctx, saleID)
+	defer unlock()
+	return s.finishMoveLocked(ctx, saleID, n, from, sku, id, orders, terms, maxReparks)
+}
+
+// maxReparks bounds how often one landing sends its rest on (each time it
+// served a buyer, or found the line it aimed at emptied meanwhile): past
+// it the rest stays parked, counted, and reconciliation lands it.
+const maxReparks = 64
+
+// finishMoveLocked is finishMove for a mover that holds the landing lock.
+func (s *Store) finishMoveLocked(ctx context.Context, saleID int64, n, from int, sku, id string, orders []int64, terms seckill.Terms, reparks int) ([]seckill.Admission, error) {
 	v, err := s.rdb.HGet(ctx, s.SegmentKeys(saleID, from).Variant(sku).Moves, id).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -212,25 +227,32 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, sku, 
 	if err != nil {
 		return nil, err
 	}
-	return s.land(ctx, saleID, n, from, sku, id, m, orders, terms)
+	return s.landLocked(ctx, saleID, n, from, sku, id, m, orders, terms, reparks)
 }
 
 // land gives move id (m, in flight from segment from of a sale of n segments)
 // to its destination and forgets it. A parked released unit has none yet:
 // it is aimed, once, at the segment whose first waiting buyer joined first,
 // or back at segment from with nobody waiting; every later mover of the same
-// move reads that aim, so the unit lands in one segment only. Movers of one
-// sale take turns (landingLock), so concurrent releases serve the line in
-// order.
+// move reads that aim, so the units land in one segment only. There they
+// serve that segment's first waiting buyer only; the rest is parked again
+// (give.lua) and landed where the next buyer in line waits, so buyers are
+// served in the order they joined whichever segment they wait in. Movers of
+// one sale take turns (landingLock), so concurrent releases serve the line
+// in order.
 func (s *Store) land(ctx context.Context, saleID int64, n, from int, sku, id string, m move, orders []int64, terms seckill.Terms) ([]seckill.Admission, error) {
 	unlock := s.landingLock(ctx, saleID)
 	defer unlock()
+	return s.landLocked(ctx, saleID, n, from, sku, id, m, orders, terms, maxReparks)
+}
+
+func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, id string, m move, orders []int64, terms seckill.Terms, reparks int) ([]seckill.Admission, error) {
+	first, seq, waiting, err := s.firstWaitingSegment(ctx, saleID, sku, n)
+	if err != nil {
+		return nil, err
+	}
 	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
-		first, seq, waiting, err := s.firstWaitingSegment(ctx, saleID, sku, n)
-		if err != nil {
-			return nil, err
-		}
 		choice := from
 		if waiting {
 			choice = first
@@ -243,11 +265,24 @@ func (s *Store) land(ctx context.Context, saleID int64, n, from int, sku, id str
 			head = &seq
 		}
 	}
-	handed, err := s.giveToHead(ctx, saleID, sku, dest, id, m.Units, head, orders, terms)
+	// A parked release's units (not aimed when read) serve the line one
+	// buyer at a time, across segments; units a mover took for one segment
+	// (a borrow, a hand-over) land there.
+	one := waiting && reparks > 0 && (m.Dest < 0 || m.Dest >= n)
+	handed, _, err := s.giveToHead(ctx, saleID, sku, dest, id, m.Units, head, orders, terms, one)
 	if err != nil {
 		return nil, err
 	}
-	return handed, s.forget(ctx, saleID, sku, from, id)
+	if err := s.forget(ctx, saleID, sku, from, id); err != nil {
+		return handed, err
+	}
+	if !one {
+		return handed, nil
+	}
+	// The rest parked as id+"+", by this give or by an earlier attempt's
+	// (a retry's give of the same move does nothing): land it on.
+	more, err := s.finishMoveLocked(ctx, saleID, n, dest, sku, id+"+", orders[min(len(handed), len(orders)):], terms, reparks-1)
+	return append(handed, more...), err
 }
 
 // landingLockTTL bounds how long one mover holds a sale's landing lock.

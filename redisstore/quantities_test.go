@@ -125,3 +125,63 @@ func TestJoin_HoldsTheStockForTheFirstBuyerAndLeavingGivesItBack(t *testing.T) {
 	require.Equal(t, seckill.Held{Stock: 1}, heldOf(t, sc, "s"))
 	require.Equal(t, seckill.Admitted, claimItem(t, sc, "bob", 1, seckill.Item{SKU: "s", Quantity: 1}).Outcome)
 }
+
+// usersOf returns, for each of n segments, buyers who belong to it.
+func usersOf(n, each int) [][]string {
+	out := make([][]string, n)
+	for i := 0; ; i++ {
+		u := "u" + string(rune('a'+i%26)) + string(rune('0'+i/26%10)) + string(rune('0'+i/260))
+		p := redisstore.SegmentOf(u, n)
+		if len(out[p]) < each {
+			out[p] = append(out[p], u)
+		}
+		full := true
+		for _, us := range out {
+			full = full && len(us) == each
+		}
+		if full {
+			return out
+		}
+	}
+}
+
+// On a sale of two segments, the two units an order gives back go to the
+// first two buyers in line, whichever segment they wait in: the second unit
+// is not given to a later buyer of the first one's segment, nor left to
+// claims while a buyer waits in the other.
+func TestRelease_UnitsOfAnOrderServeTheLineInOrderAcrossSegments(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSegments(2, 2))
+	us := usersOf(2, 4)
+	holder := us[0][0]
+	two := seckill.Item{SKU: seckill.DefaultSKU, Quantity: 2}
+	res, err := sc.Claim(ctx, saleID, holder, 1000, "", terms, two)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, res.Outcome, "it borrows the other segment's unit")
+	wa, wb, wc := us[0][1], us[1][0], us[0][2]
+	for i, u := range []string{wa, wb, wc} {
+		j, err := sc.Join(ctx, saleID, u, seckill.DefaultItem, 100, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.JoinResult{Outcome: seckill.Waiting, Position: int64(i + 1)}, j)
+	}
+
+	rel, err := sc.Release(ctx, saleID, holder, 1000, two, &seckill.NextOrder{IDs: []int64{5001, 5002}, Terms: terms})
+	require.NoError(t, err)
+	got := []string{}
+	for _, h := range rel.HandedTo {
+		got = append(got, h.UserID)
+	}
+	require.ElementsMatch(t, []string{wa, wb}, got, "the first two in line, across segments")
+	require.Equal(t, seckill.WaitState{Waiting: true, Position: 1}, waitState(t, sc, wc))
+	require.Zero(t, remaining(t, sc))
+	moves, err := sc.Moves(ctx, saleID)
+	require.NoError(t, err)
+	require.Empty(t, moves, "every move landed and was forgotten")
+
+	// With the last waiting buyer in the first segment and units coming
+	// back to the other, none is left to claims while wc waits.
+	late := us[1][1]
+	require.NotEqual(t, seckill.Admitted, claimItem(t, sc, late, 7, seckill.DefaultItem).Outcome)
+}
