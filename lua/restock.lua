@@ -1,0 +1,113 @@
+-- restock.lua: the Redis half of a restock (docs/API.md "Restocking"),
+-- run on segment 0 of the sale. admit.lua and move.lua come first.
+--
+-- The database half has added the units to the variant already; this
+-- places them, once, as release.lua places units that come back: each to
+-- the first buyer waiting in the variant's line (hand_over: an order for
+-- them, in this same script, so a unit is never also open to a claim),
+-- and, once nobody waits, the rest to the variant's stock for open claims.
+-- On a sale of several segments the units owed to the buyers waiting in
+-- the other segments are parked here as moves aimed at those segments
+-- (the caller has read who waits where, first come first served across
+-- the segments, and lands each move with give.lua); the rest are placed
+-- in this segment.
+--
+-- Idempotent per restock: KEYS[9] counts the units of each restock placed
+-- so far, and a repeat places only what is left (nothing once all are).
+-- One call serves at most the buyers the caller planned for (so one
+-- script stays short however long the line): while buyers wait beyond
+-- its plan, it places only what the plan covers and answers 2, and the
+-- caller calls again with the next plan.
+--
+-- Units are only placed in a warmed variant: a missing counter is loaded
+-- again from Postgres by re-warm, which leaves the restocks not applied
+-- out of what it loads (store.WarmSnapshot), so this script is run again
+-- after it and adds them then.
+--
+-- KEYS[1] stock (the variant's), KEYS[2] claims, KEYS[3] meta,
+-- KEYS[4] outbox, KEYS[5] admitted, KEYS[6] wait (the variant's),
+-- KEYS[7] waited, KEYS[8] moves (the variant's), KEYS[9] restocks (hash
+-- restock id -> units placed), KEYS[10] units (hash sku -> units the
+-- claims hold), KEYS[11] lines (hash user -> the wait key of their line)
+-- (seckill:{sN}:..., segment 0)
+-- ARGV[1] restock id
+-- ARGV[2] the units the restock adds
+-- ARGV[3] pub/sub channel told that the sale has stock again
+-- ARGV[4] sale id (the message)
+-- ARGV[5] the sale's payment timeout ms, ARGV[6] the variant's price
+--         cents per unit, ARGV[7] currency
+-- ARGV[8] the variant's sku
+-- ARGV[9] "1" when the plan covers every buyer waiting for the variant
+--         (the units it does not cover go to the stock), "0" when more
+--         wait beyond it
+-- ARGV[10] M, the moves to park; then M triples: move id, the segment it
+--         goes to, its units (one unit per buyer waiting there)
+-- then fresh order ids for this segment's waiting buyers, one per unit
+--
+-- Returns {0} when every unit was placed before (nothing happens again),
+-- {3} when the variant is not warmed here (nothing happens), {4} when
+-- the moves ask for more units than are left to place (another call
+-- placed some meanwhile; nothing happens: plan again), else {done,
+-- parked, user, order, pay_by, user, order, pay_by, ...}: done 1 when
+-- every unit is placed now, 2 when some are left for the next call;
+-- parked the units parked as moves; then each waiting buyer of this
+-- segment who got a unit, with their new order and pay_by.
+local add = tonumber(ARGV[2])
+local placed = tonumber(redis.call('HGET', KEYS[9], ARGV[1]) or '0')
+if placed >= add then
+  return {0}
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {3}
+end
+local left = add - placed
+local m = tonumber(ARGV[10])
+local parked = 0
+for i = 0, m - 1 do
+  parked = parked + tonumber(ARGV[13 + 3 * i])
+end
+if parked > left then
+  return {4}
+end
+local now = now_ms()
+for i = 0, m - 1 do
+  local a = 11 + 3 * i
+  write_move(KEYS[8], KEYS[3], ARGV[a], {units = tonumber(ARGV[a + 2]), dest = tonumber(ARGV[a + 1]), at = now})
+end
+left = left - parked
+local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
+  admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[10], lines = KEYS[11]}
+local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[8], q = 1}
+local out = {1, parked}
+local nobody = false
+for i = 11 + 3 * m, #ARGV do
+  if left == 0 then
+    break
+  end
+  local user, pay_by = hand_over(k, ARGV[i], now, t)
+  if not user then
+    nobody = true
+    break
+  end
+  table.insert(out, user)
+  table.insert(out, ARGV[i])
+  table.insert(out, pay_by)
+  left = left - 1
+end
+-- The rest go to the stock once nobody waits for them: the plan covered
+-- every waiting buyer, and none is left in this segment's line (one who
+-- joined after the caller read it is served by the next call).
+if left > 0 and ARGV[9] == '1' and (nobody or redis.call('ZCARD', KEYS[6]) == 0) then
+  redis.call('INCRBY', KEYS[1], left)
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+  left = 0
+end
+if left > 0 then
+  out[1] = 2
+end
+redis.call('HSET', KEYS[9], ARGV[1], add - left)
+local expire = redis.call('HGET', KEYS[3], 'expire_ms')
+if expire then
+  redis.call('PEXPIREAT', KEYS[9], expire)
+end
+return out
