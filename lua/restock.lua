@@ -32,22 +32,26 @@
 -- (seckill:{sN}:..., segment 0)
 -- ARGV[1] restock id
 -- ARGV[2] the units the restock adds
--- ARGV[3] pub/sub channel told that the sale has stock again
--- ARGV[4] sale id (the message)
--- ARGV[5] the sale's payment timeout ms, ARGV[6] the variant's price
---         cents per unit, ARGV[7] currency
--- ARGV[8] the variant's sku
--- ARGV[9] "1" when the plan covers every buyer waiting for the variant
+-- ARGV[3] the units placed so far as the caller read them (KEYS[9]) to
+--         plan this call: the move ids are named after it, so a plan made
+--         from a count that has moved since is refused, and no move id is
+--         ever parked twice
+-- ARGV[4] pub/sub channel told that the sale has stock again
+-- ARGV[5] sale id (the message)
+-- ARGV[6] the sale's payment timeout ms, ARGV[7] the variant's price
+--         cents per unit, ARGV[8] currency
+-- ARGV[9] the variant's sku
+-- ARGV[10] "1" when the plan covers every buyer waiting for the variant
 --         (the units it does not cover go to the stock), "0" when more
 --         wait beyond it
--- ARGV[10] M, the moves to park; then M triples: move id, the segment it
+-- ARGV[11] M, the moves to park; then M triples: move id, the segment it
 --         goes to, its units (one unit per buyer waiting there)
 -- then fresh order ids for this segment's waiting buyers, one per unit
 --
 -- Returns {0} when every unit was placed before (nothing happens again),
 -- {3} when the variant is not warmed here (nothing happens), {4} when
--- the moves ask for more units than are left to place (another call
--- placed some meanwhile; nothing happens: plan again), else {done,
+-- another call placed units since the caller read ARGV[3] (nothing
+-- happens: plan again), else {done,
 -- parked, user, order, pay_by, user, order, pay_by, ...}: done 1 when
 -- every unit is placed now, 2 when some are left for the next call;
 -- parked the units parked as moves; then each waiting buyer of this
@@ -60,27 +64,30 @@ end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {3}
 end
+if placed ~= tonumber(ARGV[3]) then
+  return {4}
+end
 local left = add - placed
-local m = tonumber(ARGV[10])
+local m = tonumber(ARGV[11])
 local parked = 0
 for i = 0, m - 1 do
-  parked = parked + tonumber(ARGV[13 + 3 * i])
+  parked = parked + tonumber(ARGV[14 + 3 * i])
 end
 if parked > left then
-  return {4}
+  return redis.error_reply('restock: the moves hold more units than are left to place')
 end
 local now = now_ms()
 for i = 0, m - 1 do
-  local a = 11 + 3 * i
+  local a = 12 + 3 * i
   write_move(KEYS[8], KEYS[3], ARGV[a], {units = tonumber(ARGV[a + 2]), dest = tonumber(ARGV[a + 1]), at = now})
 end
 left = left - parked
 local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
   admitted = KEYS[5], wait = KEYS[6], waited = KEYS[7], units = KEYS[10], lines = KEYS[11]}
-local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[8], q = 1}
+local t = {sale = ARGV[5], timeout_ms = ARGV[6], price = ARGV[7], currency = ARGV[8], sku = ARGV[9], q = 1}
 local out = {1, parked}
 local nobody = false
-for i = 11 + 3 * m, #ARGV do
+for i = 12 + 3 * m, #ARGV do
   if left == 0 then
     break
   end
@@ -97,9 +104,9 @@ end
 -- The rest go to the stock once nobody waits for them: the plan covered
 -- every waiting buyer, and none is left in this segment's line (one who
 -- joined after the caller read it is served by the next call).
-if left > 0 and ARGV[9] == '1' and (nobody or redis.call('ZCARD', KEYS[6]) == 0) then
+if left > 0 and ARGV[10] == '1' and (nobody or redis.call('ZCARD', KEYS[6]) == 0) then
   redis.call('INCRBY', KEYS[1], left)
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
   left = 0
 end
 if left > 0 then

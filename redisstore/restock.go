@@ -76,26 +76,20 @@ func (s *Store) restock(ctx context.Context, r seckill.Restock, terms seckill.Te
 	for stalls := 0; ; {
 		step, err := s.restockStep(ctx, r, sku, n, terms, nextID, chunk)
 		out.HandedTo = append(out.HandedTo, step.handed...)
-		if step.code == 1 {
+		switch {
+		case step.code == 1:
 			out.Outcome = seckill.RestockAppliedNow
-		}
-		if err != nil {
-			return out, err
-		}
-		switch step.code {
-		case 0:
+		case step.before:
 			out.Outcome = seckill.RestockAppliedBefore
-			fallthrough
-		case 1:
-			// Moves an earlier call parked and did not land (it stopped):
-			// landed now rather than at reconciliation's next pass.
-			handed, err := s.landRestockMoves(ctx, r, sku, n, terms, nextID)
-			out.HandedTo = append(out.HandedTo, handed...)
+		}
+		if err != nil || out.Applied() {
 			return out, err
-		case 3:
+		}
+		if step.code == 3 {
 			out.Outcome = seckill.RestockNotWarmed
 			return out, nil
 		}
+		// 2: more to place; 4: another run placed some since the read.
 		if step.progress {
 			stalls = 0
 		} else if stalls++; stalls >= restockStalls {
@@ -105,16 +99,25 @@ func (s *Store) restock(ctx context.Context, r seckill.Restock, terms seckill.Te
 }
 
 // restockStepped is what one restock script did: code as restock.lua
-// answers, whether it placed units, and the buyers it (and the landing of
-// its moves) gave one to.
+// answers, whether every unit had been placed before it (no script then),
+// whether it placed units, and the buyers it (and the landing of moves)
+// gave one to.
 type restockStepped struct {
 	code     int64
+	before   bool
 	progress bool
 	handed   []seckill.Admission
 }
 
 // restockStep plans the next share of restock r's units and places it:
 // one restock.lua, then the landing of the moves it parked.
+//
+// The moves of the restock still parked (another run's, running or
+// stopped, or an earlier call's) are landed first: the plan then reads a
+// line without the buyers they are owed to, or a second run would plan
+// units for them too, and those units would land where nobody waits for
+// them while a buyer elsewhere does. A run that parks after this one read
+// the count makes this one's script refuse (4): it plans again.
 func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, n int, terms seckill.Terms, nextID func() (int64, error), chunk int64) (restockStepped, error) {
 	k := s.SaleKeys(r.SaleID).Variant(sku)
 	restocks := restocksKey(k)
@@ -123,12 +126,17 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 		return restockStepped{}, fmt.Errorf("read restock %d: %w", r.ID, err)
 	}
 	left := r.Added - placed
-	if left <= 0 {
-		return restockStepped{code: 0}, nil
+	step := restockStepped{before: left <= 0}
+	if step.handed, err = s.landRestockMoves(ctx, r, sku, n, terms, nextID); err != nil {
+		return step, err
+	}
+	step.progress = len(step.handed) > 0
+	if step.before {
+		return step, nil
 	}
 	owed, final, err := s.restockPlan(ctx, r.SaleID, sku, n, min(left, chunk))
 	if err != nil {
-		return restockStepped{}, err
+		return step, err
 	}
 	type parked struct {
 		id    string
@@ -147,7 +155,7 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 	if final {
 		here = min(left-inMoves, here+restockSlack)
 	}
-	args := append([]any{r.ID, r.Added, s.RestockChannel(), r.SaleID}, termArgs(terms)...)
+	args := append([]any{r.ID, r.Added, placed, s.RestockChannel(), r.SaleID}, termArgs(terms)...)
 	args = append(args, sku, flag(final), len(moves))
 	for _, m := range moves {
 		args = append(args, m.id, m.dest, m.units)
@@ -155,7 +163,7 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 	for range here {
 		id, err := nextID()
 		if err != nil {
-			return restockStepped{}, err
+			return step, err
 		}
 		args = append(args, id)
 	}
@@ -175,9 +183,8 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 		return code == 1 || code == 2, nil
 	})
 	if err != nil {
-		return restockStepped{}, err
+		return step, err
 	}
-	step := restockStepped{}
 	step.code, _ = res[0].(int64)
 	if step.code != 1 && step.code != 2 {
 		return step, nil
@@ -185,10 +192,12 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 	if len(res) < 2 || (len(res)-2)%3 != 0 {
 		return step, fmt.Errorf("restock script: unexpected reply %v", res)
 	}
-	if step.handed, err = parseHanded(r.SaleID, sku, res[2:]); err != nil {
+	handed, err := parseHanded(r.SaleID, sku, res[2:])
+	if err != nil {
 		return step, fmt.Errorf("restock script: %w", err)
 	}
-	step.progress = step.code == 1 || len(step.handed) > 0 || len(moves) > 0
+	step.handed = append(step.handed, handed...)
+	step.progress = step.progress || step.code == 1 || len(handed) > 0 || len(moves) > 0
 	// The moves land before the next share is planned, so the buyers
 	// they are owed to are out of the line by then.
 	for _, m := range moves {
@@ -249,7 +258,8 @@ func (s *Store) landRestockMove(ctx context.Context, saleID int64, n int, sku, i
 }
 
 // landRestockMoves lands the moves restock r parked in segment 0 that are
-// still there (a call that parked them stopped before landing them).
+// still there: a run that parked them is landing them now, or stopped
+// before it did. Each lands once (give.lua's moved set).
 func (s *Store) landRestockMoves(ctx context.Context, r seckill.Restock, sku string, n int, terms seckill.Terms, nextID func() (int64, error)) ([]seckill.Admission, error) {
 	if n <= 1 {
 		return nil, nil

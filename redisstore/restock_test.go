@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -299,4 +300,57 @@ func TestRestock_AMoveLeftInFlightIsLandedByTheNextRun(t *testing.T) {
 	require.Empty(t, moves)
 	require.Equal(t, int64(2), remaining(t, sc))
 	requireConserved(t, sc, seckill.DefaultSKU, 3+3)
+}
+
+// Runs of one restock at once (a retry racing reconciliation) place its
+// units once between them, every buyer served once.
+func TestRestock_ConcurrentRunsOfOneRestockPlaceItOnce(t *testing.T) {
+	t.Parallel()
+	const n, runs = 3, 8
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	soldOutSegments(t, sc, 3, n)
+	waiters := segmentUsers("w", n, 1, 2, 0, 2, 1, 1, 2, 0, 1, 2)
+	for _, u := range waiters {
+		_, err := sc.Join(ctx, saleID, u, seckill.DefaultSKU, 100, 0, terms)
+		require.NoError(t, err)
+	}
+	ids := orderIDs(5001)
+	r := seckill.Restock{ID: 3, SaleID: saleID, Added: 12}
+
+	var (
+		mu     sync.Mutex
+		served []string
+		failed []error
+	)
+	testenv.ForEachBuyer(runs, runs, func(int64) {
+		// Until it succeeds, as a retry would: a run may give up while the
+		// others keep changing the line under it (errRestockStalled).
+		for try := 0; try < 20; try++ {
+			res, err := sc.RestockInChunksForTest(ctx, r, terms, ids, 3)
+			mu.Lock()
+			served = append(served, handedTo(res.HandedTo)...)
+			if err == nil && !res.Applied() {
+				err = fmt.Errorf("outcome %v", res.Outcome)
+			}
+			if err == nil || try == 19 {
+				failed = append(failed, err)
+			}
+			mu.Unlock()
+			if err == nil {
+				return
+			}
+		}
+	})
+
+	for _, err := range failed {
+		require.NoError(t, err)
+	}
+	require.ElementsMatch(t, waiters, served, "every waiting buyer once")
+	require.Zero(t, waiting(t, sc))
+	require.Equal(t, int64(2), remaining(t, sc))
+	moves, err := sc.Moves(ctx, saleID)
+	require.NoError(t, err)
+	require.Empty(t, moves)
+	requireConserved(t, sc, seckill.DefaultSKU, 3+12)
 }
