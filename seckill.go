@@ -170,6 +170,10 @@ const (
 	// DriftMoveUnfinished: units moving between the segments of a sale's
 	// stock were left in flight by a mover that stopped; they are landed.
 	DriftMoveUnfinished = "move_unfinished"
+	// DriftRestockUnapplied: a restock the database counts whose Redis
+	// half never finished (the process stopped between the halves and
+	// the admin did not retry); it is applied.
+	DriftRestockUnapplied = "restock_unapplied"
 	// DriftCheckFailed: checking or fixing one order (or one sale) failed;
 	// the pass went on with the others and the next pass tries again.
 	DriftCheckFailed = "check_failed"
@@ -179,7 +183,7 @@ const (
 var DriftKinds = []string{
 	DriftClaimWithoutSaga, DriftOrderWithoutSaga, DriftSagaEndedOrderUnsettled, DriftRedisAboveDB,
 	DriftPaymentUndelivered, DriftStaleClaim, DriftClaimMissing, DriftStockWhileWaiting, DriftMoveUnfinished,
-	DriftCheckFailed,
+	DriftRestockUnapplied, DriftCheckFailed,
 }
 
 // Drift is one disagreement between Redis, Postgres and Temporal.

@@ -197,6 +197,7 @@ func New(cfg Config) *Server {
 	v1.Get("/sales/:id", s.getSale)
 	v1.Post("/sales", s.authenticate, requireAdmin, s.createSale)
 	v1.Get("/sales/:id/stats", s.authenticate, requireAdmin, s.saleStats)
+	v1.Post("/sales/:id/variants/:sku/stock", s.authenticate, requireAdmin, s.restock)
 	v1.Post("/sales/:id/claims", s.authenticate, s.claim)
 	v1.Post("/sales/:id/waitlist", s.authenticate, s.joinWaitlist)
 	v1.Get("/sales/:id/challenge", s.authenticate, s.challenge)

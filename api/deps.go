@@ -37,6 +37,16 @@ type Store interface {
 	DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([]seckill.EntryLine, error)
 	DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error)
+	// Restock is the database half of a restock (docs/API.md
+	// "Restocking"): add units of the sale's variant sku, recorded under
+	// key, or, when key has a record already, that record (first false).
+	// seckill.ErrNotFound: no such sale; a *seckill.Error
+	// VARIANT_NOT_FOUND (no such variant) or SALE_ENDED (a new key at or
+	// after ends_at, by now).
+	Restock(ctx context.Context, saleID int64, sku string, add int64, key string, now time.Time) (seckill.Restock, bool, error)
+	// MarkRestockApplied records that the Redis half of restock id is
+	// done; seckill.ErrNotFound for a restock that does not exist.
+	MarkRestockApplied(ctx context.Context, saleID, id int64) error
 }
 
 // Redis is the API's view of the Redis hot path (redisstore.Store): the
@@ -58,6 +68,12 @@ type Redis interface {
 	RemainingByVariant(ctx context.Context, saleIDs []int64) (map[int64]map[string]int64, error)
 	Counts(ctx context.Context, saleIDs []int64) (map[int64]seckill.SaleCounts, error)
 	FollowChanges(ctx context.Context, h seckill.Changes)
+	// Restock is the Redis half of a restock, once per restock however
+	// often it runs: the variant's waiting buyers first (each a new order
+	// numbered by nextID, on terms), then the stock. An error leaves the
+	// outcome unknown (run it again); Restocked.Applied says whether
+	// Redis holds every unit.
+	Restock(ctx context.Context, r seckill.Restock, terms seckill.Terms, nextID func() (int64, error)) (seckill.Restocked, error)
 }
 
 // Sagas is the API's view of Temporal (saga.Client).

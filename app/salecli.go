@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/internal/cli"
 )
 
@@ -26,9 +29,10 @@ const (
 	saleCreateUsage = `seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
                     [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
                     [--timeout 15m] [--segments 1..64]`
-	saleListUsage  = "seckill sale list [--limit 50]"
-	saleShowUsage  = "seckill sale show ID"
-	saleStatsUsage = "seckill sale stats ID [--watch 2s]"
+	saleListUsage    = "seckill sale list [--limit 50]"
+	saleShowUsage    = "seckill sale show ID"
+	saleStatsUsage   = "seckill sale stats ID [--watch 2s]"
+	saleRestockUsage = "seckill sale restock --sale ID --sku SKU --add N [--key KEY]"
 )
 
 // saleHelp is the help of `seckill sale sub`, or of `seckill sale` when
@@ -52,8 +56,14 @@ the dev secret when unset).`,
 	case "stats":
 		h.Usage, about = saleStatsUsage, `Prints a sale's funnel: stock, claims, orders, refunds, revenue and when it
 sold out; with --watch, again every interval until interrupted.`
+	case "restock":
+		h.Usage, about = saleRestockUsage, `Adds N units to the variant SKU of a sale (a sale made without variants has
+one, default): to its waitlist first, then to open claims; a sold-out sale
+is on sale again. Prints the restock's key, then the sale. The key makes it
+safe to run again: after a failure (a 503 says the units are recorded),
+run it again with --key KEY and nothing is added twice.`
 	default:
-		h.Usage = strings.Join([]string{saleCreateUsage, saleListUsage, saleShowUsage, saleStatsUsage}, "\n")
+		h.Usage = strings.Join([]string{saleCreateUsage, saleListUsage, saleShowUsage, saleStatsUsage, saleRestockUsage}, "\n")
 		return h
 	}
 	h.About = about + "\n\n" + h.About
@@ -65,7 +75,7 @@ sold out; with --watch, again every interval until interrupted.`
 func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, args []string, stdout io.Writer, now time.Time) error {
 	switch {
 	case len(args) == 0:
-		return cli.Wrong(errors.New("sale: a subcommand is required (create, list, show, stats)"), saleHelp("").Short(nil))
+		return cli.Wrong(errors.New("sale: a subcommand is required (create, list, show, stats, restock)"), saleHelp("").Short(nil))
 	case cli.IsHelp(args[0]):
 		return cli.ShowHelp(saleHelp("").Text(nil))
 	}
@@ -154,6 +164,16 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		}
 		printSale(stdout, sale)
 		return nil
+	case "restock":
+		saleID := fs.String("sale", "", "the sale's id (required)")
+		sku := fs.String("sku", "", "the variant's sku (required; a sale made without variants has one, default)")
+		add := fs.Int64("add", 0, fmt.Sprintf("units to add (1..%d, required)", seckill.MaxRestock))
+		key := fs.String("key", "", "the restock's Idempotency-Key (default: a new one, printed): the same key again adds nothing")
+		if _, err := parseFlags(h, fs, args, 0); err != nil {
+			return err
+		}
+		c.base = strings.TrimRight(*apiURL, "/")
+		return c.restock(ctx, stdout, restockFlags{sale: *saleID, sku: *sku, add: *add, key: *key}, *asJSON)
 	case "stats":
 		watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s)")
 		pos, err := parseFlags(h, fs, args, 1)
@@ -335,6 +355,51 @@ func parseWhen(s string, base time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// restockFlags are `seckill sale restock`'s flags.
+type restockFlags struct {
+	sale, sku string
+	add       int64
+	key       string
+}
+
+// restock adds f.add units to variant f.sku of sale f.sale under f.key (a
+// new key when empty), and prints the key and the sale as `sale show`
+// does (with asJSON, the API's JSON alone). A failure names the key, so
+// the operator can run it again without adding the units twice.
+func (c *saleClient) restock(ctx context.Context, stdout io.Writer, f restockFlags, asJSON bool) error {
+	switch {
+	case f.sale == "":
+		return errors.New("sale restock: --sale is required (the sale's id)")
+	case f.sku == "":
+		return errors.New("sale restock: --sku is required (a sale made without variants has one, default)")
+	case f.add < 1 || f.add > seckill.MaxRestock:
+		return fmt.Errorf("sale restock: --add must be between 1 and %d units", seckill.MaxRestock)
+	}
+	if f.key == "" {
+		b := make([]byte, 12)
+		if _, err := rand.Read(b); err != nil {
+			return fmt.Errorf("sale restock: make a key: %w", err)
+		}
+		f.key = "restock-" + hex.EncodeToString(b)
+	}
+	body, err := json.Marshal(seckill.RestockJSON{Add: &f.add})
+	if err != nil {
+		return err
+	}
+	var sale seckill.SaleJSON
+	path := "/api/v1/sales/" + url.PathEscape(f.sale) + "/variants/" + url.PathEscape(f.sku) + "/stock"
+	raw, err := c.doWith(ctx, http.MethodPost, path, map[string]string{api.HeaderIdempotencyKey: f.key}, body, &sale)
+	if err != nil {
+		return fmt.Errorf("sale restock (key %s; run it again with --key %s): %w", f.key, f.key, err)
+	}
+	if asJSON {
+		return writeJSON(stdout, raw)
+	}
+	fmt.Fprintf(stdout, "restock key: %s\n\n", f.key)
+	printSale(stdout, sale)
+	return nil
+}
+
 type saleClient struct {
 	cfg  Config
 	base string
@@ -344,6 +409,11 @@ type saleClient struct {
 // do calls the API as an admin and decodes a 2xx answer into out. An
 // error answer becomes "409 SOLD_OUT: detail".
 func (c *saleClient) do(ctx context.Context, method, path string, body []byte, out any) ([]byte, error) {
+	return c.doWith(ctx, method, path, nil, body, out)
+}
+
+// doWith is do with the request's extra headers.
+func (c *saleClient) doWith(ctx context.Context, method, path string, headers map[string]string, body []byte, out any) ([]byte, error) {
 	c.cfg.WithDevSecrets()
 	tok, err := c.cfg.AdminBearer("seckill-cli", 5*time.Minute)
 	if err != nil {
@@ -354,6 +424,9 @@ func (c *saleClient) do(ctx context.Context, method, path string, body []byte, o
 		return nil, fmt.Errorf("API URL %q: %w", c.base, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -95,3 +95,53 @@ func TestSaleCLI_CreateListShowStats(t *testing.T) {
 		require.ErrorContains(t, err, c.want, "%v", c.args)
 	}
 }
+
+// `seckill sale restock` adds units under a key it prints, so the
+// operator can run it again after a failure and add nothing twice; a
+// sold-out sale is on sale again.
+func TestSaleCLI_Restock(t *testing.T) {
+	s := startSystem(t, systemOptions{})
+	out, err := s.saleCLI("create", "--name", "CLI restock", "--price", "5", "--stock", "1", "--ends", "+48h", "--json")
+	require.NoError(t, err)
+	var sale seckill.SaleJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &sale), out)
+	require.Equal(t, http.StatusAccepted, s.claim(sale.ID, "first").status)
+	require.Equal(t, http.StatusConflict, s.claim(sale.ID, "second").status)
+
+	out, err = s.saleCLI("restock", "--sale", sale.ID, "--sku", "default", "--add", "2")
+
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^restock key: (restock-[0-9a-f]{24})$`).FindStringSubmatch(out)
+	require.NotNil(t, m, "the key is printed: %s", out)
+	key := m[1]
+	require.Regexp(t, regexp.MustCompile(`(?m)^state\s+ACTIVE$`), out, "printed as sale show prints it")
+	require.Regexp(t, regexp.MustCompile(`(?m)^stock\s+total 3, remaining 2 \(Redis\)`), out)
+	require.Equal(t, http.StatusAccepted, s.claim(sale.ID, "second").status, "on sale again")
+
+	// The same key again adds nothing; the key for another restock is refused.
+	out, err = s.saleCLI("restock", "--sale", sale.ID, "--sku", "default", "--add", "2", "--key", key, "--json")
+	require.NoError(t, err)
+	var again seckill.SaleJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &again), out)
+	require.Equal(t, int64(3), again.Stock.Total)
+	_, err = s.saleCLI("restock", "--sale", sale.ID, "--sku", "default", "--add", "5", "--key", key)
+	require.ErrorContains(t, err, "422 IDEMPOTENCY_KEY_REUSED")
+	require.ErrorContains(t, err, "--key "+key, "a failure names the key to run it again with")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restock", "--sku", "default", "--add", "1"}, "--sale is required"},
+		{[]string{"restock", "--sale", sale.ID, "--add", "1"}, "--sku is required"},
+		{[]string{"restock", "--sale", sale.ID, "--sku", "default"}, "--add must be between 1 and 10000000"},
+		{[]string{"restock", "--sale", sale.ID, "--sku", "eu-42", "--add", "1"}, "404 VARIANT_NOT_FOUND"},
+		{[]string{"restock", "--sale", "999999", "--sku", "default", "--add", "1"}, "404 SALE_NOT_FOUND"},
+	} {
+		_, err := s.saleCLI(c.args...)
+		require.ErrorContains(t, err, c.want, "%v", c.args)
+	}
+	out, err = s.saleCLI("show", sale.ID)
+	require.NoError(t, err)
+	require.Contains(t, out, "total 3,", "nothing added twice")
+}

@@ -60,6 +60,8 @@ var (
 	Leave string
 	//go:embed now.lua
 	now string
+	//go:embed restock.lua
+	restock string
 
 	// Claim admits or refuses one claim.
 	Claim = clock + admit + claim
@@ -84,4 +86,8 @@ var (
 	Aim = clock + move + aim
 	// Now reads Redis' clock on the sale's server.
 	Now = clock + now
+	// Restock places a restock's units, once: to the waiting buyers
+	// first, then the stock (or parks those owed to other segments as
+	// moves).
+	Restock = clock + admit + move + restock
 )

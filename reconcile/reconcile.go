@@ -39,6 +39,16 @@
 //   - stock_while_waiting: units in stock while buyers wait for one: hand
 //     them to the waitlist, first come first served;
 //
+//   - restock_unapplied: a restock the database counts (its units are in
+//     the variant's total and available) whose Redis half is not done
+//     after a grace period (the request stopped between the halves, or
+//     Redis did not answer, and the admin did not retry): run it now, as
+//     the retry would (once per restock, however often it runs: the
+//     waiting buyers first, then the stock) and mark it applied. A sale
+//     Redis does not hold waits for its re-warm (which leaves such
+//     restocks out of what it loads); one that has ended by then has
+//     nothing left to place and is marked applied;
+//
 //   - payment_undelivered: a payment event recorded while its order's saga
 //     could not take it (not started yet, being restarted), or for an
 //     order never written: deliver it now. Delivery refunds a successful
@@ -78,6 +88,8 @@ type Store interface {
 	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*seckill.PaymentRecord, error)
 	UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error)
+	UnappliedRestocks(ctx context.Context, saleID int64, before time.Time) ([]seckill.Restock, error)
+	MarkRestockApplied(ctx context.Context, saleID, id int64) error
 }
 
 // Redis is what reconciliation reads and repairs in Redis
@@ -95,6 +107,7 @@ type Redis interface {
 	HandOver(ctx context.Context, saleID int64, sku string, terms seckill.Terms, orderIDs []int64) (int, error)
 	WaitingByVariant(ctx context.Context, saleID int64) (map[string]int64, error)
 	FinishMoves(ctx context.Context, saleID int64, termsOf func(sku string) seckill.Terms, olderThan time.Duration, nextID func() (int64, error)) (int, error)
+	Restock(ctx context.Context, r seckill.Restock, terms seckill.Terms, nextID func() (int64, error)) (seckill.Restocked, error)
 }
 
 // Reconciler holds the three stores.
@@ -347,6 +360,15 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			Detail: fmt.Sprintf("payment event %s recorded but not delivered; delivered now: %s", e.ID, outcome)})
 	}
 
+	// Restocks whose Redis half never finished: placed before the moves
+	// are finished and the stock is weighed against the line below, which
+	// then see their units.
+	restocked, err := r.applyRestocks(ctx, sale, grace)
+	drifts = append(drifts, restocked...)
+	if err != nil {
+		return drifts, err
+	}
+
 	// Units a mover left in flight between the segments of the sale (it
 	// stopped between the steps): land them, and forget the moves given
 	// but not forgotten. (Each is counted once either way; landed first,
@@ -436,6 +458,57 @@ func (r *Reconciler) handOver(ctx context.Context, sale *seckill.Sale, sku strin
 	}
 	terms, _ := seckill.TermsOf(*sale, sku)
 	return r.Redis.HandOver(ctx, sale.ID, sku, terms, ids)
+}
+
+// applyRestocks runs the Redis half of each of sale's restocks recorded
+// more than grace ago that the database does not know applied, and marks
+// those Redis now holds (or, the sale having ended unloaded, never will)
+// applied. A restock that cannot be placed is a drift of its own; the
+// next pass tries it again.
+func (r *Reconciler) applyRestocks(ctx context.Context, sale *seckill.Sale, grace time.Duration) ([]seckill.Drift, error) {
+	pending, err := r.Store.UnappliedRestocks(ctx, sale.ID, time.Now().Add(-grace))
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	var drifts []seckill.Drift
+	for _, rs := range pending {
+		terms, ok := seckill.TermsOf(*sale, rs.SKU)
+		if !ok {
+			drifts = append(drifts, r.checkFailed(sale.ID, 0, "apply a restock", fmt.Errorf("restock %d names no variant %q", rs.ID, rs.SKU)))
+			continue
+		}
+		res, err := r.Redis.Restock(ctx, rs, terms, r.IDs.Next)
+		// Re-warm loads only open sales: one that ended while Redis did not
+		// hold it is never loaded again, and sells nothing more.
+		moot := res.Outcome == seckill.RestockNotWarmed && !time.Now().Before(sale.EndsAt)
+		if !res.Applied() && !moot {
+			if err != nil {
+				drifts = append(drifts, r.checkFailed(sale.ID, 0, fmt.Sprintf("apply restock %d", rs.ID), err))
+				continue
+			}
+			drifts = append(drifts, r.noted(seckill.Drift{Kind: seckill.DriftRestockUnapplied, SaleID: sale.ID,
+				Detail: fmt.Sprintf("restock %d (%d units of %s, %s ago) waits for the sale's stock to be loaded into Redis again",
+					rs.ID, rs.Added, rs.SKU, time.Since(rs.At).Round(time.Second))}))
+			continue
+		}
+		if err := r.Store.MarkRestockApplied(ctx, sale.ID, rs.ID); err != nil {
+			drifts = append(drifts, r.checkFailed(sale.ID, 0, fmt.Sprintf("mark restock %d applied", rs.ID), err))
+			continue
+		}
+		done := fmt.Sprintf("placed now, %d to waiting buyers", len(res.HandedTo))
+		switch {
+		case moot:
+			done = "the sale ended while Redis did not hold it: nothing left to place"
+		case res.Outcome == seckill.RestockAppliedBefore:
+			done = "Redis had placed them; marked applied"
+		case err != nil:
+			done += fmt.Sprintf(" (a move left in flight: %v)", err)
+		}
+		drifts = append(drifts, r.noted(seckill.Drift{Kind: seckill.DriftRestockUnapplied, SaleID: sale.ID, Fixed: true,
+			Detail: fmt.Sprintf("restock %d (%d units of %s, %s ago) was not applied in Redis; %s",
+				rs.ID, rs.Added, rs.SKU, time.Since(rs.At).Round(time.Second), done)}))
+	}
+	return drifts, nil
 }
 
 // maxOrphanPayments bounds the payments of unwritten orders one pass

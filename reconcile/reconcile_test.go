@@ -336,3 +336,99 @@ func TestSale_AVariantOnSaleWhileBuyersWaitForAnotherIsNoDrift(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ws.Waiting, "bob still waits for a")
 }
+
+// restockDrifts are the restock_unapplied drifts of drifts.
+func restockDrifts(drifts []seckill.Drift) []seckill.Drift {
+	var out []seckill.Drift
+	for _, d := range drifts {
+		if d.Kind == seckill.DriftRestockUnapplied {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// A restock whose Redis half never ran (the request stopped after the
+// database half and nobody retried) is placed by the pass after its
+// grace, as the retry would: the waiting buyer first, the rest to the
+// stock, once. A younger one is left to its request.
+func TestSale_PlacesARestockWhoseRedisHalfNeverRan(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 1)
+	testenv.Warm(t, rs, sale, 0)
+	terms := seckill.TermsBySKU(*sale)(seckill.DefaultSKU)
+	j, err := rs.Join(ctx, sale.ID, "bob", seckill.DefaultItem, 10, 0, terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	old, _, err := st.Restock(ctx, sale.ID, seckill.DefaultSKU, 3, "crashed", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, st.Gorm().Exec(`UPDATE sale_restocks SET created_at = now() - interval '2 minutes' WHERE id = ?`, old.ID).Error)
+	young, _, err := st.Restock(ctx, sale.ID, seckill.DefaultSKU, 5, "in flight", time.Now())
+	require.NoError(t, err)
+	next := idgen.At(time.Now())
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return atomic.AddInt64(&next, 1) })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	got := restockDrifts(drifts)
+	require.Len(t, got, 1, "%+v", drifts)
+	require.True(t, got[0].Fixed, "%+v", got[0])
+	require.Contains(t, got[0].Detail, "1 to waiting buyers")
+	ws, err := rs.WaitStateOf(ctx, sale.ID, "bob")
+	require.NoError(t, err)
+	require.NotZero(t, ws.OrderID, "the waiting buyer got the first unit")
+	remaining, ok, err := rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(2), remaining)
+	pending, err := st.UnappliedRestocks(ctx, sale.ID, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	require.Equal(t, young.ID, pending[0].ID, "the old one is marked applied; the young one is its request's")
+
+	drifts, err = r.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Empty(t, restockDrifts(drifts), "placed once")
+	remaining, _, err = rs.Remaining(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), remaining)
+}
+
+// A restock of a sale Redis does not hold waits for the sale's re-warm
+// (reported, not fixed); once the sale has ended unloaded there is
+// nothing left to place, and it is marked applied.
+func TestSale_ARestockOfASaleRedisDoesNotHoldWaitsForItsReWarm(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 1)
+	rec, _, err := st.Restock(ctx, sale.ID, seckill.DefaultSKU, 3, "k", time.Now())
+	require.NoError(t, err)
+	require.NoError(t, st.Gorm().Exec(`UPDATE sale_restocks SET created_at = now() - interval '2 minutes' WHERE id = ?`, rec.ID).Error)
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	got := restockDrifts(drifts)
+	require.Len(t, got, 1, "%+v", drifts)
+	require.False(t, got[0].Fixed)
+	require.Contains(t, got[0].Detail, "waits for the sale's stock to be loaded")
+	pending, err := st.UnappliedRestocks(ctx, sale.ID, time.Now())
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+
+	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET ends_at = now() - interval '1 second' WHERE id = ?`, sale.ID).Error)
+	drifts, err = r.Sale(ctx, sale.ID)
+	require.NoError(t, err)
+	got = restockDrifts(drifts)
+	require.Len(t, got, 1, "%+v", drifts)
+	require.True(t, got[0].Fixed)
+	pending, err = st.UnappliedRestocks(ctx, sale.ID, time.Now())
+	require.NoError(t, err)
+	require.Empty(t, pending)
+}

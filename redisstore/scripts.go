@@ -30,6 +30,7 @@ var (
 	restoreScript  = redis.NewScript(lua.Restore)
 	unlockScript   = redis.NewScript(lua.Unlock)
 	useProofScript = redis.NewScript(lua.UseProof)
+	restockScript  = redis.NewScript(lua.Restock)
 )
 
 // RelayGroup is the consumer group of the outbox relay on every sale stream.

@@ -19,7 +19,8 @@ type WarmSnapshot struct {
 	// order): the variant's available units less the quantities of its
 	// QUEUED orders that hold none yet (none but a retired saga's:
 	// StartOrder takes an order's units in the transaction that writes
-	// it), which will take theirs from available.
+	// it), which will take theirs from available, and less the units of
+	// its restocks not applied yet, which their Redis half adds.
 	Units map[string]int64
 	// Claims are the users' active (not CLOSED) orders, each with the
 	// units of the variant it holds.
@@ -69,9 +70,13 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 		if err != nil {
 			return err
 		}
+		restocks, err := unappliedUnits(tx, saleID)
+		if err != nil {
+			return err
+		}
 		snap = &WarmSnapshot{Sale: sale, Units: make(map[string]int64, len(sale.Variants))}
 		for _, v := range sale.Variants {
-			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU])
+			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU]-restocks[v.SKU])
 		}
 		snap.Claims, err = activeOrders(tx, saleID)
 		return err
