@@ -26,7 +26,8 @@ import (
 
 // The synopsis of each `seckill sale` subcommand.
 const (
-	saleCreateUsage = `seckill sale create --name NAME --price 9.90 --stock 100 [--currency usd]
+	saleCreateUsage = `seckill sale create --name NAME (--price 9.90 --stock 100 | --variant SKU:NAME:PRICE:STOCK ...)
+                    [--limit-per-buyer 1..100] [--currency usd]
                     [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
                     [--timeout 15m] [--segments 1..64]`
 	saleListUsage    = "seckill sale list [--limit 50]"

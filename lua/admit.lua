@@ -1,6 +1,6 @@
 -- admit.lua: the functions every script that gives units to a buyer
 -- shares. lua.go puts this file in front of claim.lua, join.lua,
--- release.lua, handover.lua, give.lua and rewarm.lua, so an admission is
+-- release.lua, handover.lua, give.lua, restock.lua and rewarm.lua, so an admission is
 -- written in one place whether it comes from a claim, from a join that
 -- found units in stock, or from units handed to the waitlist, and every
 -- admitted order looks the same to the relay, the API and reconciliation.

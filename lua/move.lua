@@ -1,5 +1,6 @@
 -- move.lua: a move's record, read and written the same way by every
--- script that touches one (take.lua, aim.lua, forget.lua, release.lua).
+-- script that touches one (take.lua, aim.lua, forget.lua, release.lua,
+-- give.lua, restock.lua).
 -- lua.go puts this file in front of them.
 --
 -- Units that leave one segment of a sale for another are recorded in the

@@ -37,7 +37,7 @@ Usage:
   seckill api                       the HTTP API
   seckill worker                    the Temporal worker and the outbox relay
   seckill migrate                   create the database if missing and migrate it
-  seckill sale create|list|show|stats ...
+  seckill sale create|list|show|stats|restock ...
                                     manage sales through the API as an admin
                                     (seckill sale --help)
   seckill token --user ID [--admin] [--ttl 1h]
