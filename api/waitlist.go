@@ -25,8 +25,8 @@ const (
 type waitlistEntry struct {
 	SaleID   string `json:"sale_id"`
 	UserID   string `json:"user_id"`
-	SKU      string `json:"sku"`
-	Quantity int    `json:"quantity"`
+	SKU      string `json:"sku,omitempty"`
+	Quantity int    `json:"quantity,omitempty"`
 	Status   string `json:"status"`
 	Position int64  `json:"position,omitempty"`
 	OrderID  string `json:"order_id,omitempty"`

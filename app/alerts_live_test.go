@@ -255,7 +255,9 @@ func liveTemporal(t *testing.T, base app.Config, defs alertDefs) []liveGroup {
 		mustInt(t, unsettled))
 	require.NoError(t, err)
 	// An active order whose claim Redis lost: reconciliation writes it back.
+	// (A lost claim goes with its units: one script writes both.)
 	require.NoError(t, s.redis.HDel(ctx, keys.Claims, "drift").Err())
+	require.NoError(t, s.redis.HIncrBy(ctx, keys.Units, seckill.DefaultSKU, -1).Err())
 	// The closed orders' claims are gone (no stale claim for
 	// reconciliation to find).
 	require.Eventually(t, func() bool {

@@ -49,7 +49,9 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 
 	// A claim admitted whose outbox entry was lost: it gets its saga.
 	lost := oldOrderID(10*time.Second, 1)
+	// (A claim and the units it holds are written together, as claim.lua does.)
 	require.NoError(t, s.redis.HSet(ctx, keys.Claims, "lost", lost).Err())
+	require.NoError(t, s.redis.HIncrBy(ctx, keys.Units, seckill.DefaultSKU, 1).Err())
 	require.NoError(t, s.redis.Decr(ctx, keys.Stock).Err())
 
 	// An order whose saga Temporal lost: its saga is started again and
@@ -59,6 +61,7 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 		PayBy: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.NoError(t, s.redis.HSet(ctx, keys.Claims, "orphan", orphan).Err())
+	require.NoError(t, s.redis.HIncrBy(ctx, keys.Units, seckill.DefaultSKU, 1).Err())
 	require.NoError(t, s.redis.Decr(ctx, keys.Stock).Err())
 
 	s.waitOrder(itoa(lost), "lost", seckill.StatusAwaitingPayment, 30*time.Second)
@@ -77,10 +80,12 @@ func TestReconcile_FixesWhatIsSafeOnSchedule(t *testing.T) {
 	// A claim that outlived its CLOSED order, its unit never returned
 	// (a release lost to a re-warm from an older snapshot): released.
 	require.NoError(t, s.redis.HSet(ctx, keys.Claims, "lost", lost).Err())
+	require.NoError(t, s.redis.HIncrBy(ctx, keys.Units, seckill.DefaultSKU, 1).Err())
 	require.NoError(t, s.redis.Decr(ctx, keys.Stock).Err())
-	// An active order whose claim Redis lost: written back.
+	// An active order whose claim Redis lost (with its units): written back.
 	missing := s.awaiting(sale, "missing")
 	require.NoError(t, s.redis.HDel(ctx, keys.Claims, "missing").Err())
+	require.NoError(t, s.redis.HIncrBy(ctx, keys.Units, seckill.DefaultSKU, -1).Err())
 	require.Eventually(t, func() bool {
 		claims, err := s.rstore.Claims(ctx, saleID)
 		st := s.dbStock(sale)

@@ -28,6 +28,27 @@ local function item_of(sku, q)
   return '/' .. q .. '/' .. sku
 end
 
+-- leave_line takes user out of the line whose wait key is line (of this
+-- segment, whichever variant) and, when that empties it, gives the units
+-- held for its head back to its variant's stock: nobody waits for them
+-- now (as leave.lua does). The held and stock keys are the line's own
+-- names with "held" and "stock" for "wait": the same slot. Returns
+-- whether user was in the line.
+local function leave_line(line, user)
+  if redis.call('ZREM', line, user) == 0 then
+    return false
+  end
+  if redis.call('ZCARD', line) == 0 then
+    local tag, sku = string.match(line, '^(.*}:)wait(.*)$')
+    local held = tonumber(redis.call('GET', tag .. 'held' .. sku) or '0')
+    if held > 0 and redis.call('EXISTS', tag .. 'stock' .. sku) == 1 then
+      redis.call('INCRBY', tag .. 'stock' .. sku, held)
+      redis.call('DEL', tag .. 'held' .. sku)
+    end
+  end
+  return true
+end
+
 -- admit records user's admission as order (an id string) at now: the
 -- claim (one active order per user), its units in k.units, the admission
 -- ("<pay_by>[d][/<q>/<sku>]:<user>": d when t.drawn, so the order can be
@@ -82,10 +103,9 @@ local function admit(k, user, order, now, t, from_waitlist)
   -- A buyer admitted while waiting leaves their line, whichever variant's
   -- (lines names it; one who joined before lines existed is in k.wait).
   local entry = redis.call('HGET', k.lines, user)
-  local left = redis.call('ZREM', k.wait, user) == 1
+  local left = leave_line(k.wait, user)
   if entry then
-    local line = string.match(entry, '^%d+:(.*)$')
-    left = redis.call('ZREM', line, user) == 1 or left
+    left = leave_line(string.match(entry, '^%d+:(.*)$'), user) or left
     redis.call('HDEL', k.lines, user)
   end
   if left or from_waitlist then

@@ -185,3 +185,46 @@ func TestRelease_UnitsOfAnOrderServeTheLineInOrderAcrossSegments(t *testing.T) {
 	late := us[1][1]
 	require.NotEqual(t, seckill.Admitted, claimItem(t, sc, late, 7, seckill.DefaultItem).Outcome)
 }
+
+// Re-warm counts the units held for a waiting buyer in a live segment once,
+// even when that segment's stock is 0: the lost segment loads the rest,
+// no more (the second hostile review's finding 2).
+func TestRewarm_CountsTheHeldUnitsOfALiveSegmentOnce(t *testing.T) {
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openSegments(2, 2) // a unit in each segment
+	warm(t, sc, spec)
+	a := usersOf(2, 1)[1][0]
+	j, err := sc.Join(ctx, saleID, a, seckill.Item{SKU: seckill.DefaultSKU, Quantity: 3}, 100, 7000, terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	h := heldOf(t, sc, seckill.DefaultSKU)
+	require.Equal(t, int64(2), h.Stock+h.ForWaiting)
+
+	lost := sc.SegmentKeys(saleID, 0)
+	require.NoError(t, sc.Client().Del(ctx, lost.Stock, lost.Meta, lost.Claims).Err())
+	spec.Variants[0].Units = 2 // the database: 2 available, nothing sold
+	_, err = sc.Rewarm(ctx, spec, nil)
+	require.NoError(t, err)
+	h = heldOf(t, sc, seckill.DefaultSKU)
+	require.Equal(t, int64(2), h.Stock+h.ForWaiting, "Redis holds the database's 2 units, no more")
+}
+
+// The head of a variant's line, with a unit held for them, is admitted to
+// another variant: they leave the line, and the line left empty gives the
+// held unit back to its stock, open to claims (the second hostile review's
+// finding 3: it stayed held for nobody, every claim SOLD_OUT).
+func TestClaim_AHeadAdmittedToAnotherVariantLeavesNoUnitHeldForNobody(t *testing.T) {
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, sizes(1, 1))
+	j, err := sc.Join(ctx, saleID, "ann", seckill.Item{SKU: "s", Quantity: 2}, 10, 7000, terms)
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	require.Equal(t, seckill.Held{ForWaiting: 1}, heldOf(t, sc, "s"))
+
+	require.Equal(t, seckill.Admitted, claimItem(t, sc, "ann", 1, seckill.Item{SKU: "l", Quantity: 1}).Outcome)
+
+	require.Equal(t, seckill.Held{Stock: 1}, heldOf(t, sc, "s"))
+	require.Equal(t, seckill.Admitted, claimItem(t, sc, "bob", 2, seckill.Item{SKU: "s", Quantity: 1}).Outcome)
+}

@@ -153,8 +153,8 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		h := live[v.SKU]
 		u := max(v.Units, 0)
 		for p, st := range h.stock {
-			if !isLost[p] && st > 0 {
-				u -= st + h.held[p]
+			if !isLost[p] {
+				u -= max(st, 0) + h.held[p]
 			}
 		}
 		for i := range h.moves {
