@@ -336,19 +336,11 @@ func (s *Server) getSale(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
-	sale, err := s.cfg.Store.Sale(ctx, id)
+	err := s.answerSale(ctx, c, id)
 	if isNotFound(err) {
 		return errNoSale
 	}
-	if err != nil {
-		return err
-	}
-	s.fillRemaining(ctx, []*seckill.Sale{sale})
-	j := sale.JSON(time.Now())
-	if j.State == seckill.StateSoldOut {
-		j.Waitlist = s.waitlistOf(ctx, sale.ID)
-	}
-	return c.JSON(j)
+	return err
 }
 
 // waitlistOf is a sold-out sale's line, read only then: while units
