@@ -75,8 +75,13 @@ local k = {stock = KEYS[1], claims = KEYS[2], meta = KEYS[3], outbox = KEYS[4],
 local q = tonumber(ARGV[11])
 local t = {sale = ARGV[4], timeout_ms = ARGV[5], price = ARGV[6], currency = ARGV[7], sku = ARGV[10], q = q}
 stock = tonumber(stock)
+-- Units in stock are never left there while buyers wait (releases and
+-- hand-overs give them to the line first), but the line can fill while
+-- they sit there (units that came back before anyone waited, and the
+-- draw queues its entrants in rank order): a buyer who joins while the
+-- stock has their quantity is admitted at once, as by a claim.
 local nobody = redis.call('ZCARD', KEYS[6]) == 0
-if nobody and stock >= q then
+if stock >= q then
   redis.call('DECRBY', KEYS[1], q)
   return {0, ARGV[3], admit(k, ARGV[1], ARGV[3], now, t, true)}
 end
