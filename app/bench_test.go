@@ -33,6 +33,7 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 		PaymentTimeout: 5 * time.Second, PayShare: 0.4, FailShare: 0.3,
 		SettleWithin:      2 * time.Minute,
 		AnchorScriptCalls: 2000, AnchorWorkflows: 20,
+		BodyRounds: 2, BodyRoundTime: 300 * time.Millisecond,
 		OutDir: out, Progress: &progress,
 	})
 	require.NoError(t, err, progress.String())
@@ -68,6 +69,18 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	require.Equal(t, int64(rep.Settle.Paid+rep.Settle.Failed), rep.Payable.Accepted.Count,
 		"every payment sent from its 202 was accepted")
 	require.NotNil(t, rep.Anchors.Workflow)
+	// The body ratio: both paths, both ways in every round, and every
+	// claim of its rounds refused SOLD_OUT (no rate limit here).
+	require.NotNil(t, rep.BodyRatio)
+	require.Len(t, rep.BodyRatio.Paths, 2)
+	for _, p := range rep.BodyRatio.Paths {
+		require.Len(t, p.With, 2, p.Path)
+		require.Len(t, p.Without, 2, p.Path)
+		require.Zero(t, p.Unexpected, "%s: %s", p.Path, p.FirstAnswer)
+		require.Positive(t, p.MedianWith, p.Path)
+		require.Positive(t, p.MedianNone, p.Path)
+		require.InDelta(t, p.MedianWith/p.MedianNone, rep.Ratios["claims_with_body_vs_without_"+p.Path], 1e-9)
+	}
 	require.Equal(t, 20, rep.Anchors.Workflow.Workflows)
 	if rep.Anchors.Script == nil {
 		t.Fatal("anchor (a) missing")

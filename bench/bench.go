@@ -71,6 +71,11 @@ type Options struct {
 	// workflows.
 	AnchorScriptCalls int
 	AnchorWorkflows   int
+	// BodyRounds > 0 compares claims with and without a body naming the
+	// variant and the quantity (BodyRatio), in that many rounds of
+	// BodyRoundTime [2s] each way, on each path.
+	BodyRounds    int
+	BodyRoundTime time.Duration
 
 	// OutDir receives bench.json and bench.png ("" : neither).
 	OutDir string
@@ -92,6 +97,9 @@ func (o *Options) defaults() error {
 	def(&o.Segments, 1)
 	if o.PaymentTimeout == 0 {
 		o.PaymentTimeout = 30 * time.Second
+	}
+	if o.BodyRoundTime == 0 {
+		o.BodyRoundTime = 2 * time.Second
 	}
 	if o.SettleWithin == 0 {
 		o.SettleWithin = 10 * time.Minute
@@ -115,6 +123,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("bench: requests, rate and conns (1..10000) must be positive")
 	case o.PayShare < 0 || o.FailShare < 0 || o.PayShare+o.FailShare > 1:
 		return fmt.Errorf("bench: pay and fail shares must be >= 0 and add up to at most 1")
+	case o.BodyRounds < 0 || o.BodyRounds > 0 && (o.Buyers < 2 || o.BodyRoundTime < 100*time.Millisecond):
+		return fmt.Errorf("bench: body rounds need at least 2 buyers and rounds of at least 100ms")
 	case o.Segments < 1 || o.Segments > seckill.MaxStockSegments:
 		return fmt.Errorf("bench: segments must be 1..%d, got %d", seckill.MaxStockSegments, o.Segments)
 	case o.WaitlistShare < 0 || o.WaitlistShare > 1 || o.WaitlistPayShare < 0 || o.WaitlistPayShare > 1:
@@ -282,6 +292,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	stopSampler()
 	rep.sampleMemory(o.Processes, true)
 
+	if o.BodyRounds > 0 {
+		say("claims with and without a body: %d rounds of %s each way, on the sold-out flag's path and the script's ...", o.BodyRounds, o.BodyRoundTime)
+		if rep.BodyRatio, err = bodyRatio(ctx, o, host, tokens, runID); err != nil {
+			return nil, fmt.Errorf("body ratio: %w", err)
+		}
+	}
 	if o.AnchorWorkflows > 0 {
 		say("anchor (b): %d trivial workflows on the same server ...", o.AnchorWorkflows)
 		a, err := workflowAnchor(ctx, deps.Temporal, o)

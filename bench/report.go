@@ -34,10 +34,12 @@ type Report struct {
 	Processes map[string]*Memory `json:"processes"`
 	// MemorySeries is every process's RSS every few seconds from the start
 	// of the burst.
-	MemorySeries []MemorySample     `json:"memory_series"`
-	Anchors      Anchors            `json:"anchors"`
-	Ratios       map[string]float64 `json:"ratios"`
-	Audits       []*audit.Report    `json:"audits"`
+	MemorySeries []MemorySample `json:"memory_series"`
+	Anchors      Anchors        `json:"anchors"`
+	// BodyRatio compares claims with and without a body (--body-rounds).
+	BodyRatio *BodyRatio         `json:"body_ratio,omitempty"`
+	Ratios    map[string]float64 `json:"ratios"`
+	Audits    []*audit.Report    `json:"audits"`
 
 	mu sync.Mutex // MemorySeries and Processes while sampling
 }
@@ -256,6 +258,11 @@ func (r *Report) ratios() {
 	if a := r.Anchors.Workflow; a != nil && a.PerSecond > 0 {
 		r.Ratios["sagas_vs_workflow"] = r.Sagas.PerSecond / a.PerSecond
 	}
+	if br := r.BodyRatio; br != nil {
+		for _, p := range br.Paths {
+			r.Ratios["claims_with_body_vs_without_"+p.Path] = p.Ratio
+		}
+	}
 }
 
 // OK reports whether every audit passed and every claim was answered
@@ -322,6 +329,12 @@ func (r *Report) String() string {
 	}
 	if a := r.Anchors.Workflow; a != nil {
 		fmt.Fprintf(&b, "anchor (b) trivial workflow start+complete: %.0f/s (%d in %.1fs)\n", a.PerSecond, a.Workflows, a.Seconds)
+	}
+	if br := r.BodyRatio; br != nil {
+		for _, p := range br.Paths {
+			fmt.Fprintf(&b, "claims with a {sku, quantity} body vs none, %s path: median %.0f/s vs %.0f/s over %d rounds of %.0fs each way (%d unexpected answers)\n",
+				p.Path, p.MedianWith, p.MedianNone, br.Rounds, br.RoundSeconds, p.Unexpected)
+		}
 	}
 	for _, k := range sortedKeys(r.Ratios) {
 		fmt.Fprintf(&b, "ratio %s: %.2f\n", k, r.Ratios[k])
