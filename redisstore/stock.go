@@ -711,10 +711,13 @@ if cur and cur == ARGV[1] and tonumber(ARGV[2]) < tonumber(cur) then
 end
 return 0`)
 
-// LowerRemaining lowers the stock of sale's variant sku from seen (as
-// RemainingByVariant read it) to
-// target if it still holds seen, taking the excess from the fullest segments
-// first. It never raises it. It reports whether it lowered it all.
+// LowerRemaining lowers what Redis holds of sale's variant sku outside
+// the claims from seen (the units in stock, in flight and held for the
+// line's head, each once: UnitsHeld's Stock+ForWaiting, the one count of
+// docs/DESIGN.md invariant 7) to target if it still holds seen, taking the
+// excess from the fullest segments' stocks first (held units are a
+// waiting buyer's, never taken). It never raises it. It reports whether
+// it lowered it all.
 func (s *Store) LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil {
@@ -727,7 +730,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID int64, sku string, se
 	if err != nil {
 		return false, err
 	}
-	if total, ok := st.total(); !ok || total != seen || target >= seen {
+	if total, ok := st.total(); !ok || total+st.waiting() != seen || target >= seen {
 		return false, nil
 	}
 	order := make([]int, n)
