@@ -352,7 +352,7 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 		return 0, err
 	}
 	handed := 0
-	for _, id := range orderIDs {
+	for i, id := range orderIDs {
 		st, err := s.holdingOf(ctx, saleID, sku, n)
 		if err != nil {
 			return handed, err
@@ -368,9 +368,11 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 			return handed, err
 		}
 		if donor < 0 {
-			// No unit in stock: the units held for the head may cover it
-			// (the step that held them ran out of order ids).
-			got, err := s.handOverIn(ctx, saleID, sku, dest, terms, id)
+			// No unit in stock: the units held for a segment's head may
+			// cover it (the step that held them ran out of order ids), in
+			// whichever segment: they are that head's already, so each is
+			// served now rather than once its segment comes first.
+			got, err := s.serveHeld(ctx, saleID, sku, st.held, terms, orderIDs[i:])
 			return handed + got, err
 		}
 		if donor == dest {
@@ -391,6 +393,26 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 		handed += len(given)
 	}
 	return handed, nil
+}
+
+// serveHeld serves the head of each segment of saleID whose held units
+// (held, per segment) cover their quantity, with orderIDs, one per buyer
+// at most; it returns how many it served.
+func (s *Store) serveHeld(ctx context.Context, saleID int64, sku string, held []int64, terms seckill.Terms, orderIDs []int64) (int, error) {
+	served := 0
+	for p, h := range held {
+		for h > 0 && served < len(orderIDs) {
+			got, err := s.handOverIn(ctx, saleID, sku, p, terms, orderIDs[served])
+			if err != nil || got == 0 {
+				if err != nil {
+					return served, err
+				}
+				break
+			}
+			served += got
+		}
+	}
+	return served, nil
 }
 
 // handOverIn runs handover.lua on variant sku of segment p of saleID with
