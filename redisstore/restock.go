@@ -354,3 +354,24 @@ func restockMoveID(id, placed int64, dest int) string {
 // restocksKey is the hash of segment k's restocks (restock id -> units
 // placed), kept with the sale's keys.
 func restocksKey(k Keys) string { return k.tag() + "restocks" }
+
+// RestocksPlaced reads how many units of each of saleID's restocks Redis
+// has placed (restock id -> units; restock.lua's record in segment 0,
+// and re-warm's): a restock the database counts and this map does not
+// cover whole is in flight between its halves.
+func (s *Store) RestocksPlaced(ctx context.Context, saleID int64) (map[int64]int64, error) {
+	raw, err := s.rdb.HGetAll(ctx, restocksKey(s.SaleKeys(saleID))).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the restocks placed: %w", err)
+	}
+	out := make(map[int64]int64, len(raw))
+	for id, v := range raw {
+		i, err1 := strconv.ParseInt(id, 10, 64)
+		u, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("restocks of sale %d: malformed %q: %q", saleID, id, v)
+		}
+		out[i] = u
+	}
+	return out, nil
+}

@@ -266,20 +266,7 @@ func (s *Store) liveWithRestocks(ctx context.Context, spec seckill.WarmSpec, n i
 		if len(spec.Restocks) == 0 {
 			return nil, nil
 		}
-		raw, err := s.rdb.HGetAll(ctx, restocksKey(s.SaleKeys(spec.SaleID))).Result()
-		if err != nil {
-			return nil, fmt.Errorf("read the restocks placed: %w", err)
-		}
-		out := make(map[int64]int64, len(raw))
-		for id, v := range raw {
-			i, err1 := strconv.ParseInt(id, 10, 64)
-			u, err2 := strconv.ParseInt(v, 10, 64)
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("restocks of sale %d: malformed %q: %q", spec.SaleID, id, v)
-			}
-			out[i] = u
-		}
-		return out, nil
+		return s.RestocksPlaced(ctx, spec.SaleID)
 	}
 	for range stableReads {
 		before, err := readPlaced()
