@@ -1,7 +1,9 @@
 package redisstore_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -97,4 +99,46 @@ func TestRelease_TheUnitThatCompletesTheLastHeadMakesNoUnitUp(t *testing.T) {
 
 	require.NotZero(t, claimOf(t, sc, "w"))
 	require.Equal(t, seckill.Held{Claimed: 2}, heldOf(t, sc, seckill.DefaultSKU), "2 units, both w's")
+}
+
+// A release retried after its first attempt aimed the parked units (and
+// stopped) finishes the distribution it started: the units serve the
+// line one buyer at a time across the segments, the rest parked and
+// landed at once, not all given in the segment aimed at (the hostile
+// review's finding 4).
+func TestRelease_ARetryAfterTheAimServesTheLineAcrossSegments(t *testing.T) {
+	t.Parallel()
+	const n = 2
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSegments(2, n))
+	us := usersOf(n, 2)
+	holder, a, b := us[0][1], us[1][0], us[0][0]
+	two := seckill.Item{SKU: seckill.DefaultSKU, Quantity: 2}
+	require.Equal(t, seckill.Admitted, claimItem(t, sc, holder, 1001, two).Outcome)
+	require.Zero(t, remaining(t, sc))
+	for _, u := range []string{a, b} {
+		j, err := sc.Join(ctx, saleID, u, seckill.DefaultItem, 100, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Waiting, j.Outcome)
+	}
+	// The first attempt: release.lua parked the 2 units, the aim chose
+	// segment 1 (a joined first), and the releaser stopped.
+	k := sc.SegmentKeys(saleID, 0)
+	kv := k.Variant(seckill.DefaultSKU)
+	require.NoError(t, sc.Client().HDel(ctx, k.Claims, holder).Err())
+	require.NoError(t, sc.Client().HDel(ctx, k.Units, seckill.DefaultSKU).Err())
+	require.NoError(t, sc.Client().HSet(ctx, kv.Moves, "r1001", fmt.Sprintf(`{"units":2,"dest":-1,"at":%d}`, time.Now().UnixMilli())).Err())
+	require.NoError(t, sc.AimForTest(ctx, saleID, 0, "r1001", 1))
+
+	res, err := sc.Release(ctx, saleID, holder, 1001, two, &seckill.NextOrder{IDs: []int64{5001, 5002}, Terms: terms})
+
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{a, b}, handedTo(res.HandedTo), "the first two in line, one in each segment")
+	require.NotZero(t, claimOf(t, sc, a))
+	require.NotZero(t, claimOf(t, sc, b))
+	moves, err := sc.Moves(ctx, saleID)
+	require.NoError(t, err)
+	require.Empty(t, moves, "nothing left parked")
+	require.Equal(t, seckill.Held{Claimed: 2}, heldOf(t, sc, seckill.DefaultSKU))
 }
