@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
 )
 
 // Units held for the head of a segment's line whose quantity they cover
@@ -141,4 +142,58 @@ func TestRelease_ARetryAfterTheAimServesTheLineAcrossSegments(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, moves, "nothing left parked")
 	require.Equal(t, seckill.Held{Claimed: 2}, heldOf(t, sc, seckill.DefaultSKU))
+}
+
+// One landing sends its rest on at most maxReparks times; past that the
+// rest stays parked, counted in flight, and FinishMoves lands it in line
+// order: nothing given out of order, nothing left in a stock while buyers
+// wait (the hostile review's finding 6: the rest landed whole in one
+// segment, its buyers served before earlier ones of the other segment
+// and the units beyond them left in its stock).
+func TestRelease_PastMaxReparksTheRestStaysParkedAndLandsInOrder(t *testing.T) {
+	t.Parallel()
+	const n, units = 2, 70
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSegments(units, n))
+	us := usersOf(n, units/2+1)
+	holder := us[0][units/2]
+	all := seckill.Item{SKU: seckill.DefaultSKU, Quantity: units}
+	require.Equal(t, seckill.Admitted, claimItem(t, sc, holder, 1001, all).Outcome)
+	var line []string
+	for i := range units / 2 {
+		line = append(line, us[0][i], us[1][i])
+	}
+	for _, u := range line {
+		j, err := sc.Join(ctx, saleID, u, seckill.DefaultItem, 1000, 0, terms)
+		require.NoError(t, err)
+		require.Equal(t, seckill.Waiting, j.Outcome)
+	}
+	ids := make([]int64, units)
+	for i := range ids {
+		ids[i] = int64(5001 + i)
+	}
+
+	res, err := sc.Release(ctx, saleID, holder, 1001, all, &seckill.NextOrder{IDs: ids, Terms: terms})
+
+	require.NoError(t, err)
+	served := len(res.HandedTo)
+	require.Equal(t, redisstore.MaxReparks, served, "one buyer per landing, maxReparks landings")
+	require.ElementsMatch(t, line[:served], handedTo(res.HandedTo), "the first in line")
+	h := heldOf(t, sc, seckill.DefaultSKU)
+	require.Equal(t, seckill.Held{Stock: int64(units - served), Claimed: int64(served)}, seckill.Held{Stock: h.Stock, Claimed: h.Claimed},
+		"the rest in flight, none in a stock: stock %d", h.Stock)
+	moves, err := sc.Moves(ctx, saleID)
+	require.NoError(t, err)
+	require.Len(t, moves, 1, "the rest stays parked")
+	require.Equal(t, int64(units-served), moves[0].Units)
+
+	next := int64(8000)
+	done, err := sc.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, func() (int64, error) { next++; return next, nil })
+	require.NoError(t, err)
+	require.Equal(t, 1, done)
+	for _, u := range line {
+		require.NotZero(t, claimOf(t, sc, u), "%s served", u)
+	}
+	require.Equal(t, seckill.Held{Claimed: units}, heldOf(t, sc, seckill.DefaultSKU))
 }

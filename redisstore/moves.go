@@ -211,7 +211,9 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, sku, 
 
 // maxReparks bounds how often one landing sends its rest on (each time it
 // served a buyer, or found the line it aimed at emptied meanwhile): past
-// it the rest stays parked, counted, and reconciliation lands it.
+// it the rest stays parked, counted in flight, and reconciliation lands
+// it (FinishMoves), still one buyer at a time in line order: never given
+// whole to one segment's buyers ahead of the others'.
 const maxReparks = 64
 
 // finishMoveLocked is finishMove for a mover that holds the landing lock.
@@ -251,6 +253,9 @@ func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, 
 	if err != nil {
 		return nil, err
 	}
+	if waiting && reparks <= 0 && servesTheLine(id) {
+		return nil, nil // past maxReparks: it stays parked (maxReparks)
+	}
 	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
 		choice := from
@@ -270,7 +275,7 @@ func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, 
 	// (a retry finishes the distribution the first attempt started);
 	// units a mover took for one segment (a borrow, a hand-over, a
 	// restock's share) land there.
-	one := waiting && reparks > 0 && servesTheLine(id)
+	one := waiting && servesTheLine(id)
 	handed, _, err := s.giveToHead(ctx, saleID, sku, dest, id, m.Units, head, orders, terms, one)
 	if err != nil {
 		return nil, err
