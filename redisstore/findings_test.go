@@ -197,3 +197,26 @@ func TestRelease_PastMaxReparksTheRestStaysParkedAndLandsInOrder(t *testing.T) {
 	}
 	require.Equal(t, seckill.Held{Claimed: units}, heldOf(t, sc, seckill.DefaultSKU))
 }
+
+// A buyer who joins for several units while another segment's stock has
+// them gets them all moved to them at once, not one unit per hand-over
+// (the hostile review's finding 5: one unit was moved and held, the
+// rest left in the other stock while they waited).
+func TestJoin_AJoinerForSeveralUnitsGetsThemFromAnotherSegment(t *testing.T) {
+	t.Parallel()
+	const n = 2
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	warm(t, sc, openSegments(6, n)) // 3 units in each segment
+	us := usersOf(n, 2)
+	two := seckill.Item{SKU: seckill.DefaultSKU, Quantity: 3}
+	require.Equal(t, seckill.Admitted, claimItem(t, sc, us[1][0], 1001, two).Outcome, "segment 1's stock taken")
+	require.Equal(t, int64(3), remaining(t, sc))
+
+	j, err := sc.Join(ctx, saleID, us[1][1], seckill.Item{SKU: seckill.DefaultSKU, Quantity: 3}, 100, 7001, terms)
+
+	require.NoError(t, err)
+	require.Equal(t, seckill.Admitted, j.Outcome, "%+v", j)
+	require.Equal(t, int64(7001), claimOf(t, sc, us[1][1]))
+	require.Equal(t, seckill.Held{Claimed: 6}, heldOf(t, sc, seckill.DefaultSKU))
+}

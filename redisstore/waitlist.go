@@ -352,7 +352,12 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 		return 0, err
 	}
 	handed := 0
-	for i, id := range orderIDs {
+	// One id serves one buyer; a buyer waiting for several units may
+	// need several moves (part numbers the moves of one id: a move id
+	// is given once). The steps are bounded: each either serves a buyer,
+	// moves units towards one, or finds a stock emptied meanwhile.
+	for i, part, steps := 0, 0, 0; i < len(orderIDs) && steps < len(orderIDs)*(n+2); steps++ {
+		id := orderIDs[i]
 		st, err := s.holdingOf(ctx, saleID, sku, n)
 		if err != nil {
 			return handed, err
@@ -381,18 +386,52 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 				return handed, err
 			}
 			handed++
+			i, part = i+1, 0
 			continue
 		}
-		got, given, err := s.moveUnits(ctx, saleID, sku, donor, dest, "h"+strconv.FormatInt(id, 10), 1, &head, []int64{id}, terms)
+		// The head's outstanding quantity, all at once: a buyer waiting
+		// for several units is not moved one per id.
+		need, err := s.headNeed(ctx, saleID, sku, dest, st.held[dest])
+		if err != nil {
+			return handed, err
+		}
+		moveID := "h" + strconv.FormatInt(id, 10) + "." + strconv.Itoa(part)
+		part++
+		got, given, err := s.moveUnits(ctx, saleID, sku, donor, dest, moveID, need, &head, []int64{id}, terms)
 		if err != nil {
 			return handed, err
 		}
 		if got == 0 {
 			continue // emptied meanwhile: look again
 		}
-		handed += len(given)
+		if len(given) > 0 {
+			handed += len(given)
+			i, part = i+1, 0
+		}
 	}
 	return handed, nil
+}
+
+// headNeed is the units the head of variant sku's line in segment p of
+// saleID still lacks: the quantity they wait for less held, the units
+// held for them (at least 1).
+func (s *Store) headNeed(ctx context.Context, saleID int64, sku string, p int, held int64) (int64, error) {
+	k := s.SegmentKeys(saleID, p).Variant(sku)
+	users, err := s.rdb.ZRange(ctx, k.Wait, 0, 0).Result()
+	if err != nil || len(users) == 0 {
+		return 1, err
+	}
+	q := 1
+	v, err := s.rdb.HGet(ctx, k.Lines, users[0]).Result()
+	switch {
+	case err == nil:
+		if _, lq, ok := lineOf(v); ok {
+			q = lq
+		}
+	case !errors.Is(err, redis.Nil):
+		return 0, fmt.Errorf("read the waitlist's head: %w", err)
+	}
+	return max(int64(q)-held, 1), nil
 }
 
 // serveHeld serves the head of each segment of saleID whose held units
