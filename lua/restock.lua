@@ -21,9 +21,11 @@
 -- caller calls again with the next plan.
 --
 -- Units are only placed in a warmed variant: a missing counter is loaded
--- again from Postgres by re-warm, which leaves the restocks not applied
--- out of what it loads (store.WarmSnapshot), so this script is run again
--- after it and adds them then.
+-- again from Postgres by re-warm, which leaves out of what it loads the
+-- units of the restocks not applied that KEYS[9] does not show placed
+-- (store.WarmSnapshot, redisstore.RewarmAdmitting), so this script is run
+-- again after it and adds them then; a re-warm of segment 0 that counted
+-- a restock whole records it placed here.
 --
 -- KEYS[1] stock (the variant's), KEYS[2] claims, KEYS[3] meta,
 -- KEYS[4] outbox, KEYS[5] admitted, KEYS[6] wait (the variant's),
