@@ -17,6 +17,11 @@ type WarmSpec struct {
 	// Segments is how many segments the stock is split into (stock_segments;
 	// 0 means 1).
 	Segments int
+	// Restocks are the sale's restocks the database has not marked
+	// applied: Variants leave their units out (store.WarmSnapshot), and
+	// re-warm adds back what Redis placed of them already, so each is
+	// counted once whichever segment was lost (redisstore.RewarmAdmitting).
+	Restocks []Restock
 }
 
 // VariantUnits are units of one variant.

@@ -153,6 +153,10 @@ end
 local function give_units(k, n, now, t, orders, one)
   local out = {}
   local held = tonumber(redis.call('GET', k.held) or '0') + n
+  -- held is counted here alone until the end: a buyer admitted below who
+  -- empties the line (admit's leave_line) must not find the key and give
+  -- its units to the stock a second time.
+  redis.call('DEL', k.held)
   local ends = redis.call('HGET', k.meta, 'ends_ms')
   local open = ends and now < tonumber(ends)
   local used = 0

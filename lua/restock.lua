@@ -21,9 +21,11 @@
 -- caller calls again with the next plan.
 --
 -- Units are only placed in a warmed variant: a missing counter is loaded
--- again from Postgres by re-warm, which leaves the restocks not applied
--- out of what it loads (store.WarmSnapshot), so this script is run again
--- after it and adds them then.
+-- again from Postgres by re-warm, which leaves out of what it loads the
+-- units of the restocks not applied that KEYS[9] does not show placed
+-- (store.WarmSnapshot, redisstore.RewarmAdmitting), so this script is run
+-- again after it and adds them then; a re-warm of segment 0 that counted
+-- a restock whole records it placed here.
 --
 -- KEYS[1] stock (the variant's), KEYS[2] claims, KEYS[3] meta,
 -- KEYS[4] outbox, KEYS[5] admitted, KEYS[6] wait (the variant's),
@@ -43,12 +45,14 @@
 -- ARGV[6] the sale's payment timeout ms, ARGV[7] the variant's price
 --         cents per unit, ARGV[8] currency
 -- ARGV[9] the variant's sku
--- ARGV[10] "1" when the plan covers every buyer waiting for the variant
---         (the units it does not cover go to the stock), "0" when more
---         wait beyond it
+-- ARGV[10] the units the plan gives this segment's waiting buyers (the
+--         outstanding quantity of each it covers), or -1 when the plan
+--         covers every buyer waiting for the variant (every unit left is
+--         placed here: to its buyers, and the rest to the stock)
 -- ARGV[11] M, the moves to park; then M triples: move id, the segment it
---         goes to, its units (one unit per buyer waiting there)
--- then fresh order ids for this segment's waiting buyers, one per unit
+--         goes to, its units (the outstanding quantities of the buyers
+--         planned there)
+-- then fresh order ids for this segment's waiting buyers, one per buyer
 --
 -- Returns {0} when every unit was placed before (nothing happens again),
 -- {3} when the variant is not warmed here (nothing happens), {4} when
@@ -91,11 +95,11 @@ local out = {1, parked}
 -- The units are placed (give_units): to this segment's waiting buyers
 -- (one order id each), held for its head, or, with nobody waiting, to the
 -- stock. All that are left when the plan covers every waiting buyer; else
--- a unit per buyer it planned here, and the next call plans the rest.
+-- the units it planned here, and the next call plans the rest.
 local ids = {unpack(ARGV, 12 + 3 * m)}
 local give = left
-if ARGV[10] ~= '1' then
-  give = math.min(left, #ids)
+if tonumber(ARGV[10]) >= 0 then
+  give = math.min(left, tonumber(ARGV[10]))
 end
 local handed, back = give_units(k, give, now, t, ids)
 for _, v in ipairs(handed) do

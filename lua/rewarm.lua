@@ -16,6 +16,8 @@
 -- KEYS[7] lines    seckill:{sN}:lines
 -- KEYS[8..] for each variant, the sale's first first: its stock, then its
 --          wait (seckill:{sN}:stock[:<sku>], seckill:{sN}:wait[:<sku>])
+-- KEYS[8+2V] restocks (hash restock id -> units placed; restock.lua's,
+--          segment 0's: the others' is never written)
 -- ARGV[1] starts_ms
 -- ARGV[2] ends_ms
 -- ARGV[3] expire_ms
@@ -29,6 +31,11 @@
 --         load (the database's available minus the orders written but not
 --         yet holding their units, the admissions to make again included),
 --         price cents per unit
+-- then R, the restocks this load counts whole (segment 0 only: the
+--         database's restocks not marked applied, whose record of what
+--         Redis placed went with the segment), and R pairs restock id,
+--         units: written to KEYS[8+2V] as placed, so their Redis half
+--         places nothing again
 -- then C, how many active orders follow, and C quadruples user id, order
 --         id, sku, quantity of the active orders of this segment's buyers;
 --         then quadruples user id, order id, sku, quantity of the
@@ -49,7 +56,8 @@ for i = 0, v - 1 do
   variants[ARGV[a]] = {stock = KEYS[8 + 2 * i], wait = KEYS[9 + 2 * i], units = ARGV[a + 1], price = ARGV[a + 2]}
   skus[#skus + 1] = ARGV[a]
 end
-local c_at = 11 + 3 * v
+local r_at = 11 + 3 * v
+local c_at = r_at + 1 + 2 * tonumber(ARGV[r_at])
 local active_end = c_at + 4 * tonumber(ARGV[c_at])
 redis.call('DEL', KEYS[3], KEYS[6])
 for i = c_at + 1, active_end, 4 do
@@ -68,6 +76,12 @@ end
 redis.call('PEXPIREAT', KEYS[1], expire)
 for _, var in pairs(variants) do
   redis.call('SET', var.stock, var.units, 'PXAT', expire)
+end
+if c_at > r_at + 1 then
+  for i = r_at + 1, c_at - 1, 2 do
+    redis.call('HSET', KEYS[8 + 2 * v], ARGV[i], ARGV[i + 1])
+  end
+  redis.call('PEXPIREAT', KEYS[8 + 2 * v], expire)
 end
 pcall(redis.call, 'XGROUP', 'CREATE', KEYS[2], ARGV[4], '0', 'MKSTREAM')
 redis.call('PEXPIREAT', KEYS[2], expire)

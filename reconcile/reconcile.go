@@ -103,6 +103,7 @@ type Redis interface {
 	Admission(ctx context.Context, orderID int64, saleIDs []int64) (a seckill.Admission, ok bool, err error)
 	RestoreClaim(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item) (bool, error)
 	Release(ctx context.Context, saleID int64, userID string, orderID int64, item seckill.Item, next *seckill.NextOrder) (seckill.Released, error)
+	UnitsHeld(ctx context.Context, saleIDs []int64, stuckBefore time.Time) (map[int64]seckill.Held, error)
 	LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error)
 	HandOver(ctx context.Context, saleID int64, sku string, terms seckill.Terms, orderIDs []int64) (int, error)
 	WaitingByVariant(ctx context.Context, saleID int64) (map[string]int64, error)
@@ -383,11 +384,17 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 	}
 
 	// Redis above the database, variant by variant: lower it, never raise
-	// it.
-	all, err := r.Redis.RemainingByVariant(ctx, []int64{saleID})
-	seen, warmed := all[saleID]
+	// it. Redis' figure is every unit it holds outside the claims, each
+	// once (UnitsHeld, docs/DESIGN.md invariant 7): in stock, in flight
+	// and held for a line's head, which the database counts available.
+	all, err := r.Redis.UnitsHeld(ctx, []int64{saleID}, time.Now())
+	h, warmed := all[saleID]
 	if err != nil || !warmed {
 		return drifts, err // not warmed: the re-warmer's job
+	}
+	seen := make(map[string]int64, len(h.Variants))
+	for sku, v := range h.Variants {
+		seen[sku] = v.Stock + v.ForWaiting
 	}
 	// The database's figure is read after Redis': a unit released in
 	// between raises it, never lowers it, so Redis is never lowered below
@@ -404,7 +411,7 @@ func (r *Reconciler) Sale(ctx context.Context, saleID int64) ([]seckill.Drift, e
 			return drifts, err
 		}
 		report(seckill.Drift{Kind: seckill.DriftRedisAboveDB, SaleID: saleID, Fixed: lowered,
-			Detail: fmt.Sprintf("variant %s: Redis remaining %d > database available %d", v.SKU, seen[v.SKU], v.Stock.Available)})
+			Detail: fmt.Sprintf("variant %s: Redis holds %d (stock, in flight, held) > database available %d", v.SKU, seen[v.SKU], v.Stock.Available)})
 	}
 
 	// Units in stock while buyers wait for one (a counter re-loaded while

@@ -432,3 +432,46 @@ func TestSale_ARestockOfASaleRedisDoesNotHoldWaitsForItsReWarm(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, pending)
 }
+
+// Redis above the database counts the units held for a line's head
+// (docs/DESIGN.md invariant 7: stock, moves and held, one count): stock 2
+// and 3 held for a buyer waiting for 5, against the database's 3
+// available, is 2 too many, and the stock is lowered (the hostile
+// review's finding 7: held units were left out, and no drift was seen).
+func TestSale_RedisAboveTheDatabaseCountsTheHeldUnits(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 3)
+	testenv.Warm(t, rs, sale, 3)
+	j, err := rs.Join(ctx, sale.ID, "ann", seckill.Item{SKU: seckill.DefaultSKU, Quantity: 5}, 10, 0, seckill.TermsBySKU(*sale)(seckill.DefaultSKU))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	k := rs.SaleKeys(sale.ID).Variant(seckill.DefaultSKU)
+	held, err := rdb.Get(ctx, k.Held).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), held, "the stock is held for ann")
+	require.NoError(t, rdb.Set(ctx, k.Stock, 2, 0).Err()) // 2 units the database lacks
+	var next atomic.Int64
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Second,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), IDs: idFunc(func() int64 { return 9000 + next.Add(1) })}
+
+	drifts, err := r.Sale(ctx, sale.ID)
+
+	require.NoError(t, err)
+	var above []seckill.Drift
+	for _, d := range drifts {
+		if d.Kind == seckill.DriftRedisAboveDB {
+			above = append(above, d)
+		}
+	}
+	require.Len(t, above, 1, "drifts %v", drifts)
+	require.True(t, above[0].Fixed)
+	stock, err := rdb.Get(ctx, k.Stock).Int64()
+	require.NoError(t, err)
+	require.Zero(t, stock, "lowered to the database's 3, held included")
+	held, err = rdb.Get(ctx, k.Held).Int64()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), held)
+}

@@ -80,3 +80,6 @@ func (s *Store) ForgetOnlyForTest(ctx context.Context, saleID int64, from int, i
 }
 
 var UserInKey = userInKey
+
+// MaxReparks is how often one landing sends its rest on.
+const MaxReparks = maxReparks

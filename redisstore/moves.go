@@ -211,7 +211,9 @@ func (s *Store) finishMove(ctx context.Context, saleID int64, n, from int, sku, 
 
 // maxReparks bounds how often one landing sends its rest on (each time it
 // served a buyer, or found the line it aimed at emptied meanwhile): past
-// it the rest stays parked, counted, and reconciliation lands it.
+// it the rest stays parked, counted in flight, and reconciliation lands
+// it (FinishMoves), still one buyer at a time in line order: never given
+// whole to one segment's buyers ahead of the others'.
 const maxReparks = 64
 
 // finishMoveLocked is finishMove for a mover that holds the landing lock.
@@ -251,6 +253,9 @@ func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, 
 	if err != nil {
 		return nil, err
 	}
+	if waiting && reparks <= 0 && servesTheLine(id) {
+		return nil, nil // past maxReparks: it stays parked (maxReparks)
+	}
 	dest, head := m.Dest, (*float64)(nil)
 	if dest < 0 || dest >= n {
 		choice := from
@@ -265,10 +270,12 @@ func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, 
 			head = &seq
 		}
 	}
-	// A parked release's units (not aimed when read) serve the line one
-	// buyer at a time, across segments; units a mover took for one segment
-	// (a borrow, a hand-over) land there.
-	one := waiting && reparks > 0 && (m.Dest < 0 || m.Dest >= n)
+	// A parked release's units serve the line one buyer at a time, across
+	// segments, whether this mover aimed them or an earlier attempt did
+	// (a retry finishes the distribution the first attempt started);
+	// units a mover took for one segment (a borrow, a hand-over, a
+	// restock's share) land there.
+	one := waiting && servesTheLine(id)
 	handed, _, err := s.giveToHead(ctx, saleID, sku, dest, id, m.Units, head, orders, terms, one)
 	if err != nil {
 		return nil, err
@@ -283,6 +290,13 @@ func (s *Store) landLocked(ctx context.Context, saleID int64, n, from int, sku, 
 	// (a retry's give of the same move does nothing): land it on.
 	more, err := s.finishMoveLocked(ctx, saleID, n, dest, sku, id+"+", orders[min(len(handed), len(orders)):], terms, reparks-1)
 	return append(handed, more...), err
+}
+
+// servesTheLine reports whether move id is units released to the line,
+// landed one buyer at a time: a release's ("r<order>", release.lua) or
+// the rest one landing parked again ("<id>+", give.lua).
+func servesTheLine(id string) bool {
+	return strings.HasPrefix(id, "r") || strings.HasSuffix(id, "+")
 }
 
 // landingLockTTL bounds how long one mover holds a sale's landing lock.

@@ -134,7 +134,7 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 	if step.before {
 		return step, nil
 	}
-	owed, final, err := s.restockPlan(ctx, r.SaleID, sku, n, min(left, chunk))
+	owed, served, final, err := s.restockPlan(ctx, r.SaleID, sku, n, left, chunk)
 	if err != nil {
 		return step, err
 	}
@@ -151,16 +151,19 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 			inMoves += owed[p]
 		}
 	}
-	here := owed[0]
+	// Segment 0 gets the units planned for its buyers, an order id for
+	// each of them, or, when the plan covers everyone, every unit left
+	// (-1) and ids for those who join meanwhile too.
+	here, ids := owed[0], served[0]
 	if final {
-		here = min(left-inMoves, here+restockSlack)
+		here, ids = -1, ids+restockSlack
 	}
 	args := append([]any{r.ID, r.Added, placed, s.RestockChannel(), r.SaleID}, termArgs(terms)...)
-	args = append(args, sku, flag(final), len(moves))
+	args = append(args, sku, here, len(moves))
 	for _, m := range moves {
 		args = append(args, m.id, m.dest, m.units)
 	}
-	for range here {
+	for range ids {
 		id, err := nextID()
 		if err != nil {
 			return step, err
@@ -210,38 +213,83 @@ func (s *Store) restockStep(ctx context.Context, r seckill.Restock, sku string, 
 	return step, nil
 }
 
-// restockPlan finds the first want buyers waiting for variant sku of
-// saleID (of n segments), first come first served across the segments,
-// and returns how many of them wait in each segment; final is true when
-// they are all who wait.
-func (s *Store) restockPlan(ctx context.Context, saleID int64, sku string, n int, want int64) (owed []int64, final bool, err error) {
+// restockPlan plans units of variant sku of saleID (of n segments) for
+// the first buyers waiting for it, at most buyers of them, first come
+// first served across the segments, each for their outstanding quantity
+// (the quantity they wait for, less the units held for them when they
+// head their segment's line): owed is the units planned for each
+// segment, served the buyers of each it plans for (the order ids it
+// needs), and final is true when the plan covers every buyer waiting and
+// units are left over (for the stock).
+func (s *Store) restockPlan(ctx context.Context, saleID int64, sku string, n int, units, buyers int64) (owed, served []int64, final bool, err error) {
 	heads := make([]*redis.ZSliceCmd, n)
+	held := make([]*redis.StringCmd, n)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for q := range n {
-			heads[q] = p.ZRangeWithScores(ctx, s.SegmentKeys(saleID, q).Variant(sku).Wait, 0, want)
+			k := s.SegmentKeys(saleID, q).Variant(sku)
+			heads[q] = p.ZRangeWithScores(ctx, k.Wait, 0, buyers)
+			held[q] = p.Get(ctx, k.Held)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, false, fmt.Errorf("read the waitlists: %w", err)
+	}
+	type waiter struct {
+		user string
+		seq  float64
+		seg  int
+		head bool
+		q    int64
+	}
+	var all []waiter
+	lines := make([]*redis.SliceCmd, n)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for q, h := range heads {
+			var users []string
+			for i, z := range h.Val() {
+				u := fmt.Sprint(z.Member)
+				users = append(users, u)
+				all = append(all, waiter{user: u, seq: z.Score, seg: q, head: i == 0, q: 1})
+			}
+			if len(users) > 0 {
+				lines[q] = p.HMGet(ctx, s.SegmentKeys(saleID, q).Lines, users...)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("read the waitlists: %w", err)
+		return nil, nil, false, fmt.Errorf("read the waiting buyers' quantities: %w", err)
 	}
-	type waiter struct {
-		seq float64
-		seg int
-	}
-	var all []waiter
-	for q, h := range heads {
-		for _, z := range h.Val() {
-			all = append(all, waiter{seq: z.Score, seg: q})
+	at := make([]int, n)
+	for i := range all {
+		w := &all[i]
+		if c := lines[w.seg]; c != nil {
+			if v, ok := c.Val()[at[w.seg]].(string); ok {
+				if _, q, ok := lineOf(v); ok {
+					w.q = int64(q)
+				}
+			}
 		}
+		at[w.seg]++
 	}
 	// Segment 0 numbers the joins of every segment: one order.
 	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	owed = make([]int64, n)
-	for i := int64(0); i < want && i < int64(len(all)); i++ {
-		owed[all[i].seg]++
+	owed, served = make([]int64, n), make([]int64, n)
+	left := units
+	for i := int64(0); i < buyers && i < int64(len(all)) && left > 0; i++ {
+		w := all[i]
+		need := w.q
+		if w.head {
+			h, _ := held[w.seg].Int64()
+			need = max(need-h, 0)
+		}
+		give := min(need, left)
+		owed[w.seg] += give
+		served[w.seg]++
+		left -= give
 	}
-	return owed, int64(len(all)) <= want, nil
+	return owed, served, left > 0 && int64(len(all)) <= buyers, nil
 }
 
 // landRestockMove lands restock move id (m, parked in segment 0 of a sale
@@ -306,3 +354,24 @@ func restockMoveID(id, placed int64, dest int) string {
 // restocksKey is the hash of segment k's restocks (restock id -> units
 // placed), kept with the sale's keys.
 func restocksKey(k Keys) string { return k.tag() + "restocks" }
+
+// RestocksPlaced reads how many units of each of saleID's restocks Redis
+// has placed (restock id -> units; restock.lua's record in segment 0,
+// and re-warm's): a restock the database counts and this map does not
+// cover whole is in flight between its halves.
+func (s *Store) RestocksPlaced(ctx context.Context, saleID int64) (map[int64]int64, error) {
+	raw, err := s.rdb.HGetAll(ctx, restocksKey(s.SaleKeys(saleID))).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the restocks placed: %w", err)
+	}
+	out := make(map[int64]int64, len(raw))
+	for id, v := range raw {
+		i, err1 := strconv.ParseInt(id, 10, 64)
+		u, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("restocks of sale %d: malformed %q: %q", saleID, id, v)
+		}
+		out[i] = u
+	}
+	return out, nil
+}

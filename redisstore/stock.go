@@ -124,11 +124,9 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 	n := max(spec.Segments, 1)
 	s.rememberSegments(spec.SaleID, n)
 	s.KnowSKUs(spec.SaleID, spec.SKUs())
-	live := make(map[string]holding, len(spec.Variants))
-	for _, v := range spec.Variants {
-		if live[v.SKU], err = s.stableHolding(ctx, spec.SaleID, v.SKU, n); err != nil {
-			return false, 0, err
-		}
+	live, placed, err := s.liveWithRestocks(ctx, spec, n)
+	if err != nil {
+		return false, 0, err
 	}
 	// The first variant's counter marks a segment live (warm.lua): the
 	// counters of one segment are written, and lost, together.
@@ -148,10 +146,30 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 	// it. Either way its units are the database's now, and the lost
 	// segment is loaded with them: the record is dropped, so it is neither
 	// counted in flight here nor landed again later.
+	//
+	// The database's units leave out its restocks not marked applied
+	// (spec.Restocks): what Redis placed of them is Redis' already, and
+	// is added back. With segment 0 live its restocks hash tells what
+	// (and restock.lua places the rest there later); with segment 0 lost
+	// the record went with it, so the load counts each such restock whole,
+	// wherever its units went, and records it placed in the same script:
+	// its Redis half places nothing again. Either way each unit of a
+	// restock is counted once.
+	restocked := make(map[string]int64, len(spec.Variants))
+	var whole []any
+	for _, r := range spec.Restocks {
+		sku := seckill.Item{SKU: r.SKU}.OrDefault().SKU
+		if isLost[0] {
+			restocked[sku] += r.Added
+			whole = append(whole, r.ID, r.Added)
+		} else {
+			restocked[sku] += min(placed[r.ID], r.Added)
+		}
+	}
 	units := make(map[string]int64, len(spec.Variants))
 	for _, v := range spec.Variants {
 		h := live[v.SKU]
-		u := max(v.Units, 0)
+		u := max(v.Units, 0) + restocked[v.SKU]
 		for p, st := range h.stock {
 			if !isLost[p] {
 				u -= max(st, 0) + h.held[p]
@@ -214,6 +232,12 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 			keys = append(keys, kv.Stock, kv.Wait)
 			args = append(args, v.SKU, share(shared[v.SKU], len(lost), i)+reserved[i][v.SKU], termsOf(v.SKU).UnitPriceCents)
 		}
+		keys = append(keys, restocksKey(k))
+		if p == 0 {
+			args = append(append(args, len(whole)/2), whole...)
+		} else {
+			args = append(args, 0)
+		}
 		args = append(args, len(mine))
 		for _, c := range append(mine, agains...) {
 			args = append(args, c.UserID, c.OrderID, c.Item.SKU, c.Item.Quantity)
@@ -229,6 +253,41 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		return false, admitted, err
 	}
 	return loaded, admitted, nil
+}
+
+// liveWithRestocks reads what the segments of spec's sale (of n) hold of
+// each variant (stableHolding) and, when spec names restocks not marked
+// applied, the units segment 0's restocks hash says were placed of each
+// (restock id -> units), read before and after the holdings until the two
+// agree: a restock placed between the reads would otherwise be counted
+// in the live segments and still left out of the database's units.
+func (s *Store) liveWithRestocks(ctx context.Context, spec seckill.WarmSpec, n int) (map[string]holding, map[int64]int64, error) {
+	readPlaced := func() (map[int64]int64, error) {
+		if len(spec.Restocks) == 0 {
+			return nil, nil
+		}
+		return s.RestocksPlaced(ctx, spec.SaleID)
+	}
+	for range stableReads {
+		before, err := readPlaced()
+		if err != nil {
+			return nil, nil, err
+		}
+		live := make(map[string]holding, len(spec.Variants))
+		for _, v := range spec.Variants {
+			if live[v.SKU], err = s.stableHolding(ctx, spec.SaleID, v.SKU, n); err != nil {
+				return nil, nil, err
+			}
+		}
+		after, err := readPlaced()
+		if err != nil {
+			return nil, nil, err
+		}
+		if maps.Equal(before, after) {
+			return live, after, nil
+		}
+	}
+	return nil, nil, errStillMoving
 }
 
 // lastJoin is the highest join sequence in the waitlists (every variant's
@@ -639,10 +698,13 @@ if cur and cur == ARGV[1] and tonumber(ARGV[2]) < tonumber(cur) then
 end
 return 0`)
 
-// LowerRemaining lowers the stock of sale's variant sku from seen (as
-// RemainingByVariant read it) to
-// target if it still holds seen, taking the excess from the fullest segments
-// first. It never raises it. It reports whether it lowered it all.
+// LowerRemaining lowers what Redis holds of sale's variant sku outside
+// the claims from seen (the units in stock, in flight and held for the
+// line's head, each once: UnitsHeld's Stock+ForWaiting, the one count of
+// docs/DESIGN.md invariant 7) to target if it still holds seen, taking the
+// excess from the fullest segments' stocks first (held units are a
+// waiting buyer's, never taken). It never raises it. It reports whether
+// it lowered it all.
 func (s *Store) LowerRemaining(ctx context.Context, saleID int64, sku string, seen, target int64) (bool, error) {
 	n, err := s.Segments(ctx, saleID)
 	if err != nil {
@@ -655,7 +717,7 @@ func (s *Store) LowerRemaining(ctx context.Context, saleID int64, sku string, se
 	if err != nil {
 		return false, err
 	}
-	if total, ok := st.total(); !ok || total != seen || target >= seen {
+	if total, ok := st.total(); !ok || total+st.waiting() != seen || target >= seen {
 		return false, nil
 	}
 	order := make([]int, n)

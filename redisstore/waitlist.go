@@ -352,7 +352,12 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 		return 0, err
 	}
 	handed := 0
-	for _, id := range orderIDs {
+	// One id serves one buyer; a buyer waiting for several units may
+	// need several moves (part numbers the moves of one id: a move id
+	// is given once). The steps are bounded: each either serves a buyer,
+	// moves units towards one, or finds a stock emptied meanwhile.
+	for i, part, steps := 0, 0, 0; i < len(orderIDs) && steps < len(orderIDs)*(n+2); steps++ {
+		id := orderIDs[i]
 		st, err := s.holdingOf(ctx, saleID, sku, n)
 		if err != nil {
 			return handed, err
@@ -368,9 +373,11 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 			return handed, err
 		}
 		if donor < 0 {
-			// No unit in stock: the units held for the head may cover it
-			// (the step that held them ran out of order ids).
-			got, err := s.handOverIn(ctx, saleID, sku, dest, terms, id)
+			// No unit in stock: the units held for a segment's head may
+			// cover it (the step that held them ran out of order ids), in
+			// whichever segment: they are that head's already, so each is
+			// served now rather than once its segment comes first.
+			got, err := s.serveHeld(ctx, saleID, sku, st.held, terms, orderIDs[i:])
 			return handed + got, err
 		}
 		if donor == dest {
@@ -379,18 +386,72 @@ func (s *Store) HandOver(ctx context.Context, saleID int64, sku string, terms se
 				return handed, err
 			}
 			handed++
+			i, part = i+1, 0
 			continue
 		}
-		got, given, err := s.moveUnits(ctx, saleID, sku, donor, dest, "h"+strconv.FormatInt(id, 10), 1, &head, []int64{id}, terms)
+		// The head's outstanding quantity, all at once: a buyer waiting
+		// for several units is not moved one per id.
+		need, err := s.headNeed(ctx, saleID, sku, dest, st.held[dest])
+		if err != nil {
+			return handed, err
+		}
+		moveID := "h" + strconv.FormatInt(id, 10) + "." + strconv.Itoa(part)
+		part++
+		got, given, err := s.moveUnits(ctx, saleID, sku, donor, dest, moveID, need, &head, []int64{id}, terms)
 		if err != nil {
 			return handed, err
 		}
 		if got == 0 {
 			continue // emptied meanwhile: look again
 		}
-		handed += len(given)
+		if len(given) > 0 {
+			handed += len(given)
+			i, part = i+1, 0
+		}
 	}
 	return handed, nil
+}
+
+// headNeed is the units the head of variant sku's line in segment p of
+// saleID still lacks: the quantity they wait for less held, the units
+// held for them (at least 1).
+func (s *Store) headNeed(ctx context.Context, saleID int64, sku string, p int, held int64) (int64, error) {
+	k := s.SegmentKeys(saleID, p).Variant(sku)
+	users, err := s.rdb.ZRange(ctx, k.Wait, 0, 0).Result()
+	if err != nil || len(users) == 0 {
+		return 1, err
+	}
+	q := 1
+	v, err := s.rdb.HGet(ctx, k.Lines, users[0]).Result()
+	switch {
+	case err == nil:
+		if _, lq, ok := lineOf(v); ok {
+			q = lq
+		}
+	case !errors.Is(err, redis.Nil):
+		return 0, fmt.Errorf("read the waitlist's head: %w", err)
+	}
+	return max(int64(q)-held, 1), nil
+}
+
+// serveHeld serves the head of each segment of saleID whose held units
+// (held, per segment) cover their quantity, with orderIDs, one per buyer
+// at most; it returns how many it served.
+func (s *Store) serveHeld(ctx context.Context, saleID int64, sku string, held []int64, terms seckill.Terms, orderIDs []int64) (int, error) {
+	served := 0
+	for p, h := range held {
+		for h > 0 && served < len(orderIDs) {
+			got, err := s.handOverIn(ctx, saleID, sku, p, terms, orderIDs[served])
+			if err != nil || got == 0 {
+				if err != nil {
+					return served, err
+				}
+				break
+			}
+			served += got
+		}
+	}
+	return served, nil
 }
 
 // handOverIn runs handover.lua on variant sku of segment p of saleID with

@@ -144,6 +144,21 @@ func (s *Store) UnappliedRestocks(ctx context.Context, saleID int64, before time
 	return out, nil
 }
 
+// unappliedRestocks lists, within tx, the sale's restocks whose Redis half
+// is not done, oldest first.
+func unappliedRestocks(tx *gorm.DB, saleID int64) ([]seckill.Restock, error) {
+	var rows []restockRow
+	if err := tx.Raw(`SELECT `+restockColumns+` FROM sale_restocks
+		WHERE sale_id = ? AND applied_at IS NULL ORDER BY id`, saleID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list the unapplied restocks of sale %d: %w", saleID, err)
+	}
+	out := make([]seckill.Restock, len(rows))
+	for i, r := range rows {
+		out[i] = r.restock()
+	}
+	return out, nil
+}
+
 // unappliedUnits are the units, by sku, of the sale's restocks whose Redis
 // half is not done: the variant's available counts them, Redis does not
 // yet, and their Redis half will add them (a re-warm that loaded them too

@@ -102,6 +102,8 @@ func TestRestock_UnappliedUntilMarkedAndLeftOutOfTheReWarm(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(40), snap.Units["eu-42"], "a re-warm loads neither: their Redis half will add them")
 	require.Equal(t, int64(60), snap.Units["eu-43"])
+	require.Equal(t, []int64{rec.ID, other.ID}, restockIDs(snap.Restocks),
+		"and names them, so re-warm adds back what Redis placed of them (redisstore.RewarmAdmitting)")
 
 	later := time.Now().Add(time.Minute)
 	pending, err := st.UnappliedRestocks(ctx, sale.ID, later)
@@ -118,6 +120,7 @@ func TestRestock_UnappliedUntilMarkedAndLeftOutOfTheReWarm(t *testing.T) {
 	snap, err = st.WarmSnapshot(ctx, sale.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(47), snap.Units["eu-42"], "an applied restock is the database's like any unit")
+	require.Equal(t, []int64{other.ID}, restockIDs(snap.Restocks))
 	pending, err = st.UnappliedRestocks(ctx, sale.ID, later)
 	require.NoError(t, err)
 	require.Equal(t, []int64{other.ID}, restockIDs(pending))

@@ -22,6 +22,10 @@ type WarmSnapshot struct {
 	// it), which will take theirs from available, and less the units of
 	// its restocks not applied yet, which their Redis half adds.
 	Units map[string]int64
+	// Restocks are the restocks not applied yet that Units leave out,
+	// oldest first: re-warm adds back what Redis placed of them
+	// (seckill.WarmSpec's Restocks).
+	Restocks []seckill.Restock
 	// Claims are the users' active (not CLOSED) orders, each with the
 	// units of the variant it holds.
 	Claims []ActiveOrder
@@ -77,6 +81,9 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 		snap = &WarmSnapshot{Sale: sale, Units: make(map[string]int64, len(sale.Variants))}
 		for _, v := range sale.Variants {
 			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU]-restocks[v.SKU])
+		}
+		if snap.Restocks, err = unappliedRestocks(tx, saleID); err != nil {
+			return err
 		}
 		snap.Claims, err = activeOrders(tx, saleID)
 		return err

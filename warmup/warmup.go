@@ -197,7 +197,9 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 				again = append(again, seckill.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID, Item: e.Item})
 			}
 		}
-		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, seckill.WarmSpecOf(snap.Sale, snap.Units), claims, again, seckill.TermsBySKU(*snap.Sale))
+		spec := seckill.WarmSpecOf(snap.Sale, snap.Units)
+		spec.Restocks = snap.Restocks // placed in Redis already, or not: RewarmAdmitting counts each once
+		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, spec, claims, again, seckill.TermsBySKU(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}
