@@ -68,7 +68,22 @@ func TestWaitlist_APlaceAnswered201IsInTheDatabase(t *testing.T) {
 	require.Equal(t, "cat", got[1].UserID)
 	require.Equal(t, int64(2), got[1].Place)
 
-	require.Equal(t, http.StatusNoContent, r.do(t, "DELETE", path+"/me", "bob", false, nil).status)
+	// Leaving while PostgreSQL refuses: 503, and bob is still in line.
+	allow = testenv.RefuseConnections(t, r.dsn)
+	a = r.do(t, "DELETE", path+"/me", "bob", false, nil)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "%v", a.body)
+	require.NotEmpty(t, a.header.Get("Retry-After"))
+	allow()
+	ws, err := r.rs.WaitStateOf(ctx, saleID, "bob")
+	require.NoError(t, err)
+	require.True(t, ws.Waiting, "a leave refused leaves nothing half done")
+	for range 5 {
+		if a = r.do(t, "DELETE", path+"/me", "bob", false, nil); a.status != http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, http.StatusNoContent, a.status, "%v", a.body)
 	got = rows()
 	require.Len(t, got, 1, "leaving is final")
 	require.Equal(t, "cat", got[0].UserID)

@@ -185,14 +185,15 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 		return err
 	}
 	user := principal(c).UserID
-	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
-		return errWaitlistPaused
-	}
 	// Leaving is final: a line rebuilt after a Redis loss must not bring
-	// them back. A failure is a 503; the retry finds the line left and
-	// deletes the row then.
+	// them back, so the database forgets the place first. Either failing
+	// is a 503 and the retry does both (a place forgotten in the database
+	// but still in Redis is only lost with Redis, as the buyer asked).
 	if err := s.cfg.Store.DeleteWaitlistEntry(ctx, sale.ID, user); err != nil {
 		s.logFor(c).Warn("the waitlist place is not deleted", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
+	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
 		return errWaitlistPaused
 	}
 	return c.SendStatus(fiber.StatusNoContent)
