@@ -11,8 +11,9 @@ type WaitlistEntry struct {
 	UserID string
 	// Item is the variant of the line and the units the buyer waits for.
 	Item Item
-	// OrderID is the id the join carried: the order the buyer gets when a
-	// re-warm serves them.
+	// OrderID is an id minted for the row (never the join's own, which a
+	// sale of several segments may have given another buyer): the order
+	// the buyer gets when a re-warm serves them.
 	OrderID int64
 	// Place is the join sequence Redis gave the buyer (their score in the
 	// line; one numbering over every segment of the sale): the lines'

@@ -43,7 +43,7 @@
 -- rebuilt from the buyers to put back (one whose claim is back, or who is
 -- in a line already, is skipped), each at their place, and the variant's
 -- stock is given to it as units that came back are (give_units): its head
--- is served with the order id their join carried once the units cover
+-- is served with the order id their row carries once the units cover
 -- their quantity, and units too few for the head are held for them.
 --
 -- Returns {1, admitted again, put back in line, served from the line} when
@@ -117,7 +117,7 @@ for i = again_end + 1, #ARGV, 5 do
 end
 -- Each line's units, first come first served: the heads were put back
 -- in join order, so the n-th buyer served is the n-th put back and gets
--- the order id their own join carried.
+-- the order id their own row carries.
 local served = 0
 for _, var in pairs(variants) do
   local units = tonumber(redis.call('GET', var.stock))

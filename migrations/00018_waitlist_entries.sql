@@ -8,8 +8,9 @@
 -- place is the join sequence Redis gave the buyer (the score of their
 -- place in the line: segment 0 numbers the joins of a sale of several
 -- segments), so the rows give each variant's line in its first come, first
--- served order, across segments. order_id is the id the join carried: the
--- order the buyer gets if a re-warm serves them. joined_at is the API's
+-- served order, across segments. order_id is an id minted for the row (not
+-- the join's, which a sale of several segments may give another buyer):
+-- the order the buyer gets if a re-warm serves them. joined_at is the API's
 -- clock just before the join: an order of the buyer created at or after it
 -- means the line served them, and the row is not rebuilt. Leaving the line
 -- deletes the row (leaving is final).

@@ -59,8 +59,8 @@ func (s *Store) DeleteWaitlistEntry(ctx context.Context, saleID int64, userID st
 // waiting, in join order (place, then user id): the rows of buyers the line
 // has not served, those with no order of the sale created at or after
 // they joined (the line served them, whether that order is still active
-// or not), and whose carried order id has no order row (a row whose id
-// became an order is served, whoever's). What a re-warm rebuilds the
+// or not), and whose order id has no order row (the row's id became an
+// order: a re-warm served them). What a re-warm rebuilds the
 // lines from.
 func (s *Store) WaitlistEntries(ctx context.Context, saleID int64) ([]seckill.WaitlistEntry, error) {
 	var rows []struct {
