@@ -141,7 +141,7 @@ type Rewarmed struct {
 // is, who holds no claim and is not admitted again, goes back to their
 // variant's line at their place, and the segment's reloaded stock of the
 // variant goes to the line first, as units that came back do: the heads
-// it covers are admitted with the order ids their joins carried, and
+// it covers are admitted with the order ids their rows carry, and
 // units too few for the next head are held for them. A segment still live
 // keeps its own lines.
 func (s *Store) RewarmRebuilding(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, waiting []seckill.WaitlistEntry, termsOf func(sku string) seckill.Terms) (r Rewarmed, err error) {
