@@ -79,6 +79,9 @@ type Redis interface {
 type Admitter interface {
 	Claim(ctx context.Context, saleID int64, userID string, orderID int64, idempotencyKey string, terms seckill.Terms, item seckill.Item) (seckill.ClaimResult, error)
 	Join(ctx context.Context, saleID int64, userID string, item seckill.Item, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
+	// PlaceOf is where a queued entrant waits, as the database keeps it
+	// (the durable waitlist); ok false when they wait nowhere.
+	PlaceOf(ctx context.Context, saleID int64, userID string) (e seckill.WaitlistEntry, ok bool, err error)
 }
 
 // ShopTeller hands an order event to its delivery, the order's ShopEvents

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -318,6 +319,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 	if err != nil {
 		return err
 	}
+	joinedAt := time.Now()
 	res, err := a.drawPass.Join(ctx, saleID, e.UserID, e.Item.OrDefault(), bound, orderID, terms)
 	if err != nil {
 		return err
@@ -325,6 +327,11 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 	switch res.Outcome {
 	case seckill.Waiting, seckill.AlreadyWaiting:
 		e.Outcome = seckill.EntryWaiting
+		// The place is saved as a join answered 201 is (docs/DESIGN.md
+		// invariant 10): a line Redis loses is rebuilt with the draw's
+		// entrants at their places, in rank order, ahead of later joins.
+		// A retry of the step finds ALREADY_WAITING and saves it then.
+		return a.keepPlace(ctx, saleID, e.UserID, joinedAt)
 	case seckill.Admitted, seckill.AlreadyClaimed:
 		// A unit came back before this rank was queued (a winner cancelled
 		// meanwhile): the waitlist serves it at once. It is not one of the
@@ -340,6 +347,21 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 		return fmt.Errorf("queue rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 	}
 	return nil
+}
+
+// keepPlace saves in the database where the draw queued userID, with an
+// order id of its own (the one a re-warm serves them with); nothing when
+// they wait nowhere now (served since).
+func (a *Activities) keepPlace(ctx context.Context, saleID int64, userID string, joinedAt time.Time) error {
+	e, ok, err := a.drawPass.PlaceOf(ctx, saleID, userID)
+	if err != nil || !ok {
+		return err
+	}
+	if e.OrderID, err = a.ids.Next(); err != nil {
+		return err
+	}
+	e.JoinedAt = joinedAt
+	return a.store.SaveWaitlistEntry(ctx, e)
 }
 
 // FinishDraw records the draw done (which publishes its seed), then opens

@@ -47,6 +47,11 @@ type Store interface {
 	// MarkRestockApplied records that the Redis half of restock id is
 	// done; seckill.ErrNotFound for a restock that does not exist.
 	MarkRestockApplied(ctx context.Context, saleID, id int64) error
+	// The durable waitlist (docs/DESIGN.md invariant 10): a place Redis
+	// gave is saved before the buyer is told (a retry of the same place
+	// keeps the first row), and deleted when they leave.
+	SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error
+	DeleteWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 }
 
 // Redis is the API's view of the Redis hot path (redisstore.Store): the
@@ -63,6 +68,9 @@ type Redis interface {
 	Join(ctx context.Context, saleID int64, userID string, item seckill.Item, maxEntries int, orderID int64, terms seckill.Terms) (seckill.JoinResult, error)
 	WaitStateOf(ctx context.Context, saleID int64, userID string) (seckill.WaitState, error)
 	Leave(ctx context.Context, saleID int64, userID string) (bool, error)
+	// PlaceOf is where the buyer waits (variant, units, join sequence), as
+	// the database keeps it; ok false when they wait nowhere.
+	PlaceOf(ctx context.Context, saleID int64, userID string) (e seckill.WaitlistEntry, ok bool, err error)
 	Waiting(ctx context.Context, saleID int64) (int64, error)
 	ActiveSales(ctx context.Context) ([]int64, error)
 	RemainingByVariant(ctx context.Context, saleIDs []int64) (map[int64]map[string]int64, error)

@@ -80,10 +80,17 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
+	joinedAt := time.Now()
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, item, s.cfg.WaitlistMax, orderID, terms)
 	if err != nil {
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
+	}
+	if res.Outcome == seckill.Waiting || res.Outcome == seckill.AlreadyWaiting {
+		if err := s.keepPlace(ctx, sale.ID, user, joinedAt); err != nil {
+			s.logFor(c).Warn("the waitlist place is not saved", "saleID", sale.ID, "error", err)
+			return errWaitlistPaused
+		}
 	}
 	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user, SKU: item.SKU, Quantity: item.Quantity}
 	switch res.Outcome {
@@ -108,6 +115,27 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	}
 	outcome = res.Outcome
 	return c.Status(fiber.StatusCreated).JSON(entry)
+}
+
+// keepPlace saves the place Redis gave user in the sale's line in the
+// database before they are told (docs/DESIGN.md invariant 10), so a line
+// Redis loses is rebuilt with them in it: a buyer answered 201 keeps their
+// place. A failure is answered 503 and the buyer's retry (ALREADY_WAITING)
+// saves it then; a retry of a place saved already keeps the first row. The
+// row carries an order id of its own, never the join's (which a sale of
+// several segments may have given another buyer's admission): the order
+// the buyer gets if a re-warm serves them. A buyer served or gone since
+// the join needs no row.
+func (s *Server) keepPlace(ctx context.Context, saleID int64, user string, joinedAt time.Time) error {
+	e, ok, err := s.cfg.Redis.PlaceOf(ctx, saleID, user)
+	if err != nil || !ok {
+		return err
+	}
+	if e.OrderID, err = s.cfg.IDs.Next(); err != nil {
+		return err
+	}
+	e.JoinedAt = joinedAt
+	return s.cfg.Store.SaveWaitlistEntry(ctx, e)
 }
 
 // buyers says n buyers in words: "1 buyer", "2 buyers".
@@ -156,7 +184,16 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, principal(c).UserID); err != nil {
+	user := principal(c).UserID
+	// Leaving is final: a line rebuilt after a Redis loss must not bring
+	// them back, so the database forgets the place first. Either failing
+	// is a 503 and the retry does both (a place forgotten in the database
+	// but still in Redis is only lost with Redis, as the buyer asked).
+	if err := s.cfg.Store.DeleteWaitlistEntry(ctx, sale.ID, user); err != nil {
+		s.logFor(c).Warn("the waitlist place is not deleted", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
+	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
 		return errWaitlistPaused
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,15 +120,45 @@ func (s *Store) Rewarm(ctx context.Context, spec seckill.WarmSpec, claims []seck
 // so no claim takes their units first. A buyer who holds a claim already
 // keeps it. It reports how many it admitted again.
 func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, termsOf func(sku string) seckill.Terms) (loaded bool, admitted int, err error) {
+	r, err := s.RewarmRebuilding(ctx, spec, claims, again, nil, termsOf)
+	return r.Loaded, r.Admitted, err
+}
+
+// Rewarmed is what RewarmRebuilding did.
+type Rewarmed struct {
+	// Loaded is set when it loaded a segment now.
+	Loaded bool
+	// Admitted are the admissions it made again.
+	Admitted int
+	// Waiting are the buyers it put back in line, and Served those of
+	// them the reloaded stock served at once.
+	Waiting, Served int
+}
+
+// RewarmRebuilding is RewarmAdmitting that also rebuilds, in each segment
+// it loads, the lines Redis lost (docs/DESIGN.md invariant 10): each buyer
+// of waiting (the database's rows, in join order) whose home segment it
+// is, who holds no claim and is not admitted again, goes back to their
+// variant's line at their place, and the segment's reloaded stock of the
+// variant goes to the line first, as units that came back do: the heads
+// it covers are admitted with the order ids their rows carry, and
+// units too few for the next head are held for them. A segment still live
+// keeps its own lines.
+func (s *Store) RewarmRebuilding(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, waiting []seckill.WaitlistEntry, termsOf func(sku string) seckill.Terms) (r Rewarmed, err error) {
+	r.Loaded, r.Admitted, r.Waiting, r.Served, err = s.rewarm(ctx, spec, claims, again, waiting, termsOf)
+	return r, err
+}
+
+func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again []seckill.ActiveClaim, waiting []seckill.WaitlistEntry, termsOf func(sku string) seckill.Terms) (loaded bool, admitted, back, served int, err error) {
 	if len(spec.Variants) == 0 {
-		return false, 0, errors.New("rewarm: a sale of no variant")
+		return false, 0, 0, 0, errors.New("rewarm: a sale of no variant")
 	}
 	n := max(spec.Segments, 1)
 	s.rememberSegments(spec.SaleID, n)
 	s.KnowSKUs(spec.SaleID, spec.SKUs())
 	live, placed, err := s.liveWithRestocks(ctx, spec, n)
 	if err != nil {
-		return false, 0, err
+		return false, 0, 0, 0, err
 	}
 	// The first variant's counter marks a segment live (warm.lua): the
 	// counters of one segment are written, and lost, together.
@@ -138,7 +170,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		}
 	}
 	if len(lost) == 0 {
-		return false, 0, s.listForRelay(ctx, spec)
+		return false, 0, 0, 0, s.listForRelay(ctx, spec)
 	}
 	// What the lost segments share of each variant: the database's units
 	// less what the live segments hold and have in flight. A move aimed at
@@ -178,7 +210,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		for i := range h.moves {
 			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < n && isLost[m.Dest] {
 				if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Variant(v.SKU).Moves, m.id).Err(); err != nil {
-					return false, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
+					return false, 0, 0, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
 				}
 				m.given = true // not in flight
 			}
@@ -189,8 +221,12 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 	var lastJoin int64
 	if n > 1 && isLost[0] {
 		if lastJoin, err = s.lastJoin(ctx, spec.SaleID, spec.SKUs(), n); err != nil {
-			return false, 0, err
+			return false, 0, 0, 0, err
 		}
+	}
+	// Joins after the re-warm are numbered after every place put back.
+	for _, w := range waiting {
+		lastJoin = max(lastJoin, w.Place)
 	}
 	inSegment := func(cs []seckill.ActiveClaim, p int) []seckill.ActiveClaim {
 		var out []seckill.ActiveClaim
@@ -208,6 +244,15 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 		holds[c.UserID] = true
 	}
 	again = slices.DeleteFunc(slices.Clone(again), func(c seckill.ActiveClaim) bool { return holds[c.UserID] })
+	// Nor does one admitted again wait: the rest go back to their lines,
+	// in join order.
+	for _, c := range again {
+		holds[c.UserID] = true
+	}
+	lines := slices.DeleteFunc(slices.Clone(waiting), func(w seckill.WaitlistEntry) bool { return holds[w.UserID] })
+	slices.SortStableFunc(lines, func(a, b seckill.WaitlistEntry) int {
+		return cmp.Or(cmp.Compare(a.Place, b.Place), strings.Compare(a.UserID, b.UserID))
+	})
 	// Each admission made again takes its units in its own segment: the
 	// lost segments share what is left of each variant after them.
 	reserved := make([]map[string]int64, len(lost))
@@ -229,7 +274,7 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 			spec.SaleID, first.PaymentTimeout.Milliseconds(), first.Currency, len(spec.Variants)}
 		for _, v := range spec.Variants {
 			kv := k.Variant(v.SKU)
-			keys = append(keys, kv.Stock, kv.Wait)
+			keys = append(keys, kv.Stock, kv.Wait, kv.Held)
 			args = append(args, v.SKU, share(shared[v.SKU], len(lost), i)+reserved[i][v.SKU], termsOf(v.SKU).UnitPriceCents)
 		}
 		keys = append(keys, restocksKey(k))
@@ -239,20 +284,35 @@ func (s *Store) RewarmAdmitting(ctx context.Context, spec seckill.WarmSpec, clai
 			args = append(args, 0)
 		}
 		args = append(args, len(mine))
-		for _, c := range append(mine, agains...) {
+		for _, c := range mine {
 			args = append(args, c.UserID, c.OrderID, c.Item.SKU, c.Item.Quantity)
+		}
+		args = append(args, len(agains))
+		for _, c := range agains {
+			args = append(args, c.UserID, c.OrderID, c.Item.SKU, c.Item.Quantity)
+		}
+		for _, w := range lines {
+			if segmentOf(w.UserID, n) == p {
+				it := w.Item.OrDefault()
+				args = append(args, w.UserID, w.OrderID, it.SKU, it.Quantity, w.Place)
+			}
 		}
 		res, err := rewarmScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
-			return false, admitted, fmt.Errorf("rewarm script: %w", err)
+			return false, admitted, back, served, fmt.Errorf("rewarm script: %w", err)
+		}
+		if len(res) != 4 {
+			return false, admitted, back, served, fmt.Errorf("rewarm script: unexpected reply %v", res)
 		}
 		loaded = loaded || res[0] == 1
 		admitted += int(res[1])
+		back += int(res[2])
+		served += int(res[3])
 	}
 	if err := s.listForRelay(ctx, spec); err != nil {
-		return false, admitted, err
+		return false, admitted, back, served, err
 	}
-	return loaded, admitted, nil
+	return loaded, admitted, back, served, nil
 }
 
 // liveWithRestocks reads what the segments of spec's sale (of n) hold of

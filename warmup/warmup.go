@@ -197,18 +197,29 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 				again = append(again, seckill.ActiveClaim{UserID: e.UserID, OrderID: e.OrderID, Item: e.Item})
 			}
 		}
+		// Every buyer answered 201 WAITING (and every entrant the draw
+		// queued) and not served since goes back to their line, at their
+		// place (docs/DESIGN.md invariant 10).
+		waiting, err := w.store.WaitlistEntries(ctx, id)
+		if err != nil {
+			return rewarmed, err
+		}
 		spec := seckill.WarmSpecOf(snap.Sale, snap.Units)
-		spec.Restocks = snap.Restocks // placed in Redis already, or not: RewarmAdmitting counts each once
-		loaded, admitted, err := w.rstore.RewarmAdmitting(ctx, spec, claims, again, seckill.TermsBySKU(*snap.Sale))
+		spec.Restocks = snap.Restocks // placed in Redis already, or not: the re-warm counts each once
+		r, err := w.rstore.RewarmRebuilding(ctx, spec, claims, again, waiting, seckill.TermsBySKU(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
 		}
 		if len(again) > 0 {
 			w.log.Warn("admitted again the draw's entrants whose admissions Redis lost before their orders were written",
-				"saleID", id, "admitted", admitted, "of", len(again))
+				"saleID", id, "admitted", r.Admitted, "of", len(again))
+		}
+		if r.Waiting > 0 {
+			w.log.Warn("rebuilt the waiting lines Redis lost from the database", "saleID", id,
+				"waiting", r.Waiting, "servedFromReloadedUnits", r.Served)
 		}
 		delete(w.lostSince, id)
-		if loaded {
+		if r.Loaded {
 			w.log.Warn("re-warmed a sale Redis had lost", "saleID", id, "units", snap.Units, "activeClaims", len(claims))
 			rewarmed = append(rewarmed, id)
 		}
