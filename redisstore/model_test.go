@@ -543,16 +543,22 @@ func (m *model) stocks(t *rapid.T, sku string) []int64 {
 
 // redisHeld reads every segment's held units of every variant (0 for none).
 func (m *model) redisHeld(t *rapid.T) map[mHeld]int64 {
+	cmds := map[mHeld]*redis.StringCmd{}
+	_, err := m.s.Client().Pipelined(m.ctx, func(p redis.Pipeliner) error {
+		for _, sku := range m.skus {
+			for q := range m.n {
+				cmds[mHeld{sku, q}] = p.Get(m.ctx, m.s.SegmentKeys(modelSale, q).Variant(sku).Held)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("read held units: %v", err)
+	}
 	out := map[mHeld]int64{}
-	for _, sku := range m.skus {
-		for q := range m.n {
-			v, err := m.s.Client().Get(m.ctx, m.s.SegmentKeys(modelSale, q).Variant(sku).Held).Int64()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				t.Fatalf("read held units: %v", err)
-			}
-			if v != 0 {
-				out[mHeld{sku, q}] = v
-			}
+	for k, c := range cmds {
+		if v, _ := c.Int64(); v != 0 {
+			out[k] = v
 		}
 	}
 	return out
