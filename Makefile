@@ -73,7 +73,7 @@ chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one R
 	$(GO) run ./chaos --seeds 1,2,3 --lobby --segments 4 --redis cluster
 	$(GO) run ./chaos --seeds 1,2,3 --variants 3 --quantity-max 3 --segments 4 --waitlist 0.5 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --variants 3 --quantity-max 3 --segments 4 --waitlist 0.5 --redis cluster
-	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 90m
+	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 180m
 
 # The Sentinel group's failover under claims is walked by the segmented run,
 # and under the draw by the lobby run; the plain Sentinel run and the one
