@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/audit"
 )
@@ -11,93 +13,77 @@ import (
 func TestSplitUnits_SumsToTheUnitsAndDiffersByOneAtMost(t *testing.T) {
 	for _, c := range []struct{ units, variants int }{{300, 1}, {300, 3}, {301, 3}, {7, 4}, {3, 3}} {
 		parts := splitUnits(c.units, c.variants)
+		require.Len(t, parts, c.variants)
 		sum, lo, hi := 0, parts[0], parts[0]
 		for _, p := range parts {
 			sum += p
 			lo, hi = min(lo, p), max(hi, p)
 		}
-		if len(parts) != c.variants || sum != c.units || hi-lo > 1 {
-			t.Errorf("splitUnits(%d, %d) = %v", c.units, c.variants, parts)
-		}
+		require.Equal(t, c.units, sum, "splitUnits(%d, %d) = %v", c.units, c.variants, parts)
+		require.LessOrEqual(t, hi-lo, 1, "splitUnits(%d, %d) = %v", c.units, c.variants, parts)
 	}
 }
 
 func TestItemOf_EveryVariantAndQuantityIsDrawnAndNoOther(t *testing.T) {
-	const variants, qmax = 3, 3
+	const variants, qmax, buyers = 3, 3, 3000
 	seen := map[seckill.Item]int{}
-	for i := range 3000 {
+	for i := range buyers {
 		it := itemOf(1, i, variants, qmax)
-		if it != itemOf(1, i, variants, qmax) {
-			t.Fatalf("buyer %d's item is not the seed's", i)
-		}
+		require.Equal(t, it, itemOf(1, i, variants, qmax), "buyer %d's item is the seed's", i)
 		seen[it]++
 	}
-	if len(seen) != variants*qmax {
-		t.Fatalf("items drawn: %v, want each of %d variants x %d quantities", seen, variants, qmax)
-	}
+	require.Len(t, seen, variants*qmax, "each of %d variants x %d quantities: %v", variants, qmax, seen)
 	for it, n := range seen {
-		if !seckill.ValidSKU(it.SKU) || it.Quantity < 1 || it.Quantity > qmax || n < 3000/(variants*qmax)/2 {
-			t.Errorf("item %+v drawn %d times of 3000", it, n)
-		}
+		require.True(t, seckill.ValidSKU(it.SKU), "sku %q", it.SKU)
+		require.True(t, it.Quantity >= 1 && it.Quantity <= qmax, "quantity %d", it.Quantity)
+		require.Greater(t, n, buyers/(variants*qmax)/2, "item %+v drawn %d times of %d", it, n, buyers)
 	}
-	if itemOf(1, 5, variants, qmax) == itemOf(2, 5, variants, qmax) && itemOf(1, 6, variants, qmax) == itemOf(2, 6, variants, qmax) &&
-		itemOf(1, 7, variants, qmax) == itemOf(2, 7, variants, qmax) {
-		t.Errorf("another seed draws the same items")
+	differs := false
+	for i := range 10 {
+		differs = differs || itemOf(1, i, variants, qmax) != itemOf(2, i, variants, qmax)
 	}
+	require.True(t, differs, "another seed draws other items")
 }
 
 func TestItemBody_NoneForAV3RunElseTheItem(t *testing.T) {
-	if b := (options{variants: 1, quantityMax: 1}).itemBody(1, 0); b != nil {
-		t.Errorf("one variant of quantity 1: body %s, want none (a v3 claim)", b)
-	}
-	o := options{variants: 2, quantityMax: 3}
+	require.Nil(t, options{variants: 1, quantityMax: 1}.itemBody(1, 0), "one variant of quantity 1: a v3 claim, no body")
 	var got struct {
 		SKU      string `json:"sku"`
 		Quantity int    `json:"quantity"`
 	}
-	if err := json.Unmarshal(o.itemBody(1, 9), &got); err != nil {
-		t.Fatal(err)
-	}
-	if want := itemOf(1, 9, 2, 3); got.SKU != want.SKU || got.Quantity != want.Quantity {
-		t.Errorf("body %+v, want %+v", got, want)
-	}
-	sh := &shop{o: options{variants: 1, quantityMax: 1}, seed: 1}
-	if q := sh.quantity(9); q != 1 {
-		t.Errorf("quantity of a v3 run's buyer: %d", q)
-	}
+	require.NoError(t, json.Unmarshal(options{variants: 2, quantityMax: 3}.itemBody(1, 9), &got))
+	want := itemOf(1, 9, 2, 3)
+	require.Equal(t, want.SKU, got.SKU)
+	require.Equal(t, want.Quantity, got.Quantity)
+	require.Equal(t, 1, (&shop{o: options{variants: 1, quantityMax: 1}, seed: 1}).quantity(9))
 }
 
-func TestSaleVariants_SplitTheUnits(t *testing.T) {
-	if v := (options{units: 300, variants: 1}).saleVariants(); v != nil {
-		t.Errorf("one variant: %v, want the top-level stock", v)
-	}
-	v := (options{units: 301, variants: 3}).saleVariants()
+func TestSaleVariants_SplitTheUnitsDefaultFirst(t *testing.T) {
+	require.Nil(t, options{units: 300, variants: 1}.saleVariants(), "one variant: the top-level stock")
+	v := options{units: 301, variants: 3}.saleVariants()
+	require.Len(t, v, 3)
 	total := 0
 	for i, x := range v {
 		total += x["stock"].(int)
-		if x["sku"] != skus(3)[i] {
-			t.Errorf("variant %d is %v", i, x["sku"])
-		}
+		require.Equal(t, skus(3)[i], x["sku"])
 	}
-	if len(v) != 3 || total != 301 || v[0]["sku"] != seckill.DefaultSKU {
-		t.Errorf("variants %v", v)
-	}
+	require.Equal(t, 301, total)
+	require.Equal(t, seckill.DefaultSKU, v[0]["sku"], "the referee reads the default variant's stock key")
 }
 
 func TestShop_AdmittedUnitsCountEachOrdersQuantity(t *testing.T) {
-	sh := &shop{o: options{variants: 3, quantityMax: 3}, seed: 1, orders: map[string]int{}, units: map[string]int{}, waitlist: map[string]int{}}
+	sh := &shop{o: options{variants: 3, quantityMax: 3}, seed: 1, orders: map[string]int{}, units: map[string]int{}}
 	var want int64
 	for i := range 10 {
 		id := string(rune('a' + i))
 		sh.orders[id], sh.units[id] = 0, sh.quantity(i)
 		want += int64(sh.quantity(i))
 	}
-	if got := sh.admittedUnits(); got != want || got <= 10 {
-		t.Errorf("admitted units %d, want %d (over 10 orders of 1..3)", got, want)
-	}
+	require.Equal(t, want, sh.admittedUnits())
+	require.Greater(t, want, int64(10), "10 orders of 1..3 units")
 }
 
-func TestStrand_CountsUnitsPerVariantHeldUnitsAreNotStranded(t *testing.T) {
+func TestStrand_CountsUnitsPerVariantAndHeldUnitsAreNotStranded(t *testing.T) {
 	variant := func(sku string, available, remaining int64) audit.VariantStock {
 		return audit.VariantStock{SKU: sku, Stock: seckill.Stock{Available: available, Remaining: remaining}}
 	}
@@ -135,13 +121,11 @@ func TestStrand_CountsUnitsPerVariantHeldUnitsAreNotStranded(t *testing.T) {
 			for _, n := range c.want {
 				sum += n
 			}
-			if len(l.VariantsStranded) != len(c.want) || l.UnitsStranded != sum {
-				t.Fatalf("stranded %d %v, want %d %v", l.UnitsStranded, l.VariantsStranded, sum, c.want)
-			}
-			for sku, n := range c.want {
-				if l.VariantsStranded[sku] != n {
-					t.Fatalf("stranded %v, want %v", l.VariantsStranded, c.want)
-				}
+			require.Equal(t, sum, l.UnitsStranded)
+			if c.want == nil {
+				require.Empty(t, l.VariantsStranded)
+			} else {
+				require.Equal(t, c.want, l.VariantsStranded)
 			}
 		})
 	}
