@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/redisstore"
@@ -24,9 +26,9 @@ func findingSale(t *testing.T, units int64) (*redisstore.Store, context.Context)
 	now := time.Now()
 	spec := seckill.WarmSpec{SaleID: 7, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: units}},
 		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: 1}
-	if loaded, err := s.Warm(ctx, spec); err != nil || !loaded {
-		t.Fatalf("warm: %v %v", loaded, err)
-	}
+	loaded, err := s.Warm(ctx, spec)
+	require.NoError(t, err)
+	require.True(t, loaded)
 	return s, ctx
 }
 
@@ -34,9 +36,7 @@ func findingSale(t *testing.T, units int64) (*redisstore.Store, context.Context)
 func heldAndStock(t *testing.T, s *redisstore.Store, ctx context.Context) seckill.Held {
 	t.Helper()
 	all, err := s.UnitsHeld(ctx, []int64{7}, time.Time{})
-	if err != nil {
-		t.Fatalf("units held: %v", err)
-	}
+	require.NoError(t, err)
 	return all[7]
 }
 
@@ -59,16 +59,14 @@ func TestFinding_UnitsHeldForTheLastInLineAreNotAlsoGivenBackToTheStock(t *testi
 			id := int64(100)
 			res, err := s.Restock(ctx, seckill.Restock{ID: 1, SaleID: 7, SKU: seckill.DefaultSKU, Added: 1}, modelTerms,
 				func() (int64, error) { id++; return id, nil })
-			if err != nil || !res.Applied() {
-				t.Fatalf("restock: %+v %v", res, err)
-			}
+			require.NoError(t, err)
+			require.True(t, res.Applied(), "restock: %+v", res)
 			return res.HandedTo
 		}},
 		{"release", func(t *testing.T, s *redisstore.Store, ctx context.Context) []seckill.Admission {
 			res, err := s.Release(ctx, 7, "payer", 2, seckill.DefaultItem, &seckill.NextOrder{IDs: []int64{101}, Terms: modelTerms})
-			if err != nil || !res.Now {
-				t.Fatalf("release: %+v %v", res, err)
-			}
+			require.NoError(t, err)
+			require.True(t, res.Now, "release: %+v", res)
 			return res.HandedTo
 		}},
 	} {
@@ -77,26 +75,22 @@ func TestFinding_UnitsHeldForTheLastInLineAreNotAlsoGivenBackToTheStock(t *testi
 			// other in stock (held for them); the restock's unit, or the
 			// payer's released, completes them.
 			s, ctx := findingSale(t, 2)
-			if r, err := s.Claim(ctx, 7, "payer", 2, "", modelTerms, seckill.DefaultItem); err != nil || r.Outcome != seckill.Admitted {
-				t.Fatalf("claim: %+v %v", r, err)
-			}
+			r, err := s.Claim(ctx, 7, "payer", 2, "", modelTerms, seckill.DefaultItem)
+			require.NoError(t, err)
+			require.Equal(t, seckill.Admitted, r.Outcome)
 			j, err := s.Join(ctx, 7, "waiter", seckill.Item{SKU: seckill.DefaultSKU, Quantity: 2}, 8, 3, modelTerms)
-			if err != nil || j.Outcome != seckill.Waiting {
-				t.Fatalf("join for 2 with 1 in stock: %+v %v", j, err)
-			}
-			if h := heldAndStock(t, s, ctx); h.Stock != 0 || h.ForWaiting != 1 {
-				t.Fatalf("after the join: %d in stock, %d held; want 0 and 1", h.Stock, h.ForWaiting)
-			}
-			handed := tc.serve(t, s, ctx)
-			if len(handed) != 1 || handed[0].UserID != "waiter" {
-				t.Fatalf("handed to %+v, want the waiter", handed)
-			}
+			require.NoError(t, err)
+			require.Equal(t, seckill.Waiting, j.Outcome, "join for 2 with 1 in stock")
 			h := heldAndStock(t, s, ctx)
-			const want = 0 // every unit is claimed: the waiter's 2 (and the payer's, unless released)
-			if h.Stock != want || h.ForWaiting != 0 {
-				t.Fatalf("after serving the waiter their 2 units: %d in stock and %d held, want %d and 0 (claims hold %d): a unit made from nothing",
-					h.Stock, h.ForWaiting, want, h.Claimed)
-			}
+			require.Equal(t, int64(0), h.Stock, "after the join: in stock")
+			require.Equal(t, int64(1), h.ForWaiting, "after the join: held for the waiter")
+			handed := tc.serve(t, s, ctx)
+			require.Len(t, handed, 1)
+			require.Equal(t, "waiter", handed[0].UserID)
+			// Every unit is claimed: the waiter's 2 (and the payer's, unless released).
+			h = heldAndStock(t, s, ctx)
+			require.Equal(t, int64(0), h.ForWaiting, "held after serving the waiter")
+			require.Equal(t, int64(0), h.Stock, "in stock after serving the waiter their 2 units (claims hold %d): a unit made from nothing", h.Claimed)
 		})
 	}
 }
