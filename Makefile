@@ -63,7 +63,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 20s)
 	  echo "== $$p $$t"; $(GO) test ./$$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
-chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); a lobby and its draw on Sentinel, and with 4 segments on a Cluster; 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts, 20,000 cases
+chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one Redis (wiped), a Sentinel group; 4 stock segments + waitlist on Sentinel, on a Cluster, and with Stripe (stripe-mock); a lobby and its draw on Sentinel, and with 4 segments on a Cluster; 3 variants, quantities 1..3, 4 segments + waitlist on Sentinel and on a Cluster; 300 units, 3000 buyers, 40 s of faults; then the model test of the Redis scripts (variants, quantities, restock), 20,000 cases
 	$(GO) run ./chaos --seeds 1,2,3
 	$(GO) run ./chaos --seeds 1,2,3 --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel
@@ -71,7 +71,9 @@ chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one R
 	$(GO) run ./chaos --seeds 1,2,3 --segments 4 --waitlist 0.5 --redis sentinel --payments stripe
 	$(GO) run ./chaos --seeds 1,2,3 --lobby --redis sentinel
 	$(GO) run ./chaos --seeds 1,2,3 --lobby --segments 4 --redis cluster
-	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 90m
+	$(GO) run ./chaos --seeds 1,2,3 --variants 3 --quantity-max 3 --segments 4 --waitlist 0.5 --redis sentinel
+	$(GO) run ./chaos --seeds 1,2,3 --variants 3 --quantity-max 3 --segments 4 --waitlist 0.5 --redis cluster
+	$(GO) test ./redisstore -run TestModel -count=1 -rapid.checks=20000 -timeout 180m
 
 # The Sentinel group's failover under claims is walked by the segmented run,
 # and under the draw by the lobby run; the plain Sentinel run and the one

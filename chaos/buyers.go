@@ -29,6 +29,7 @@ type shop struct {
 
 	mu       sync.Mutex
 	orders   map[string]int // 202s: order id -> its buyer's fate
+	units    map[string]int // 202s: order id -> its units
 	waitlist map[string]int // orders the waitlist gave: order id -> fate
 	fresh    []string       // waitlist orders the settle loop has not seen yet
 	answers  map[string]int // waitlist join answers, by status or code
@@ -45,7 +46,7 @@ type shop struct {
 
 func newShop(o options, seed uint64, base, saleID string) *shop {
 	return &shop{o: o, seed: seed, base: base, saleID: saleID, client: &http.Client{Timeout: 5 * time.Second},
-		orders: map[string]int{}, waitlist: map[string]int{}, answers: map[string]int{},
+		orders: map[string]int{}, units: map[string]int{}, waitlist: map[string]int{}, answers: map[string]int{},
 		entered: map[int]bool{}, entryAnswers: map[string]int{}, told: map[int]lobbyAnswer{}}
 }
 
@@ -67,6 +68,25 @@ func (s *shop) buyerOf(user string) int {
 		return -1
 	}
 	return i
+}
+
+// quantity is the units buyer i claims (and waits for).
+func (s *shop) quantity(i int) int {
+	if s.o.quantityMax <= 1 {
+		return 1
+	}
+	return itemOf(s.seed, i, s.o.variants, s.o.quantityMax).Quantity
+}
+
+// admittedUnits is the units of the 202s.
+func (s *shop) admittedUnits() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for id := range s.orders {
+		n += int64(s.units[id])
+	}
+	return n
 }
 
 // admitted is a copy of the 202s: order id -> fate.
@@ -170,7 +190,7 @@ func (s *shop) claim(i int) {
 	token := s.token(i)
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("POST", s.base+"/api/v1/sales/"+s.saleID+"/claims", nil)
+		req := s.itemRequest(i, "/claims")
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Idempotency-Key", "chaos-claim")
 		resp, err := s.client.Do(req)
@@ -189,6 +209,7 @@ func (s *shop) claim(i int) {
 			f := fate(s.seed, i)
 			s.mu.Lock()
 			s.orders[body.OrderID] = f
+			s.units[body.OrderID] = s.quantity(i)
 			s.mu.Unlock()
 			if f < 2 {
 				s.payments.add()
@@ -216,13 +237,25 @@ func (s *shop) claim(i int) {
 	}
 }
 
+// itemRequest is buyer i's POST to the sale's path (/claims, /waitlist),
+// with the item they ask for as its body (none on a run of one variant and
+// quantity 1: a v3 request).
+func (s *shop) itemRequest(i int, path string) *http.Request {
+	body := s.o.itemBody(s.seed, i)
+	req, _ := http.NewRequest("POST", s.base+"/api/v1/sales/"+s.saleID+path, bytes.NewReader(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
 // join puts buyer i on the sale's waitlist at once, as the shop page
 // offers a buyer answered SOLD_OUT, retrying ambiguous answers (joining is
 // idempotent per user). An order given at once is paid by the buyer's fate.
 func (s *shop) join(i int, token string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("POST", s.base+"/api/v1/sales/"+s.saleID+"/waitlist", nil)
+		req := s.itemRequest(i, "/waitlist")
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := s.client.Do(req)
 		if err != nil {
@@ -283,6 +316,7 @@ func (s *shop) follow(id string, i int, fromWaitlist bool) {
 		s.fresh = append(s.fresh, id)
 	} else {
 		s.orders[id] = f
+		s.units[id] = s.quantity(i)
 	}
 	s.mu.Unlock()
 	if f < 2 {

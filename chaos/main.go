@@ -138,11 +138,19 @@ type options struct {
 	payments  string  // "dev" or "stripe"
 	stripe    string  // the stripe-mock binary (--payments stripe)
 	lobby     bool    // the sale starts with a lobby and a draw
+	// variants: the sale's variants (the units split across them);
+	// quantityMax: its limit_per_buyer, each buyer claiming (or waiting
+	// for) a variant and a quantity 1..quantityMax drawn from the seed.
+	variants    int
+	quantityMax int
 }
 
 // variant names the configuration of a run, as the JSON line reports it.
 func (o options) variant() string {
 	v := fmt.Sprintf("redis=%s segments=%d waitlist=%g payments=%s", o.redis, o.segments, o.waitlist, o.payments)
+	if o.variants > 1 || o.quantityMax > 1 {
+		v += fmt.Sprintf(" variants=%d quantity-max=%d", o.variants, o.quantityMax)
+	}
 	if o.lobby {
 		v += " lobby"
 	}
@@ -173,8 +181,19 @@ func main() {
 	flag.Float64Var(&o.waitlist, "waitlist", 0, "share (0..1) of the buyers answered SOLD_OUT who join the sale's waitlist at once")
 	flag.BoolVar(&o.lobby, "lobby", false, "the sale starts with a lobby: the buyers enter it, the draw runs at starts_at while the worker is SIGKILLed at its steps (and, on Sentinel or Cluster, the Redis primary fails over); seeds 3, 6, 9, ... end the sale inside the draw")
 	flag.StringVar(&o.payments, "payments", "dev", `"dev": signed webhooks for the dev provider; "stripe": seckill on stripe-mock, payers pay through the order's PaymentIntent`)
+	flag.IntVar(&o.variants, "variants", 1, "the sale's variants (1..16), the units split across them; each buyer claims one, drawn from the seed")
+	flag.IntVar(&o.quantityMax, "quantity-max", 1, "the sale's limit_per_buyer (1..100); each buyer claims (or waits for) a quantity 1..this, drawn from the seed")
 	flag.Parse()
 	var bad []string
+	if o.variants < 1 || o.variants > 16 || o.variants > o.units {
+		bad = append(bad, fmt.Sprintf("--variants must be 1..16 and at most --units, got %d", o.variants))
+	}
+	if o.quantityMax < 1 || o.quantityMax > 100 {
+		bad = append(bad, fmt.Sprintf("--quantity-max must be 1..100, got %d", o.quantityMax))
+	}
+	if o.lobby && (o.variants > 1 || o.quantityMax > 1) {
+		bad = append(bad, "--lobby runs one variant of quantity 1: its entries carry no variant yet")
+	}
 	if o.redis != "single" && o.redis != "sentinel" && o.redis != "cluster" {
 		bad = append(bad, fmt.Sprintf("--redis must be single, sentinel or cluster, got %q", o.redis))
 	}

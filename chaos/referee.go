@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,4 +225,57 @@ func (r *referee) killWhileBorrowing(ctx context.Context, claimsDone <-chan stru
 		}
 	}
 	return kills
+}
+
+// lines is what Redis holds of each variant's waiting line at the end of a
+// run, as strand weighs the units in stock against it: the buyers waiting,
+// the units held for the head (not in stock), and the quantity the head
+// (the first to join over every segment) waits for.
+type lines struct {
+	waiting, held, headWants map[string]int64
+}
+
+// readLines reads the lines of the sale's variants skus.
+func (r *referee) readLines(ctx context.Context, skus []string) (lines, error) {
+	out := lines{waiting: map[string]int64{}, held: map[string]int64{}, headWants: map[string]int64{}}
+	w, err := r.rs.WaitingByVariant(ctx, r.sale)
+	if err != nil {
+		return out, err
+	}
+	for sku, n := range w {
+		out.waiting[sku] = n
+	}
+	held, err := r.rs.UnitsHeld(ctx, []int64{r.sale}, time.Now())
+	if err != nil {
+		return out, err
+	}
+	for sku, v := range held[r.sale].Variants {
+		out.held[sku] = v.ForWaiting
+	}
+	for _, sku := range skus {
+		head, seg, first := "", 0, 0.0
+		for p := range r.segments {
+			z, err := r.rdb.ZRangeWithScores(ctx, r.rs.SegmentKeys(r.sale, p).Variant(sku).Wait, 0, 0).Result()
+			if err != nil {
+				return out, err
+			}
+			if len(z) == 1 && (head == "" || z[0].Score < first) {
+				head, seg, first = fmt.Sprint(z[0].Member), p, z[0].Score
+			}
+		}
+		if head == "" {
+			continue
+		}
+		out.headWants[sku] = 1 // a buyer who joined before quantities waits for one
+		entry, err := r.rdb.HGet(ctx, r.rs.SegmentKeys(r.sale, seg).Lines, head).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return out, err
+		}
+		if q, _, ok := strings.Cut(entry, ":"); ok {
+			if n, err := strconv.ParseInt(q, 10, 64); err == nil {
+				out.headWants[sku] = n
+			}
+		}
+	}
+	return out, nil
 }

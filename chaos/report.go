@@ -26,11 +26,13 @@ type line struct {
 	// Admitted: 202s given. Paid, Closed: orders of the sale in the
 	// database, the waitlist's included; UnitsPaid, UnitsClosed: the
 	// units those orders hold (each order its quantity).
-	Admitted    int   `json:"admitted"`
-	Paid        int   `json:"paid"`
-	Closed      int   `json:"closed"`
-	UnitsPaid   int64 `json:"units_paid"`
-	UnitsClosed int64 `json:"units_closed"`
+	Admitted int `json:"admitted"`
+	// UnitsAdmitted: the units of the 202s (each its quantity).
+	UnitsAdmitted int64 `json:"units_admitted"`
+	Paid          int   `json:"paid"`
+	Closed        int   `json:"closed"`
+	UnitsPaid     int64 `json:"units_paid"`
+	UnitsClosed   int64 `json:"units_closed"`
 	// AdmittedButLost: 202s whose order never got a row.
 	AdmittedButLost int `json:"admitted_but_lost"`
 	// Unsettled: orders the driver follows that neither reached PAID or
@@ -46,9 +48,11 @@ type line struct {
 	// have a SUCCEEDED refund, orders without a row included.
 	PaymentsKeptWithoutRefund int `json:"payments_kept_without_refund"`
 	// UnitsStranded: over the variants, the database's available minus
-	// what Redis holds (signed), plus the units left in stock while buyers
-	// wait (until the sale ends); VariantsStranded: each variant's, where
-	// not 0 (two variants' drifts of opposite signs do not cancel there).
+	// what Redis holds, in stock and held for a line's head (signed), plus
+	// the units left in stock while the head of their variant's line could
+	// be served from them (until the sale ends); VariantsStranded: each
+	// variant's, where not 0 (two variants' drifts of opposite signs do not
+	// cancel there).
 	UnitsStranded    int64            `json:"units_stranded"`
 	VariantsStranded map[string]int64 `json:"variants_stranded,omitempty"`
 	// OrdersStuck: orders QUEUED or AWAITING_PAYMENT past pay_by plus the
@@ -84,8 +88,11 @@ type line struct {
 	// WaitlistOrders: the sale's orders that are not 202s (the waitlist
 	// gave them), from the database; WaitlistOrdersSeen: those the
 	// buyers learned of (and paid by their fate).
-	WaitlistOrders     int   `json:"waitlist_orders"`
-	WaitlistOrdersPaid int   `json:"waitlist_orders_paid"`
+	WaitlistOrders     int `json:"waitlist_orders"`
+	WaitlistOrdersPaid int `json:"waitlist_orders_paid"`
+	// WaitlistUnits, WaitlistUnitsPaid: the units of those orders.
+	WaitlistUnits      int64 `json:"waitlist_units"`
+	WaitlistUnitsPaid  int64 `json:"waitlist_units_paid"`
 	WaitlistOrdersSeen int   `json:"waitlist_orders_seen"`
 	WaitlistOrdersLost int   `json:"waitlist_orders_lost"`
 	Waiting            int64 `json:"waiting"`
@@ -194,7 +201,7 @@ const paymentsKept = `SELECT count(*) FROM payment_events e
 // database: every row is this sale's) and from the audit's report. A
 // payment kept without a refund is read again for up to 90 s while it is
 // not 0: a refund may still be on its way once the audit passes.
-func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) (*line, error) {
+func measure(dbName string, sh *shop, rep *audit.Report, ls lines, timeout time.Duration) (*line, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn, err := connectDB(ctx, dbName)
@@ -247,8 +254,10 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 		admitted).Scan(&l.AdmittedButLost); err != nil {
 		return nil, fmt.Errorf("admitted but lost: %w", err)
 	}
-	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'PAID') FROM orders WHERE NOT (id = ANY($1::bigint[]))`,
-		admitted).Scan(&l.WaitlistOrders, &l.WaitlistOrdersPaid); err != nil {
+	l.UnitsAdmitted = sh.admittedUnits()
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'PAID'),
+		COALESCE(sum(quantity), 0), COALESCE(sum(quantity) FILTER (WHERE status = 'PAID'), 0) FROM orders WHERE NOT (id = ANY($1::bigint[]))`,
+		admitted).Scan(&l.WaitlistOrders, &l.WaitlistOrdersPaid, &l.WaitlistUnits, &l.WaitlistUnitsPaid); err != nil {
 		return nil, fmt.Errorf("waitlist orders: %w", err)
 	}
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM unnest($1::bigint[]) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = w.id)`,
@@ -293,27 +302,24 @@ func measure(dbName string, sh *shop, rep *audit.Report, timeout time.Duration) 
 	if err := conn.QueryRow(ctx, `SELECT COALESCE(bool_and(ends_at <= now()), false) FROM sales`).Scan(&ended); err != nil {
 		return nil, fmt.Errorf("sale ended: %w", err)
 	}
-	l.strand(rep, ended)
+	l.strand(rep, ls, ended)
 	return l, nil
 }
 
-// strand sets UnitsStranded and VariantsStranded from the audit's report:
-// of each variant, what the database says is available and Redis does not
-// hold, signed; and a unit in stock while a buyer waits in its line is
-// stranded too, until the sale ends (a lobby run's may end inside its
-// draw): the waitlist then serves nobody, and its entries are answered
-// EXPIRED. Redis counts the buyers waiting over every variant's line, so
-// the units in stock are weighed against them only on a sale of one
-// variant, which chaos makes (a v3 body): the audit judges a sale of
-// several (invariant 7).
-func (l *line) strand(rep *audit.Report, ended bool) {
+// strand sets UnitsStranded and VariantsStranded from the audit's report
+// and the lines Redis holds: of each variant, what the database says is
+// available and Redis holds neither in stock nor for its line's head,
+// signed; and the units in stock while the head of the variant's line
+// could be served from them (those and the units held for the head cover
+// the quantity it waits for) are stranded too, until the sale ends (a
+// lobby run's may end inside its draw): the waitlist then serves nobody,
+// and its entries are answered EXPIRED.
+func (l *line) strand(rep *audit.Report, ls lines, ended bool) {
 	by := map[string]int64{}
 	for _, v := range rep.Variants {
-		by[v.SKU] = v.Stock.Available - v.Stock.Remaining
-	}
-	if len(rep.Variants) == 1 && rep.Waiting > 0 && !ended {
-		if v := rep.Variants[0]; v.Stock.Remaining > 0 {
-			by[v.SKU] += min(v.Stock.Remaining, rep.Waiting)
+		by[v.SKU] = v.Stock.Available - v.Stock.Remaining - ls.held[v.SKU]
+		if left := v.Stock.Remaining; !ended && left > 0 && ls.waiting[v.SKU] > 0 && left+ls.held[v.SKU] >= ls.headWants[v.SKU] {
+			by[v.SKU] += left
 		}
 	}
 	for sku, n := range by {

@@ -75,14 +75,15 @@ func (r *result) summary() string {
 	if !r.line.OK {
 		verdict += ", run FAILED (" + strings.Join(r.line.Violations, "; ") + ")"
 	}
-	s := fmt.Sprintf("seed %d (redis %s): %s in %s; faults %s; admitted %d, orders %v, refunds %d, unsettled %d, admitted-but-lost %d",
-		r.seed, r.redis, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.statuses, r.refunds, r.unsettled, r.line.AdmittedButLost)
+	s := fmt.Sprintf("seed %d (redis %s): %s in %s; faults %s; admitted %d (%d units), orders %v, units %v, refunds %d, unsettled %d, admitted-but-lost %d, units stranded %d",
+		r.seed, r.redis, verdict, r.elapsed.Round(time.Second), strings.Join(kinds, " "), r.admitted, r.line.UnitsAdmitted, r.statuses, r.line.Units, r.refunds, r.unsettled, r.line.AdmittedButLost, r.line.UnitsStranded)
 	if d := r.line.Draw; d != nil {
 		s += fmt.Sprintf("; draw of %d entries %s in %.0fs, outcomes %v, verified %v, entrants misinformed %d, ranks skipped %d, sale ended in the draw %v",
 			d.Entries, d.State, d.Seconds, d.Outcomes, *r.line.DrawVerified, *r.line.EntrantsMisinformed, *r.line.RanksSkipped, d.SaleEndedInDraw)
 	}
 	if r.line.Waitlist > 0 {
-		s += fmt.Sprintf(", waitlist joins %d, waitlist orders %d (paid %d)", r.line.WaitlistJoins, r.line.WaitlistOrders, r.line.WaitlistOrdersPaid)
+		s += fmt.Sprintf(", waitlist joins %d, waitlist orders %d of %d units (paid %d of %d units)", r.line.WaitlistJoins,
+			r.line.WaitlistOrders, r.line.WaitlistUnits, r.line.WaitlistOrdersPaid, r.line.WaitlistUnitsPaid)
 	}
 	return s
 }
@@ -228,7 +229,8 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Printf("sale %s: %d units in %d segments, %d buyers, pay within %s; faults for %s\n", saleID, o.units, o.segments, o.buyers, o.timeout, o.faultsFor)
+	fmt.Printf("sale %s: %d units in %d variants of %d segments, %d buyers of 1..%d units, pay within %s; faults for %s\n",
+		saleID, o.units, o.variants, o.segments, o.buyers, o.quantityMax, o.timeout, o.faultsFor)
 	if o.lobby {
 		fmt.Printf("  %s\n", res.plan)
 	}
@@ -397,7 +399,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		faultsDone.Add(1)
 		go func() {
 			defer faultsDone.Done()
-			kills := ref.killWhileBorrowing(faultCtx, claimsDone, apiProc, base, int64(o.units/o.segments), newRand(seed^0xb0770), start)
+			kills := ref.killWhileBorrowing(faultCtx, claimsDone, apiProc, base, int64(splitUnits(o.units, o.variants)[0]/o.segments), newRand(seed^0xb0770), start)
 			for _, k := range kills {
 				countFault("api-borrow")
 				res.line.APIBorrowKills = append(res.line.APIBorrowKills, k)
@@ -581,7 +583,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	}
 	fmt.Print(res.auditOut)
 
-	m, err := measure(dbName, sh, rep, o.timeout)
+	ls, err := ref.readLines(ctx, skus(o.variants))
+	if err != nil {
+		fmt.Printf("  the referee could not read the waiting lines: %v\n", err)
+	}
+	m, err := measure(dbName, sh, rep, ls, o.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
@@ -623,6 +629,14 @@ func createSale(base, admin string, o options) (string, error) {
 	}
 	if o.segments > 1 {
 		fields["stock_segments"] = o.segments
+	}
+	if v := o.saleVariants(); v != nil {
+		delete(fields, "price_cents")
+		delete(fields, "stock")
+		fields["variants"] = v
+	}
+	if o.quantityMax > 1 {
+		fields["limit_per_buyer"] = o.quantityMax
 	}
 	return postSale(base, admin, fields)
 }

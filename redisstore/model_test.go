@@ -1,49 +1,86 @@
-// A model-checked core (issue 19): a property-based state-machine test of
-// the Redis scripts (through redisstore.Store) against a small model of
-// the sale in Go. The model stands in for the database: which orders are
-// active, which are paid, how many units the database holds; Redis is the
-// machine's real one, each case on a key prefix of its own.
+// A model-checked core (issues 19 and 32): a property-based state-machine
+// test of the Redis scripts (through redisstore.Store) against a small model
+// of the sale in Go. The model stands in for the database: which orders are
+// active (each of one variant and a quantity), which are paid, how many
+// units of each variant the database holds, which restocks it recorded and
+// which it marked applied; Redis is the machine's real one, each case on a
+// key prefix of its own.
 //
-// Each case warms a sale of 0..12 units over 1..4 segments for 8 buyers and
-// runs a random sequence of: claims (with and without an Idempotency-Key,
-// and a client's retry of the last one: same key, fresh order id), joins,
-// leaves, releases (the saga's compensation, the unit given back; and a
-// SOLD_OUT close, no unit given back), the activity's retry of the last
-// release (a fresh NextOrder id, as activities.release draws one per
-// attempt), payments (a PAID order keeps its claim), the loss of one
-// segment's keys, re-warm from the model's database figure, a reconciliation
-// pass (FinishMoves, then HandOver while units sit in stock and buyers
-// wait), crashes between the scripts of a move (taken not given, given not
-// forgotten), and WAIT failures (Store.WithReplicas(1, 5ms) on this
+// Each case warms a sale of 1..3 variants (0..12 units over all of them)
+// over 1..4 segments for 8 buyers, with a limit per buyer of 1..3, and runs
+// a random sequence of: claims of a variant and a quantity 1..limit (with
+// and without an Idempotency-Key, and a client's retry of the last one: same
+// key, same item, fresh order id; a key reused for another item), joins of
+// a variant's line for a quantity, leaves, releases (the saga's
+// compensation, the order's units given back; and a SOLD_OUT close, none
+// given back), the activity's retry of the last release (a fresh NextOrder
+// id per unit, as activities.release draws them per attempt), payments (a
+// PAID order keeps its claim), restocks of a variant (Store.Restock as
+// api/restock.go runs it: the database records the units, the Redis half
+// places them, the database marks the restock applied once Redis answers
+// that all are placed) and the API's retry of the last one, the loss of one
+// segment's keys, re-warm from the model's database figures (the restocks
+// not marked applied left out, as store.WarmSnapshot does), a
+// reconciliation pass (FinishMoves, then HandOver for each variant while
+// units sit in its stock, or are held, and buyers wait for it), crashes
+// between the scripts of a move (taken not given, given not forgotten) of
+// any variant, and WAIT failures (Store.WithReplicas(1, 5ms) on this
 // replica-less Redis: every durable write happens, then ErrNotReplicated;
 // the model takes it as done, as a WAIT timeout without a failover is; on
 // a sale of several segments a release that fails so is a release parked and
 // not landed).
 //
-// The laws, checked after every step:
+// A line's head who waits for more units than have come back has them held
+// (give_units): the model keeps the units held for each variant's line in
+// each segment, and expects them in Redis' held counts (Store.UnitsHeld's
+// ForWaiting), out of the stock.
 //
-//  1. Units are conserved: with every segment loaded, Store.Remaining (the
-//     stocks plus the units in flight between segments, each once) plus the
-//     units held by active unpaid orders plus the units sold equals the
-//     sale's units (less the units of SOLD_OUT closes: units the database
-//     never had). The move records Redis keeps (Store.Moves) are the ones
-//     the model expects, given or not.
-//  2. One buyer, one active order: Redis' claims (Store.Claims) are the
-//     model's active orders (PAID ones included), nothing more.
-//  3. The waitlist is first come, first served: a unit handed to the
-//     waitlist (by a release, a join's or reconciliation's hand-over, a
-//     parked release landed) goes to the buyer who joined first among those
-//     waiting; every buyer's WaitStateOf (position in the one line over all
-//     segments, or the order the waitlist gave) and WaitlistAdmissions are the
+// The laws, checked after every step, per variant and in units:
+//
+//  1. Units are conserved, per variant: with every segment loaded,
+//     Store.UnitsHeld's Stock (the stocks plus the units in flight between
+//     segments, each once) plus its ForWaiting (units held for a line's
+//     head) plus the units of active unpaid orders plus the units sold
+//     equals the variant's units (its warmed units and the restocks Redis
+//     placed, less the units of SOLD_OUT closes: units the database never
+//     had); ForWaiting is the model's held units and Claimed the units of
+//     the model's active orders. The move records Redis keeps (Store.Moves)
+//     are the ones the model expects, given or not.
+//  2. One buyer, one active order per sale, whatever its variant: Redis'
+//     claims (Store.Claims) are the model's active orders (PAID ones
+//     included), nothing more.
+//  3. Each variant's waitlist is first come, first served: units handed to
+//     it (by a release, a restock, a join's or reconciliation's hand-over, a
+//     parked release landed) go to the buyers of that variant who joined
+//     first, each once the units cover their quantity; every buyer's
+//     WaitStateOf (position in their variant's one line over all segments,
+//     or the order the waitlist gave) and WaitlistAdmissions are the
 //     model's. (A move between segments landed by reconciliation serves its
 //     destination segment's line, as give.lua documents; a join or a claim
-//     that finds a unit in its own segment's stock takes it, as a claim does:
-//     units in stock while buyers wait are the drift reconciliation repairs.)
-//  4. After a reconciliation pass over a sale whose segments are all loaded, no
-//     move is left in flight and no unit is in stock while a buyer waits.
+//     that finds its quantity in its own segment's stock takes it, as a claim
+//     does: units in stock while buyers wait are the drift reconciliation
+//     repairs.)
+//  4. Nothing is stranded: at every step no unit is held for a line nobody
+//     waits in; after a reconciliation pass over a sale whose segments are
+//     all loaded, no move is left in flight and no variant has units in
+//     stock (or held) that the head of its line could be served from.
 //
-// Claim, join and release answers are checked against the model's too.
-// `make test` runs rapid's default 100 cases; a long run:
+// Claim, join, release and restock answers are checked against the model's
+// too.
+//
+// What the generation leaves out today, for bugs being fixed in parallel
+// (issue 32): quantities above 1 are drawn only on a sale of one segment
+// (held units in a segment other than the first are not served by
+// HandOver; a restock over several segments plans one unit per waiting
+// buyer; a retried release after aim lands all its units in one segment; a
+// join of several units moves one unit per hand-over id), and a restock's
+// WAIT failure (placed in Redis, not marked applied in the database) only
+// on a sale of one segment (re-warm of a lost segment while such a restock
+// sits in segment 0 counts its units wrong). A waiting line lost with its
+// segment stays lost (re-warm does not rebuild it yet): m.lostWaiting keeps,
+// per variant and in join order, who waited there, for the rebuild law.
+//
+// `make test` runs rapid's default 100 cases; `make chaos` 20,000:
 //
 //	go test ./redisstore -run TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement -rapid.checks=20000
 //
@@ -80,7 +117,14 @@ const (
 	modelUsers             = 8
 	modelMaxUnits          = 12
 	modelMaxSegments       = 4
+	modelMaxVariants       = 3
+	modelMaxLimit          = 3
 )
+
+// modelSKUs are the variants a case's sale may have, in the sale's order:
+// "default" first, so a sale of several variants has the keys of v3 sales
+// (no sku suffix) beside suffixed ones.
+var modelSKUs = []string{seckill.DefaultSKU, "m", "xl"}
 
 var modelTerms = seckill.Terms{PaymentTimeout: 15 * time.Minute, UnitPriceCents: 990, Currency: "usd"}
 
@@ -102,6 +146,8 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"releaseSoldOut": func(t *rapid.T) { m.release(t, false) },
 		"retryRelease":   m.retryRelease,
 		"pay":            m.pay,
+		"restock":        m.restock,
+		"retryRestock":   m.retryRestock,
 		"loseSegment":    m.loseSegment,
 		"rewarm":         m.rewarm,
 		"reconcile":      m.reconcile,
@@ -123,11 +169,13 @@ func (m *model) actions() map[string]func(*rapid.T) {
 // mOrder is an order as the database holds it.
 type mOrder struct {
 	user         string
+	item         seckill.Item
 	paid, closed bool
 }
 
 // mMove is a move record Redis should keep (moves.go).
 type mMove struct {
+	sku        string
 	from, dest int // dest -1: a parked release not aimed yet
 	units      int64
 	given      bool
@@ -137,9 +185,37 @@ type mMove struct {
 type mIdem struct {
 	outcome seckill.Outcome
 	order   int64
+	left    int64 // NOT_ENOUGH_STOCK's units left
+	item    seckill.Item
 }
 
-type mClaim struct{ user, key string }
+// mWait is a buyer waiting in a variant's line for q units.
+type mWait struct {
+	user, sku string
+	q         int
+}
+
+// mRestock is a restock as the database records it: placed once Redis
+// holds its units (the model's expectation), marked once the database
+// says so (api/restock.go marks it after Redis answered it placed).
+type mRestock struct {
+	id             int64
+	sku            string
+	add            int64
+	placed, marked bool
+}
+
+// mHeld names the units held for the head of one variant's line in one
+// segment.
+type mHeld struct {
+	sku string
+	seg int
+}
+
+type mClaim struct {
+	user, key string
+	item      seckill.Item
+}
 
 type mRelease struct {
 	order    int64
@@ -153,19 +229,29 @@ type model struct {
 	spec    seckill.WarmSpec
 	n       int
 	maxWait int
+	limit   int
+	skus    []string
 	users   []string
 
 	// The database.
-	total, dropped, sold int64 // dropped: units of SOLD_OUT closes (the database never had them)
-	orders               map[int64]*mOrder
-	active               map[string]int64 // user -> their active (unpaid or PAID) order
+	warmed        map[string]int64 // units each variant was warmed with
+	dropped, sold map[string]int64 // dropped: units of SOLD_OUT closes (the database never had them)
+	orders        map[int64]*mOrder
+	active        map[string]int64 // user -> their active (unpaid or PAID) order
+	restocks      []*mRestock
 
 	// What Redis should hold besides the counts.
-	line   []string         // the waitlist, first first
+	line   []mWait          // every variant's waitlist, in join order
+	held   map[mHeld]int64  // units held for a line's head
 	waited map[string]int64 // user -> order the waitlist gave (WaitStateOf.OrderID)
 	idem   map[string]mIdem // user|key -> the recorded decision
 	lost   map[int]bool     // segments whose keys are gone
 	moves  map[string]*mMove
+
+	// lostWaiting is who waited, per variant and in join order, when the
+	// loss of their segment's keys took their place: the buyers a rebuild
+	// of the lines from the database must put back, in this order.
+	lostWaiting map[string][]string
 
 	ids         int64
 	crashes     int
@@ -177,19 +263,31 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 	s := redisstore.New(rdb, prefix)
 	m := &model{
 		ctx: t.Context(), s: s, slow: s.WithReplicas(1, 5*time.Millisecond),
+		warmed: map[string]int64{}, dropped: map[string]int64{}, sold: map[string]int64{},
 		orders: map[int64]*mOrder{}, active: map[string]int64{}, waited: map[string]int64{},
-		idem: map[string]mIdem{}, lost: map[int]bool{}, moves: map[string]*mMove{}, ids: 1000,
+		held: map[mHeld]int64{}, idem: map[string]mIdem{}, lost: map[int]bool{}, moves: map[string]*mMove{},
+		lostWaiting: map[string][]string{}, ids: 1000,
 	}
 	t.Cleanup(func() { _ = s.DropAll(context.Background()) })
 	for i := range modelUsers {
 		m.users = append(m.users, fmt.Sprint("u", i))
 	}
-	// Fewer units than buyers more often than not: the waitlist has work.
-	m.total = int64(rapid.OneOf(rapid.IntRange(0, 4), rapid.IntRange(0, modelMaxUnits)).Draw(t, "units"))
 	m.n = rapid.IntRange(1, modelMaxSegments).Draw(t, "parts")
+	m.skus = modelSKUs[:rapid.IntRange(1, modelMaxVariants).Draw(t, "variants")]
+	m.limit = 1
+	if m.n == 1 {
+		m.limit = rapid.IntRange(1, modelMaxLimit).Draw(t, "limitPerBuyer")
+	}
 	m.maxWait = rapid.IntRange(1, modelUsers).Draw(t, "waitlistMax")
 	now := time.Now()
-	m.spec = seckill.WarmSpec{SaleID: modelSale, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: m.total}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
+	m.spec = seckill.WarmSpec{SaleID: modelSale, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Segments: m.n}
+	for _, sku := range m.skus {
+		// Fewer units than buyers more often than not: the waitlist has work.
+		most := modelMaxUnits / len(m.skus)
+		units := int64(rapid.OneOf(rapid.IntRange(0, min(4, most)), rapid.IntRange(0, most)).Draw(t, "units"))
+		m.warmed[sku] = units
+		m.spec.Variants = append(m.spec.Variants, seckill.VariantUnits{SKU: sku, Units: units})
+	}
 	loaded, err := s.Warm(m.ctx, m.spec)
 	if err != nil || !loaded {
 		t.Fatalf("warm: %v %v", loaded, err)
@@ -214,67 +312,218 @@ func (m *model) unpaid() []int64 {
 	return out
 }
 
-// available is the database's figure for Redis: the units neither sold nor
-// held by an active unpaid order.
-func (m *model) available() int64 { return m.total - m.dropped - m.sold - int64(len(m.unpaid())) }
+// units is variant sku's units as Redis should count them: warmed, and
+// added by the restocks it placed.
+func (m *model) units(sku string) int64 {
+	n := m.warmed[sku]
+	for _, r := range m.restocks {
+		if r.sku == sku && r.placed {
+			n += r.add
+		}
+	}
+	return n
+}
+
+// unpaidUnits is the units of variant sku the active unpaid orders hold.
+func (m *model) unpaidUnits(sku string) int64 {
+	var n int64
+	for _, id := range m.unpaid() {
+		if o := m.orders[id]; o.item.SKU == sku {
+			n += int64(o.item.Quantity)
+		}
+	}
+	return n
+}
+
+// available is the units of variant sku neither sold nor held by an active
+// unpaid order: Redis' stock, in flight and held for waiting buyers.
+func (m *model) available(sku string) int64 {
+	return m.units(sku) - m.dropped[sku] - m.sold[sku] - m.unpaidUnits(sku)
+}
+
+// heldUnits is the units held for the heads of variant sku's lines.
+func (m *model) heldUnits(sku string) int64 {
+	var n int64
+	for k, v := range m.held {
+		if k.sku == sku {
+			n += v
+		}
+	}
+	return n
+}
 
 func (m *model) anyLost() bool { return len(m.lost) > 0 }
 
-func (m *model) rank(u string) int64 { return int64(slices.Index(m.line, u) + 1) }
+// waitOf is u's place in a line (nil when they do not wait).
+func (m *model) waitOf(u string) *mWait {
+	for i := range m.line {
+		if m.line[i].user == u {
+			return &m.line[i]
+		}
+	}
+	return nil
+}
 
-func (m *model) waiting(u string) bool { return slices.Contains(m.line, u) }
+func (m *model) waiting(u string) bool { return m.waitOf(u) != nil }
 
-func (m *model) lineOf(p int) []string {
-	var out []string
-	for _, u := range m.line {
-		if m.segment(u) == p {
-			out = append(out, u)
+// rank is u's position in their variant's one line (0: not waiting).
+func (m *model) rank(u string) int64 {
+	w := m.waitOf(u)
+	if w == nil {
+		return 0
+	}
+	var n int64
+	for _, x := range m.line {
+		if x.sku == w.sku {
+			n++
+		}
+		if x.user == u {
+			return n
+		}
+	}
+	return 0
+}
+
+// lineOf is variant sku's line in segment p, first first.
+func (m *model) lineOf(sku string, p int) []mWait {
+	var out []mWait
+	for _, w := range m.line {
+		if w.sku == sku && m.segment(w.user) == p {
+			out = append(out, w)
 		}
 	}
 	return out
 }
 
-func (m *model) inFlight() int64 {
+// variantLine is variant sku's one line over every segment, first first.
+func (m *model) variantLine(sku string) []mWait {
+	var out []mWait
+	for _, w := range m.line {
+		if w.sku == sku {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (m *model) inFlight(sku string) int64 {
 	var n int64
 	for _, mv := range m.moves {
-		if !mv.given {
+		if !mv.given && mv.sku == sku {
 			n += mv.units
 		}
 	}
 	return n
 }
 
-// admit gives user u order id. fromLine: a waitlist hand-over or a join
-// (admit.lua's from_waitlist), which records the order for WaitStateOf
+// leaveLine takes u out of their line, as leave_line does: a line left
+// empty gives its held units back to its variant's stock.
+func (m *model) leaveLine(u string) {
+	w := m.waitOf(u)
+	if w == nil {
+		return
+	}
+	sku, p := w.sku, m.segment(u)
+	m.line = slices.DeleteFunc(m.line, func(x mWait) bool { return x.user == u })
+	if len(m.lineOf(sku, p)) == 0 {
+		delete(m.held, mHeld{sku, p})
+	}
+}
+
+// admit gives user u order id for item. fromLine: a waitlist hand-over or a
+// join (admit.lua's from_waitlist), which records the order for WaitStateOf
 // whether or not they waited; a claim records it only for a waiting buyer.
-func (m *model) admit(u string, id int64, fromLine bool) {
-	m.orders[id] = &mOrder{user: u}
+func (m *model) admit(u string, id int64, item seckill.Item, fromLine bool) {
+	m.orders[id] = &mOrder{user: u, item: item}
 	m.active[u] = id
 	if fromLine || m.waiting(u) {
 		m.waited[u] = id
 	}
-	m.line = slices.DeleteFunc(m.line, func(w string) bool { return w == u })
+	m.leaveLine(u)
 }
 
-// handToLine hands one unit to the first waiting buyer as order id, and
-// returns who got it ("" when nobody waits).
-func (m *model) handToLine(id int64) string {
-	if len(m.line) == 0 {
+type grant struct {
+	user  string
+	order int64
+}
+
+// giveUnits is give_units on variant sku's line in segment p: units join
+// those held for the line's head, and each head whose quantity they cover
+// gets the next of ids; with nobody left waiting the held units go to the
+// stock (back). It returns the buyers served and the units sent to the
+// stock.
+func (m *model) giveUnits(sku string, p int, units int64, ids []int64) (grants []grant, back int64) {
+	k := mHeld{sku, p}
+	held := m.held[k] + units
+	for used := 0; ; used++ {
+		line := m.lineOf(sku, p)
+		if len(line) == 0 || held < int64(line[0].q) || used >= len(ids) {
+			break
+		}
+		head := line[0]
+		m.admit(head.user, ids[used], seckill.Item{SKU: sku, Quantity: head.q}, true)
+		held -= int64(head.q)
+		grants = append(grants, grant{head.user, ids[used]})
+	}
+	if len(m.lineOf(sku, p)) == 0 {
+		back, held = held, 0
+	}
+	if held > 0 {
+		m.held[k] = held
+	} else {
+		delete(m.held, k)
+	}
+	return grants, back
+}
+
+// heldLeaks is whether a give_units of units (with ids order ids) to
+// variant sku's line in segment p would serve the last buyer in it while
+// units were held before it: the finding of model_findings_test.go (those
+// held units go to the stock as well as to the buyer). The model skips
+// such a step until it is fixed.
+func (m *model) heldLeaks(sku string, p int, units int64, ids int) bool {
+	before := m.held[mHeld{sku, p}]
+	line := m.lineOf(sku, p)
+	held, served := before+units, 0
+	for served < ids && served < len(line) && held >= int64(line[served].q) {
+		held -= int64(line[served].q)
+		served++
+	}
+	return before > 0 && served > 0 && served == len(line)
+}
+
+const heldLeakSkip = "serves the last in line while units were held (model_findings_test.go)"
+
+// handToLine hands one unit of variant sku to the first waiting buyer of its
+// line over every segment (a sale of several segments, where every quantity
+// is 1) as order id, and returns who got it ("" when nobody waits).
+func (m *model) handToLine(sku string, id int64) string {
+	line := m.variantLine(sku)
+	if len(line) == 0 {
 		return ""
 	}
-	head := m.line[0]
-	m.admit(head, id, true)
-	return head
+	head := line[0]
+	m.admit(head.user, id, seckill.Item{SKU: sku, Quantity: head.q}, true)
+	return head.user
+}
+
+func grantsOf(as []seckill.Admission) []grant {
+	var out []grant
+	for _, a := range as {
+		out = append(out, grant{a.UserID, a.OrderID})
+	}
+	return out
 }
 
 // ---- Redis reads
 
-// stocks reads every segment's stock, -1 for a segment Redis does not hold.
-func (m *model) stocks(t *rapid.T) []int64 {
+// stocks reads every segment's stock of variant sku, -1 for a segment Redis
+// does not hold.
+func (m *model) stocks(t *rapid.T, sku string) []int64 {
 	cmds := make([]*redis.StringCmd, m.n)
 	_, err := m.s.Client().Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for q := range m.n {
-			cmds[q] = p.Get(m.ctx, m.s.SegmentKeys(modelSale, q).Stock)
+			cmds[q] = p.Get(m.ctx, m.s.SegmentKeys(modelSale, q).Variant(sku).Stock)
 		}
 		return nil
 	})
@@ -292,6 +541,29 @@ func (m *model) stocks(t *rapid.T) []int64 {
 	return out
 }
 
+// redisHeld reads every segment's held units of every variant (0 for none).
+func (m *model) redisHeld(t *rapid.T) map[mHeld]int64 {
+	cmds := map[mHeld]*redis.StringCmd{}
+	_, err := m.s.Client().Pipelined(m.ctx, func(p redis.Pipeliner) error {
+		for _, sku := range m.skus {
+			for q := range m.n {
+				cmds[mHeld{sku, q}] = p.Get(m.ctx, m.s.SegmentKeys(modelSale, q).Variant(sku).Held)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("read held units: %v", err)
+	}
+	out := map[mHeld]int64{}
+	for k, c := range cmds {
+		if v, _ := c.Int64(); v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func (m *model) redisMoves(t *rapid.T) map[string]seckill.Move {
 	mv, err := m.s.Moves(m.ctx, modelSale)
 	if err != nil {
@@ -304,10 +576,10 @@ func (m *model) redisMoves(t *rapid.T) map[string]seckill.Move {
 	return out
 }
 
-// adoptMove takes into the model the one new move record a borrow left
-// when the WAIT after its take failed: id, for segment dest, half (rounded
-// up) of the fullest other segment's stock st.
-func (m *model) adoptMove(t *rapid.T, id string, dest int, st []int64) {
+// adoptMove takes into the model the one new move record a borrow of
+// variant sku left when the WAIT after its take failed: id, for segment
+// dest, half (rounded up) of the fullest other segment's stock st.
+func (m *model) adoptMove(t *rapid.T, sku, id string, dest int, st []int64) {
 	got := m.redisMoves(t)
 	var fresh []string
 	for k := range got {
@@ -320,10 +592,10 @@ func (m *model) adoptMove(t *rapid.T, id string, dest int, st []int64) {
 	}
 	x := got[id]
 	fuller := slices.Max(append(slices.Clone(st[:dest]), st[dest+1:]...))
-	if x.Dest != dest || x.From == dest || x.Given || x.Units != (fuller+1)/2 || st[x.From] != fuller {
-		t.Fatalf("move %s is %+v; want half (rounded up) of the fullest other segment (stocks %v) for segment %d", id, x, st, dest)
+	if x.SKU != sku || x.Dest != dest || x.From == dest || x.Given || x.Units != (fuller+1)/2 || st[x.From] != fuller {
+		t.Fatalf("move %s is %+v; want half (rounded up) of the fullest other segment (stocks of %s %v) for segment %d", id, x, sku, st, dest)
 	}
-	m.moves[id] = &mMove{from: x.From, dest: x.Dest, units: x.Units}
+	m.moves[id] = &mMove{sku: sku, from: x.From, dest: x.Dest, units: x.Units}
 	time.Sleep(2 * time.Millisecond) // records of different steps never share a millisecond: FinishMoves' order is known
 }
 
@@ -344,6 +616,14 @@ func (m *model) drawFreshUser(t *rapid.T) string {
 		return m.drawUser(t)
 	}
 	return rapid.SampledFrom(fresh).Draw(t, "user")
+}
+
+// drawItem is a variant of the sale and a quantity within its limit.
+func (m *model) drawItem(t *rapid.T) seckill.Item {
+	return seckill.Item{
+		SKU:      rapid.SampledFrom(m.skus).Draw(t, "sku"),
+		Quantity: rapid.IntRange(1, m.limit).Draw(t, "quantity"),
+	}
 }
 
 // drawSlow: does this call's WAIT fail? (One in four.)
@@ -375,26 +655,29 @@ func expectErr(t *rapid.T, what string, err error, slow bool) {
 func (m *model) claim(t *rapid.T) {
 	u := m.drawFreshUser(t)
 	key := rapid.SampledFrom([]string{"", "k1", "k2"}).Draw(t, "key")
-	m.lastClaim = &mClaim{user: u, key: key}
-	m.doClaim(t, u, key, m.drawSlow(t))
+	item := m.drawItem(t)
+	m.lastClaim = &mClaim{user: u, key: key, item: item}
+	m.doClaim(t, u, key, item, m.drawSlow(t))
 }
 
 // retryClaim is a client asking again after any answer (a 503 included):
-// the same Idempotency-Key, a fresh order id, as the API draws per request.
+// the same Idempotency-Key and body, a fresh order id, as the API draws per
+// request.
 func (m *model) retryClaim(t *rapid.T) {
 	if m.lastClaim == nil {
 		t.Skip("no claim to retry")
 	}
-	m.doClaim(t, m.lastClaim.user, m.lastClaim.key, m.drawSlow(t))
+	m.doClaim(t, m.lastClaim.user, m.lastClaim.key, m.lastClaim.item, m.drawSlow(t))
 }
 
-func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
+func (m *model) doClaim(t *rapid.T, u, key string, item seckill.Item, slow bool) {
 	o := m.id()
-	st := m.stocks(t)
+	sku, q := item.SKU, int64(item.Quantity)
+	st := m.stocks(t, sku)
 	home := m.segment(u)
 	others := int64(0)
-	for q, v := range st {
-		if q != home && v > 0 {
+	for p, v := range st {
+		if p != home && v > 0 {
 			others += v
 		}
 	}
@@ -408,26 +691,31 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 	switch {
 	case m.lost[home]:
 		want.Outcome = seckill.Unavailable
+	case replay && rec.item != item:
+		want.Outcome = seckill.KeyReused
 	case replay:
-		want = seckill.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Replayed: true}
+		want = seckill.ClaimResult{Outcome: rec.outcome, OrderID: rec.order, Remaining: rec.left, Replayed: true}
 		if rec.outcome == seckill.SoldOut && m.n > 1 {
 			// A replayed SOLD_OUT on a sale of several segments still borrows
 			// (units move into the buyer's segment, the answer stays the
 			// replay), tentative when it stopped after maxBorrows.
 			anyTentative = true
-			if slow && len(m.lineOf(home)) == 0 && others > 0 {
+			if slow && len(m.lineOf(sku, home)) == 0 && others > 0 {
 				wantErr, borrowTake = true, true
 			}
 		}
 	case m.active[u] != 0:
 		want = seckill.ClaimResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 		record = true
-	case st[home] > 0:
+	case st[home] >= q:
 		want = seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr, record, admitted = slow, true, true
+	case m.n == 1 && st[home] > 0:
+		want = seckill.ClaimResult{Outcome: seckill.NotEnoughStock, Remaining: st[home]}
+		record = true
 	case m.n == 1:
 		want.Outcome, record = seckill.SoldOut, true
-	case len(m.lineOf(home)) > 0:
+	case len(m.lineOf(sku, home)) > 0:
 		// The segment's line comes first: nothing is borrowed for a new claim.
 		want = seckill.ClaimResult{Outcome: seckill.SoldOut, Tentative: true, Owed: true}
 	case others > 0:
@@ -437,7 +725,7 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 			want = seckill.ClaimResult{Outcome: seckill.Admitted, OrderID: o}
 			record, admitted = true, true
 		}
-	case m.inFlight() > 0:
+	case m.inFlight(sku) > 0:
 		want = seckill.ClaimResult{Outcome: seckill.SoldOut, Tentative: true}
 	default:
 		// No segment has a unit and none is in flight: final. (A segment whose
@@ -445,8 +733,8 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 		// re-warm will load into it.)
 		want.Outcome, record = seckill.SoldOut, true
 	}
-	res, err := m.store(slow).Claim(m.ctx, modelSale, u, o, key, modelTerms, seckill.DefaultItem)
-	t.Logf("claim %s key=%q order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, key, o, slow, res, err, st)
+	res, err := m.store(slow).Claim(m.ctx, modelSale, u, o, key, modelTerms, item)
+	t.Logf("claim %s %d of %s key=%q order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, q, sku, key, o, slow, res, err, st)
 	expectErr(t, "claim", err, wantErr)
 	if !wantErr {
 		res.PayBy, res.RetryAfter = time.Time{}, 0
@@ -454,25 +742,27 @@ func (m *model) doClaim(t *rapid.T, u, key string, slow bool) {
 			res.Tentative, res.Owed = false, false
 		}
 		if res != want {
-			t.Fatalf("claim %s key=%q: got %+v, want %+v", u, key, res, want)
+			t.Fatalf("claim %s %d of %s key=%q: got %+v, want %+v", u, q, sku, key, res, want)
 		}
 	}
 	if admitted {
-		m.admit(u, o, false)
+		m.admit(u, o, item, false)
 	}
 	if record && key != "" {
-		m.idem[u+"|"+key] = mIdem{outcome: want.Outcome, order: want.OrderID}
+		m.idem[u+"|"+key] = mIdem{outcome: want.Outcome, order: want.OrderID, left: want.Remaining, item: item}
 	}
 	if borrowTake {
-		m.adoptMove(t, "b"+strconv.FormatInt(o, 10)+".0", home, st)
+		m.adoptMove(t, sku, "b"+strconv.FormatInt(o, 10)+".0", home, st)
 	}
 }
 
 func (m *model) join(t *rapid.T) {
 	u := m.drawFreshUser(t)
+	item := m.drawItem(t)
+	sku, q := item.SKU, int64(item.Quantity)
 	slow := m.drawSlow(t)
 	o := m.id()
-	st := m.stocks(t)
+	st := m.stocks(t, sku)
 	home := m.segment(u)
 	inStock := int64(0)
 	for _, v := range st {
@@ -481,38 +771,44 @@ func (m *model) join(t *rapid.T) {
 	var want seckill.JoinResult
 	wantErr := false
 	switch {
-	case m.lost[home], m.n > 1 && m.lost[0]:
+	case m.lost[home], (m.n > 1 || len(m.skus) > 1) && m.lost[0]:
 		want.Outcome = seckill.Unavailable
 	case m.active[u] != 0:
 		want = seckill.JoinResult{Outcome: seckill.AlreadyClaimed, OrderID: m.active[u]}
 	case m.waiting(u):
 		want = seckill.JoinResult{Outcome: seckill.AlreadyWaiting, Position: m.rank(u)}
-	case st[home] > 0:
+	case st[home] >= q:
 		want = seckill.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 		wantErr = slow
-		m.admit(u, o, true)
+		m.admit(u, o, item, true)
 	case len(m.line) >= m.maxWait:
 		want.Outcome = seckill.WaitlistFull
 	default:
-		m.line = append(m.line, u)
+		nobody := len(m.lineOf(sku, home)) == 0
+		m.line = append(m.line, mWait{user: u, sku: sku, q: item.Quantity})
 		delete(m.waited, u)
 		wantErr = slow
 		want = seckill.JoinResult{Outcome: seckill.Waiting, Position: m.rank(u)}
+		if nobody && st[home] > 0 {
+			// First in an empty line with too few units in stock: they are
+			// held for the buyer, the rest come as units come back.
+			m.giveUnits(sku, home, st[home], []int64{o})
+		}
 		if !slow && m.n > 1 && inStock > 0 {
 			// Another segment has a unit: it is handed to the first in line.
-			if m.handToLine(o) == u {
+			if m.handToLine(sku, o) == u {
 				want = seckill.JoinResult{Outcome: seckill.Admitted, OrderID: o}
 			} else {
 				want.Position = m.rank(u)
 			}
 		}
 	}
-	res, err := m.store(slow).Join(m.ctx, modelSale, u, seckill.DefaultItem, m.maxWait, o, modelTerms)
-	t.Logf("join %s order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, o, slow, res, err, st)
+	res, err := m.store(slow).Join(m.ctx, modelSale, u, item, m.maxWait, o, modelTerms)
+	t.Logf("join %s for %d of %s order=%d WAIT-fails=%v: %+v err=%v (stocks %v)", u, q, sku, o, slow, res, err, st)
 	expectErr(t, "join", err, wantErr)
 	res.PayBy = time.Time{}
 	if !wantErr && res != want {
-		t.Fatalf("join %s: got %+v, want %+v", u, res, want)
+		t.Fatalf("join %s for %d of %s: got %+v, want %+v", u, q, sku, res, want)
 	}
 }
 
@@ -524,13 +820,13 @@ func (m *model) leave(t *rapid.T) {
 	if err != nil || got != want {
 		t.Fatalf("leave %s: %v %v, want %v", u, got, err, want)
 	}
-	m.line = slices.DeleteFunc(m.line, func(w string) bool { return w == u })
+	m.leaveLine(u)
 	delete(m.waited, u)
 }
 
 // release is the saga's compensation of an unpaid order: the database
 // closes it, then Redis forgets the claim and, unless the close is a
-// SOLD_OUT (the database never had the unit), gives the unit back.
+// SOLD_OUT (the database never had the units), gives its units back.
 func (m *model) release(t *rapid.T, giveBack bool) {
 	unpaid := m.unpaid()
 	if len(unpaid) == 0 {
@@ -541,8 +837,8 @@ func (m *model) release(t *rapid.T, giveBack bool) {
 	m.doRelease(t, o, giveBack, m.drawSlow(t), true)
 }
 
-// retryRelease is the activity retried: the same order, a fresh id for the
-// order a waiting buyer may get.
+// retryRelease is the activity retried: the same order, fresh ids for the
+// orders waiting buyers may get.
 func (m *model) retryRelease(t *rapid.T) {
 	if m.lastRelease == nil {
 		t.Skip("no release to retry")
@@ -552,10 +848,16 @@ func (m *model) retryRelease(t *rapid.T) {
 
 func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 	ord := m.orders[o]
-	u, home := ord.user, m.segment(ord.user)
+	u, home, item := ord.user, m.segment(ord.user), ord.item
+	if m.n == 1 && giveBack && m.active[u] == o && !m.lost[home] && m.heldLeaks(item.SKU, home, int64(item.Quantity), item.Quantity) {
+		t.Skip(heldLeakSkip)
+	}
 	var next *seckill.NextOrder
 	if giveBack {
-		next = &seckill.NextOrder{IDs: []int64{m.id()}, Terms: modelTerms}
+		next = &seckill.NextOrder{Terms: modelTerms}
+		for range item.Quantity {
+			next.IDs = append(next.IDs, m.id())
+		}
 	}
 	moveID := "r" + strconv.FormatInt(o, 10)
 	held := !m.lost[home] && m.active[u] == o // the claim names the order
@@ -565,23 +867,30 @@ func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 			delete(m.active, u)
 		}
 		if !giveBack {
-			m.dropped++
+			m.dropped[item.SKU] += int64(item.Quantity)
 		}
 	}
-	handedTo := ""
+	var handedTo []grant
+	hand := func() {
+		if g := m.handToLine(item.SKU, next.IDs[0]); g != "" {
+			handedTo = []grant{{g, next.IDs[0]}}
+		}
+	}
 	switch {
 	case held && giveBack && m.n > 1 && slow:
 		// Parked, and the caller stopped before landing it.
-		m.moves[moveID] = &mMove{from: home, dest: -1, units: 1}
+		m.moves[moveID] = &mMove{sku: item.SKU, from: home, dest: -1, units: int64(item.Quantity)}
+	case held && giveBack && m.n > 1:
+		hand()
 	case held && giveBack:
-		handedTo = m.handToLine(next.IDs[0])
+		handedTo, _ = m.giveUnits(item.SKU, home, int64(item.Quantity), next.IDs)
 	case !held && giveBack && m.n > 1 && !slow && m.moves[moveID] != nil:
 		// A retry lands the unit an earlier attempt parked.
 		delete(m.moves, moveID)
-		handedTo = m.handToLine(next.IDs[0])
+		hand()
 	}
-	res, err := m.store(slow).Release(m.ctx, modelSale, u, o, seckill.DefaultItem, next)
-	t.Logf("release %d of %s giveBack=%v first=%v WAIT-fails=%v: now=%v handedTo=%+v err=%v", o, u, giveBack, first, slow, res.Now, res.HandedTo, err)
+	res, err := m.store(slow).Release(m.ctx, modelSale, u, o, item, next)
+	t.Logf("release %d of %s (%d of %s) giveBack=%v first=%v WAIT-fails=%v: now=%v handedTo=%+v err=%v", o, u, item.Quantity, item.SKU, giveBack, first, slow, res.Now, res.HandedTo, err)
 	expectErr(t, "release", err, slow)
 	if slow && m.n > 1 {
 		time.Sleep(2 * time.Millisecond) // a parked record's millisecond is its own
@@ -592,15 +901,8 @@ func (m *model) doRelease(t *rapid.T, o int64, giveBack, slow, first bool) {
 	if res.Now != held {
 		t.Fatalf("release %d: Now %v, want %v", o, res.Now, held)
 	}
-	got := ""
-	if len(res.HandedTo) > 0 {
-		got = res.HandedTo[0].UserID
-		if res.HandedTo[0].OrderID != next.IDs[0] {
-			t.Fatalf("release %d: handed as order %d, want %d", o, res.HandedTo[0].OrderID, next.IDs[0])
-		}
-	}
-	if got != handedTo {
-		t.Fatalf("release %d: unit handed to %q, want %q (the first in line %v)", o, got, handedTo, m.line)
+	if got := grantsOf(res.HandedTo); !slices.Equal(got, handedTo) {
+		t.Fatalf("release %d: units handed to %v, want %v (the line, first first: %v)", o, got, handedTo, m.line)
 	}
 }
 
@@ -611,14 +913,136 @@ func (m *model) pay(t *rapid.T) {
 	}
 	o := rapid.SampledFrom(unpaid).Draw(t, "order")
 	m.orders[o].paid = true
-	m.sold++
+	m.sold[m.orders[o].item.SKU] += int64(m.orders[o].item.Quantity)
 	t.Logf("pay %d of %s", o, m.orders[o].user)
+}
+
+// restock is the admin's restock of a variant: the database records it,
+// then its Redis half runs (api/restock.go).
+func (m *model) restock(t *rapid.T) {
+	r := &mRestock{
+		id:  int64(len(m.restocks) + 1),
+		sku: rapid.SampledFrom(m.skus).Draw(t, "sku"),
+		add: int64(rapid.IntRange(1, 4).Draw(t, "add")),
+	}
+	m.restocks = append(m.restocks, r)
+	m.doRestock(t, r)
+}
+
+// retryRestock is the API's retry of the last restock with its
+// Idempotency-Key (or reconciliation's run of a restock not marked
+// applied): its Redis half runs again unless it is marked applied.
+func (m *model) retryRestock(t *rapid.T) {
+	if len(m.restocks) == 0 || m.restocks[len(m.restocks)-1].marked {
+		t.Skip("no restock left to apply")
+	}
+	m.doRestock(t, m.restocks[len(m.restocks)-1])
+}
+
+func (m *model) doRestock(t *rapid.T, r *mRestock) {
+	// A WAIT failure leaves the units placed and the restock not marked:
+	// only on a sale of one segment (see the header).
+	slow := m.n == 1 && m.drawSlow(t)
+	base := m.ids
+	var nextIDs []int64
+	nextID := func() (int64, error) { id := m.id(); nextIDs = append(nextIDs, id); return id, nil }
+	want := seckill.Restocked{}
+	var grants []grant
+	drawn := int64(0) // the order ids the restock draws
+	switch {
+	case m.lost[0]:
+		want.Outcome = seckill.RestockNotWarmed
+	case r.placed:
+		want.Outcome = seckill.RestockAppliedBefore
+	default:
+		if m.n == 1 && m.heldLeaks(r.sku, 0, r.add, int(min(r.add, int64(len(m.variantLine(r.sku)))+8))) {
+			t.Skip(heldLeakSkip)
+		}
+		want.Outcome = seckill.RestockAppliedNow
+		grants, drawn = m.placeRestock(r, base)
+		r.placed = true
+	}
+	m.ids = base // nextID draws them
+	res, err := m.store(slow).Restock(m.ctx, seckill.Restock{ID: r.id, SaleID: modelSale, SKU: r.sku, Added: r.add}, modelTerms, nextID)
+	t.Logf("restock %d: %d of %s WAIT-fails=%v: %+v err=%v", r.id, r.add, r.sku, slow, res, err)
+	// (A restock not warmed draws the ids of its plan before its script
+	// says so; they go unused.)
+	if want.Outcome == seckill.RestockAppliedNow && m.ids != base+drawn {
+		t.Fatalf("restock %d drew order ids %v, want %d", r.id, nextIDs, drawn)
+	}
+	m.ids = max(m.ids, base+drawn)
+	if slow && want.Outcome == seckill.RestockAppliedNow {
+		expectErr(t, "restock", err, true)
+		return // placed; not marked: the API answered 503
+	}
+	expectErr(t, "restock", err, false)
+	if res.Outcome != want.Outcome {
+		t.Fatalf("restock %d: outcome %v, want %v", r.id, res.Outcome, want.Outcome)
+	}
+	got := grantsOf(res.HandedTo)
+	if m.n > 1 { // segment 0's buyers first, then each move's
+		sort.Slice(got, func(i, j int) bool { return got[i].order < got[j].order })
+	}
+	if !slices.Equal(got, grants) {
+		t.Fatalf("restock %d: units handed to %v, want %v (the line, first first: %v)", r.id, got, grants, m.line)
+	}
+	if res.Applied() {
+		r.marked = true
+	}
+}
+
+// placeRestock places restock r's units in the model, as restock.lua and the
+// landing of its moves do, the order ids numbered from base: the buyers
+// waiting for the variant first, first come first served (on a sale of
+// several segments, where every quantity is 1, the first r.add of them over
+// every segment: segment 0's in the script, the others' by the moves it
+// parks for them), the rest to segment 0's stock. It returns the buyers
+// served, by order id, and how many ids the restock draws.
+func (m *model) placeRestock(r *mRestock, base int64) ([]grant, int64) {
+	line := m.variantLine(r.sku)
+	served := min(int64(len(line)), r.add)
+	final := int64(len(line)) <= r.add
+	owed := make([]int64, m.n)
+	for _, w := range line[:served] {
+		owed[m.segment(w.user)]++
+	}
+	var inMoves int64
+	for p := 1; p < m.n; p++ {
+		inMoves += owed[p]
+	}
+	here := owed[0]
+	if final {
+		here = min(r.add-inMoves, here+8) // restockSlack
+	}
+	ids := make([]int64, here)
+	for i := range ids {
+		ids[i] = base + int64(i) + 1
+	}
+	give := r.add - inMoves
+	if !final {
+		give = min(give, here)
+	}
+	grants, _ := m.giveUnits(r.sku, 0, give, ids)
+	next := base + here
+	for p := 1; p < m.n; p++ {
+		for _, w := range m.lineOf(r.sku, p)[:owed[p]] {
+			next++
+			m.admit(w.user, next, seckill.Item{SKU: r.sku, Quantity: w.q}, true)
+			grants = append(grants, grant{w.user, next})
+		}
+	}
+	return grants, next - base
 }
 
 // loseSegment deletes every key of one segment, as a Cluster primary lost with
 // no replica (or, for a sale of one segment, a Redis restarted empty).
 func (m *model) loseSegment(t *rapid.T) {
 	p := rapid.IntRange(0, m.n-1).Draw(t, "segment")
+	if p == 0 && m.unmarkedRestock() {
+		// Re-warm would load the sale without the restock's units, some of
+		// them already held by orders (the known miscount, see the header).
+		t.Skip("a restock placed in Redis and not marked applied")
+	}
 	tag := strings.TrimSuffix(m.s.SegmentKeys(modelSale, p).Stock, "stock")
 	keys, err := m.s.Client().Keys(m.ctx, tag+"*").Result()
 	if err != nil {
@@ -637,7 +1061,13 @@ func (m *model) loseSegment(t *rapid.T) {
 	t.Logf("lose segment %d: keys %v", p, short)
 	m.lost[p] = true
 	inSegment := func(u string) bool { return m.segment(u) == p }
-	m.line = slices.DeleteFunc(m.line, inSegment)
+	for _, w := range m.line {
+		if inSegment(w.user) {
+			m.lostWaiting[w.sku] = append(m.lostWaiting[w.sku], w.user)
+		}
+	}
+	m.line = slices.DeleteFunc(m.line, func(w mWait) bool { return inSegment(w.user) })
+	maps.DeleteFunc(m.held, func(k mHeld, _ int64) bool { return k.seg == p })
 	maps.DeleteFunc(m.waited, func(u string, _ int64) bool { return inSegment(u) })
 	maps.DeleteFunc(m.idem, func(k string, _ mIdem) bool { return inSegment(strings.SplitN(k, "|", 2)[0]) })
 	for id, mv := range m.moves {
@@ -650,20 +1080,29 @@ func (m *model) loseSegment(t *rapid.T) {
 	}
 }
 
+// unmarkedRestock: is a restock placed in Redis and not marked applied?
+func (m *model) unmarkedRestock() bool {
+	return slices.ContainsFunc(m.restocks, func(r *mRestock) bool { return r.placed && !r.marked })
+}
+
 // rewarm loads the lost segments from the database, as warmup and
-// reconciliation do: the units neither sold nor held, and the claims of
-// the active orders.
+// reconciliation do: each variant's units neither sold nor held (the
+// restocks not marked applied left out, as store.WarmSnapshot does), and
+// the claims of the active orders.
 func (m *model) rewarm(t *rapid.T) {
 	var claims []seckill.ActiveClaim
 	for _, u := range m.users {
 		if id := m.active[u]; id != 0 {
-			claims = append(claims, seckill.ActiveClaim{UserID: u, OrderID: id})
+			claims = append(claims, seckill.ActiveClaim{UserID: u, OrderID: id, Item: m.orders[id].item})
 		}
 	}
 	spec := m.spec
-	spec.Variants[0].Units = m.available()
+	spec.Variants = nil
+	for _, sku := range m.skus {
+		spec.Variants = append(spec.Variants, seckill.VariantUnits{SKU: sku, Units: m.available(sku)})
+	}
 	loaded, err := m.s.Rewarm(m.ctx, spec, claims)
-	t.Logf("rewarm %d units, %d claims, lost segments %v: loaded=%v err=%v", spec.Variants[0].Units, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
+	t.Logf("rewarm %v, %d claims, lost segments %v: loaded=%v err=%v", spec.Variants, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
 	if err != nil || loaded != m.anyLost() {
 		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", loaded, err, m.anyLost())
 	}
@@ -674,33 +1113,36 @@ func (m *model) rewarm(t *rapid.T) {
 }
 
 // reconcile is reconciliation's pass over the sale's units: FinishMoves
-// (every record, whatever its age), then HandOver while units sit in
-// stock and buyers wait (reconcile.Sale).
+// (every record, whatever its age), then HandOver for each variant while
+// units sit in its stock, or are held, and buyers wait for it
+// (reconcile.Sale), pass after pass until one hands nothing.
 func (m *model) reconcile(t *rapid.T) {
-	// FinishMoves lands the records oldest first: a parked release at the
-	// first in line (or back home with nobody waiting), a move at its
-	// destination's line first, a move given only forgotten. A destination
-	// not loaded stops it.
+	// FinishMoves lands the records variant by variant (the sale's order),
+	// oldest first: a parked release at the first in line (or back home
+	// with nobody waiting), a move at its destination's line first, a move
+	// given only forgotten. A destination not loaded stops it.
 	type rec struct {
-		id string
-		at time.Time
+		id  string
+		sku int
+		at  time.Time
 	}
 	var order []rec
 	for id, x := range m.redisMoves(t) {
-		order = append(order, rec{id, x.At})
+		order = append(order, rec{id, slices.Index(m.skus, x.SKU), x.At})
 	}
-	sort.Slice(order, func(i, j int) bool { return order[i].at.Before(order[j].at) })
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].sku != order[j].sku {
+			return order[i].sku < order[j].sku
+		}
+		return order[i].at.Before(order[j].at)
+	})
 	for i := 1; i < len(order); i++ {
-		if order[i].at.Equal(order[i-1].at) {
+		if order[i].sku == order[i-1].sku && order[i].at.Equal(order[i-1].at) {
 			t.Fatalf("moves %s and %s share a millisecond: the model cannot tell FinishMoves' order", order[i-1].id, order[i].id)
 		}
 	}
 	var ids []int64
 	nextID := func() (int64, error) { id := m.id(); ids = append(ids, id); return id, nil }
-	type grant struct {
-		user  string
-		order int64
-	}
 	var grants []grant
 	wantDone, stopped := 0, false
 	base := m.ids // the ids FinishMoves will draw, in this order
@@ -722,8 +1164,8 @@ func (m *model) reconcile(t *rapid.T) {
 		dest := mv.dest
 		if dest < 0 {
 			dest = mv.from
-			if len(m.line) > 0 {
-				dest = m.segment(m.line[0])
+			if line := m.variantLine(mv.sku); len(line) > 0 {
+				dest = m.segment(line[0].user)
 			}
 		}
 		if m.lost[dest] {
@@ -731,12 +1173,12 @@ func (m *model) reconcile(t *rapid.T) {
 			break
 		}
 		for _, id := range orders {
-			line := m.lineOf(dest)
+			line := m.lineOf(mv.sku, dest)
 			if len(line) == 0 {
 				break
 			}
-			m.admit(line[0], id, true)
-			grants = append(grants, grant{line[0], id})
+			m.admit(line[0].user, id, seckill.Item{SKU: mv.sku, Quantity: line[0].q}, true)
+			grants = append(grants, grant{line[0].user, id})
 		}
 		delete(m.moves, r.id)
 		wantDone++
@@ -754,46 +1196,130 @@ func (m *model) reconcile(t *rapid.T) {
 	if stopped || m.anyLost() {
 		return // the sale is not warmed: the re-warmer's job first
 	}
+	for _, sku := range m.skus {
+		for pass := 0; m.handOverPass(t, sku) > 0; pass++ {
+			if pass > modelUsers {
+				t.Fatalf("reconcile: hand-over passes of %s never stop", sku)
+			}
+		}
+	}
+	// Law 4: nothing left in flight, nothing in stock or held that the head
+	// of its variant's line could be served from.
+	if mv := m.redisMoves(t); len(mv) != 0 {
+		t.Fatalf("law 4: moves left in flight after a reconciliation pass: %v", mv)
+	}
+	held := m.redisHeld(t)
+	for _, sku := range m.skus {
+		st := m.stocks(t, sku)
+		for p := range m.n {
+			line := m.lineOf(sku, p)
+			if len(line) == 0 {
+				continue
+			}
+			if m.n == 1 && st[p]+held[mHeld{sku, p}] >= int64(line[0].q) {
+				t.Fatalf("law 4: %s's stock %d and held %d cover the %d units %s, first in line, waits for, after a reconciliation pass",
+					sku, st[p], held[mHeld{sku, p}], line[0].q, line[0].user)
+			}
+		}
+		if line := m.variantLine(sku); len(line) > 0 && m.n > 1 {
+			for p, v := range st {
+				if v > 0 {
+					t.Fatalf("law 4: %d units of %s in segment %d's stock while %d buyers wait for it, after a reconciliation pass", v, sku, p, len(line))
+				}
+			}
+		}
+	}
+}
+
+// handOverPass is one reconciliation pass's HandOver of variant sku: one
+// order id per unit in stock or held, at most one per waiting buyer
+// (reconcile.Sale: the held units of every variant); it returns how many
+// were served.
+func (m *model) handOverPass(t *rapid.T, sku string) int {
 	counts, err := m.s.Counts(m.ctx, []int64{modelSale})
 	if err != nil {
 		t.Fatalf("counts: %v", err)
 	}
-	c := counts[modelSale]
-	if c.Remaining > 0 && c.Waiting > 0 {
-		hand := make([]int64, min(c.Remaining, c.Waiting, 256))
-		var want []grant
+	left := counts[modelSale].Variants[sku]
+	line := m.variantLine(sku)
+	ask := min(max(left, counts[modelSale].ForWaiting), int64(len(line)), 256)
+	if ask == 0 {
+		return 0
+	}
+	hand := make([]int64, ask)
+	var want []grant
+	if m.n == 1 {
+		// Per id, handover.lua takes from the stock what the head lacks
+		// beyond the units held for them, and serves the head once
+		// covered; with no unit in stock the held units alone are tried,
+		// once; a head not served stops it.
+		stock := m.available(sku) - m.heldUnits(sku)
+		k := mHeld{sku, 0}
+		if m.handOverLeaks(sku, stock, len(hand)) {
+			t.Skip(heldLeakSkip)
+		}
 		for i := range hand {
 			hand[i] = m.id()
-			if u := m.handToLine(hand[i]); u != "" {
+			line := m.lineOf(sku, 0)
+			if len(line) == 0 {
+				break
+			}
+			empty := stock == 0
+			take := max(min(stock, int64(line[0].q)-m.held[k]), 0)
+			stock -= take
+			g, _ := m.giveUnits(sku, 0, take, hand[i:i+1])
+			want = append(want, g...)
+			if len(g) == 0 || empty {
+				break
+			}
+		}
+	} else {
+		for i := range hand {
+			hand[i] = m.id()
+			if u := m.handToLine(sku, hand[i]); u != "" {
 				want = append(want, grant{u, hand[i]})
 			}
 		}
-		n, err := m.s.HandOver(m.ctx, modelSale, seckill.DefaultSKU, modelTerms, hand)
-		t.Logf("reconcile: %d in stock while %d wait: handed %d err=%v, want %v", c.Remaining, c.Waiting, n, err, want)
-		if err != nil || n != len(want) {
-			t.Fatalf("HandOver: %d, %v; want %d", n, err, len(want))
-		}
 	}
-	// Law 4: nothing left in flight, no unit in stock while a buyer waits.
-	if mv := m.redisMoves(t); len(mv) != 0 {
-		t.Fatalf("law 4: moves left in flight after a reconciliation pass: %v", mv)
+	n, err := m.s.HandOver(m.ctx, modelSale, sku, modelTerms, hand)
+	t.Logf("reconcile: %d of %s in stock (%d held) while %d wait: handed %d err=%v, want %v", left, sku, m.heldUnits(sku), len(line), n, err, want)
+	if err != nil || n != len(want) {
+		t.Fatalf("HandOver of %s: %d, %v; want %d", sku, n, err, len(want))
 	}
-	counts, err = m.s.Counts(m.ctx, []int64{modelSale})
-	if err != nil {
-		t.Fatalf("counts: %v", err)
-	}
-	if c := counts[modelSale]; c.Remaining > 0 && c.Waiting > 0 {
-		t.Fatalf("law 4: %d units in stock while %d buyers wait, after a reconciliation pass", c.Remaining, c.Waiting)
-	}
+	return n
 }
 
-// drawSource is a crashing mover's source: a segment with a unit to take,
-// with every segment's stock as read (the case is skipped when no move can be).
-func (m *model) drawSource(t *rapid.T) ([]int64, int) {
+// handOverLeaks is heldLeaks for each script of a HandOver of ids order ids
+// over variant sku's line on a sale of one segment with stock in stock.
+func (m *model) handOverLeaks(sku string, stock int64, ids int) bool {
+	line := m.lineOf(sku, 0)
+	held := m.held[mHeld{sku, 0}]
+	for i := 0; i < ids && i < len(line); i++ {
+		empty := stock == 0
+		take := max(min(stock, int64(line[i].q)-held), 0)
+		stock -= take
+		if held+take < int64(line[i].q) {
+			return false // not served: HandOver stops
+		}
+		if held > 0 && i == len(line)-1 {
+			return true
+		}
+		if held = held + take - int64(line[i].q); empty {
+			return false
+		}
+	}
+	return false
+}
+
+// drawSource is a crashing mover's variant and source: a segment with a unit
+// of it to take, with every segment's stock of it as read (the case is
+// skipped when no move can be).
+func (m *model) drawSource(t *rapid.T) (string, []int64, int) {
 	if m.n == 1 {
 		t.Skip("one segment: no moves")
 	}
-	st := m.stocks(t)
+	sku := rapid.SampledFrom(m.skus).Draw(t, "sku")
+	st := m.stocks(t, sku)
 	var from []int
 	for q, v := range st {
 		if v > 0 {
@@ -803,17 +1329,18 @@ func (m *model) drawSource(t *rapid.T) ([]int64, int) {
 	if len(from) == 0 {
 		t.Skip("no segment has a unit to take")
 	}
-	return st, rapid.SampledFrom(from).Draw(t, "from")
+	return sku, st, rapid.SampledFrom(from).Draw(t, "from")
 }
 
 // crashTake is a mover that took units and died before giving them: a
 // borrow's take (for a segment nobody waits in) or a hand-over's (for the
 // segment of the first in line).
 func (m *model) crashTake(t *rapid.T) {
-	st, src := m.drawSource(t)
+	sku, st, src := m.drawSource(t)
+	line := m.variantLine(sku)
 	var dests []int
 	for q := range m.n {
-		if q != src && (len(m.lineOf(q)) == 0 || (len(m.line) > 0 && m.segment(m.line[0]) == q)) {
+		if q != src && (len(m.lineOf(sku, q)) == 0 || (len(line) > 0 && m.segment(line[0].user) == q)) {
 			dests = append(dests, q)
 		}
 	}
@@ -824,22 +1351,22 @@ func (m *model) crashTake(t *rapid.T) {
 	units := int64(rapid.IntRange(1, 3).Draw(t, "units"))
 	m.crashes++
 	id := "x" + strconv.Itoa(m.crashes)
-	err := m.s.TakeForTest(m.ctx, modelSale, src, id, units, dest)
-	t.Logf("crash after take %s: %d from segment %d (stock %d) for segment %d: %v", id, units, src, st[src], dest, err)
+	err := m.s.TakeSKUForTest(m.ctx, modelSale, sku, src, id, units, dest)
+	t.Logf("crash after take %s: %d of %s from segment %d (stock %d) for segment %d: %v", id, units, sku, src, st[src], dest, err)
 	if err != nil {
 		t.Fatalf("take: %v", err)
 	}
-	m.moves[id] = &mMove{from: src, dest: dest, units: min(units, st[src])}
+	m.moves[id] = &mMove{sku: sku, from: src, dest: dest, units: min(units, st[src])}
 	time.Sleep(2 * time.Millisecond)
 }
 
 // crashGive is a borrow's mover that gave units to a segment nobody waits in
 // and died before forgetting the move.
 func (m *model) crashGive(t *rapid.T) {
-	st, src := m.drawSource(t)
+	sku, st, src := m.drawSource(t)
 	var dests []int
 	for q := range m.n {
-		if q != src && !m.lost[q] && len(m.lineOf(q)) == 0 {
+		if q != src && !m.lost[q] && len(m.lineOf(sku, q)) == 0 {
 			dests = append(dests, q)
 		}
 	}
@@ -850,12 +1377,12 @@ func (m *model) crashGive(t *rapid.T) {
 	units := int64(rapid.IntRange(1, 3).Draw(t, "units"))
 	m.crashes++
 	id := "x" + strconv.Itoa(m.crashes)
-	err := m.s.GiveForTest(m.ctx, modelSale, src, id, units, dest)
-	t.Logf("crash after give %s: %d from segment %d (stock %d) to segment %d: %v", id, units, src, st[src], dest, err)
+	err := m.s.GiveSKUForTest(m.ctx, modelSale, sku, src, id, units, dest)
+	t.Logf("crash after give %s: %d of %s from segment %d (stock %d) to segment %d: %v", id, units, sku, src, st[src], dest, err)
 	if err != nil {
 		t.Fatalf("give: %v", err)
 	}
-	m.moves[id] = &mMove{from: src, dest: dest, units: min(units, st[src]), given: true}
+	m.moves[id] = &mMove{sku: sku, from: src, dest: dest, units: min(units, st[src]), given: true}
 	time.Sleep(2 * time.Millisecond)
 }
 
@@ -867,7 +1394,7 @@ func (m *model) check(t *rapid.T) {
 		got := m.redisMoves(t)
 		want := map[string]seckill.Move{}
 		for id, mv := range m.moves {
-			want[id] = seckill.Move{ID: id, SKU: seckill.DefaultSKU, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
+			want[id] = seckill.Move{ID: id, SKU: mv.sku, From: mv.from, Dest: mv.dest, Units: mv.units, Given: mv.given}
 		}
 		for id, x := range got {
 			x.At = time.Time{}
@@ -878,18 +1405,45 @@ func (m *model) check(t *rapid.T) {
 		}
 	}
 
-	// Law 1: units conserved.
-	rem, ok, err := m.s.Remaining(m.ctx, modelSale)
-	if err != nil {
-		t.Fatalf("remaining: %v", err)
+	// Law 4's first half: no unit held for nobody (the model's, then
+	// Redis' against it).
+	for k, v := range m.held {
+		if v <= 0 || len(m.lineOf(k.sku, k.seg)) == 0 {
+			t.Fatalf("law 4: the model holds %d units of %s in segment %d for a line of %v", v, k.sku, k.seg, m.lineOf(k.sku, k.seg))
+		}
 	}
+	if held := m.redisHeld(t); !maps.Equal(held, m.held) {
+		t.Fatalf("law 1: units held for a line's head: Redis %v, model %v (the line, first first: %v)", held, m.held, m.line)
+	}
+
+	// Law 1: units conserved, per variant.
+	all, err := m.s.UnitsHeld(m.ctx, []int64{modelSale}, time.Time{})
+	if err != nil {
+		t.Fatalf("units held: %v", err)
+	}
+	h, ok := all[modelSale]
 	if m.anyLost() {
 		if ok {
-			t.Fatalf("a segment is lost, yet Remaining reads the sale as warmed (%d)", rem)
+			t.Fatalf("a segment is lost, yet UnitsHeld reads the sale as warmed (%+v)", h)
 		}
-	} else if !ok || rem != m.available() {
-		t.Fatalf("law 1: Redis remaining %d (warmed %v), want %d = %d units - %d never in the database - %d sold - %d held by unpaid orders",
-			rem, ok, m.available(), m.total, m.dropped, m.sold, len(m.unpaid()))
+	} else {
+		if !ok {
+			t.Fatalf("law 1: no segment is lost, yet UnitsHeld does not read the sale as warmed")
+		}
+		claimed := map[string]int64{}
+		for _, id := range m.active {
+			claimed[m.orders[id].item.SKU] += int64(m.orders[id].item.Quantity)
+		}
+		for _, sku := range m.skus {
+			v := h.Variants[sku]
+			if v.Stock+v.ForWaiting != m.available(sku) || v.ForWaiting != m.heldUnits(sku) {
+				t.Fatalf("law 1: Redis holds %d of %s in stock and in flight and %d for waiting buyers; want %d = %d units - %d never in the database - %d sold - %d held by unpaid orders, %d of them for waiting buyers",
+					v.Stock, sku, v.ForWaiting, m.available(sku), m.units(sku), m.dropped[sku], m.sold[sku], m.unpaidUnits(sku), m.heldUnits(sku))
+			}
+			if v.Claimed != claimed[sku] {
+				t.Fatalf("law 1: Redis' claims hold %d units of %s, the model's active orders %d", v.Claimed, sku, claimed[sku])
+			}
+		}
 	}
 
 	// Law 2: Redis' claims are the model's active orders.
@@ -907,7 +1461,7 @@ func (m *model) check(t *rapid.T) {
 		t.Fatalf("law 2: Redis claims %v, model's active orders %v", claims, want)
 	}
 
-	// Law 3: the one line, and what the waitlist gave.
+	// Law 3: each variant's one line, and what the waitlist gave.
 	adm, err := m.s.WaitlistAdmissions(m.ctx, modelSale)
 	if err != nil {
 		t.Fatalf("waitlist admissions: %v", err)
