@@ -15,6 +15,10 @@ type Terms struct {
 	PaymentTimeout time.Duration
 	UnitPriceCents int64
 	Currency       string
+	// Member: the buyer's token carries the sale's presale claim, so the
+	// scripts admit them from the presale's start (docs/API.md "Presale").
+	// TermsOf leaves it false; the API sets it per buyer.
+	Member bool
 }
 
 // TermsOf are the terms of sale's variant sku for every buyer it admits

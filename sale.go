@@ -46,6 +46,20 @@ type NewSale struct {
 	// entries carry a proof of work of this difficulty (docs/API.md
 	// "Proof of work").
 	ProofDifficulty int
+	// Presale, when set, opens the sale early to the buyers whose token
+	// carries its claim (docs/API.md "Presale"). Never with a lobby.
+	Presale *Presale
+}
+
+// Presale is a sale's members' window: from StartsAt (before the sale's
+// starts_at) the buyers whose token carries Claim may claim and join the
+// waitlist; everyone else waits for the sale's starts_at.
+type Presale struct {
+	StartsAt time.Time
+	// Claim is "<JSON Pointer>=<value>", written as SECKILL_ADMIN_CLAIM
+	// is (auth.ParseAdminClaim reads it): the claim must be the value, or
+	// an array holding it.
+	Claim string
 }
 
 // SaleState is derived from the clock and the stock, never stored.
@@ -54,6 +68,7 @@ type SaleState string
 // Sale states of docs/API.md.
 const (
 	StateScheduled SaleState = "SCHEDULED"
+	StatePresale   SaleState = "PRESALE"
 	StateLobby     SaleState = "LOBBY"
 	StateDrawing   SaleState = "DRAWING"
 	StateActive    SaleState = "ACTIVE"
@@ -79,6 +94,8 @@ type Sale struct {
 	// ProofDifficulty: claims, joins and entries need a proof of work of
 	// this difficulty (0: none).
 	ProofDifficulty int
+	// Presale: the members' window before StartsAt (nil: none).
+	Presale *Presale
 	// Drawn is when the draw finished (nil: not yet, or no lobby).
 	Drawn *time.Time
 	// DrawCommitment is the hex SHA-256 of the draw's seed, published
@@ -110,6 +127,8 @@ func (s *Sale) State(now time.Time) SaleState {
 		return StateScheduled
 	case s.LobbyOpensAt != nil && now.Before(s.StartsAt):
 		return StateLobby
+	case s.Presale != nil && now.Before(s.StartsAt) && !now.Before(s.Presale.StartsAt):
+		return StatePresale
 	case now.Before(s.StartsAt):
 		return StateScheduled
 	case s.LobbyOpensAt != nil && s.Drawn == nil && now.Before(s.EndsAt):
@@ -121,6 +140,16 @@ func (s *Sale) State(now time.Time) SaleState {
 	default:
 		return StateActive
 	}
+}
+
+// OpensAt is when sale takes claims and joins from a buyer: its presale's
+// start for a member (whose token carries the presale's claim), else its
+// starts_at.
+func (s *Sale) OpensAt(member bool) time.Time {
+	if member && s.Presale != nil {
+		return s.Presale.StartsAt
+	}
+	return s.StartsAt
 }
 
 // SaleJSON is the wire form of a Sale.
@@ -144,6 +173,8 @@ type SaleJSON struct {
 	// ProofOfWork: claims, waitlist joins and lobby entries carry a proof
 	// of work (docs/API.md "Proof of work").
 	ProofOfWork *ProofOfWorkJSON `json:"proof_of_work,omitempty"`
+	// Presale: the sale opens early to members (docs/API.md "Presale").
+	Presale *PresaleJSON `json:"presale,omitempty"`
 	// Waitlist: the sale's line while it is SOLD_OUT, shown by GET
 	// /sales/{id} only (docs/API.md "Waitlist"), so a shop offers a join
 	// only when one can succeed.
@@ -157,6 +188,12 @@ type WaitlistJSON struct {
 	Waiting int64 `json:"waiting"`
 	// Max is the line's bound (SECKILL_WAITLIST_MAX).
 	Max int `json:"max"`
+}
+
+// PresaleJSON is a sale's presale as it was given.
+type PresaleJSON struct {
+	StartsAt time.Time `json:"starts_at"`
+	Claim    string    `json:"claim"`
 }
 
 // ProofOfWorkJSON is a sale's proof-of-work setting.
@@ -191,6 +228,9 @@ func (s *Sale) JSON(now time.Time) SaleJSON {
 	}
 	if s.ProofDifficulty > 0 {
 		j.ProofOfWork = &ProofOfWorkJSON{Difficulty: s.ProofDifficulty}
+	}
+	if s.Presale != nil {
+		j.Presale = &PresaleJSON{StartsAt: s.Presale.StartsAt.UTC(), Claim: s.Presale.Claim}
 	}
 	if s.LobbyOpensAt != nil && !now.Before(*s.LobbyOpensAt) && s.DrawCommitment != "" {
 		j.Draw = &DrawJSON{Commitment: s.DrawCommitment}

@@ -14,6 +14,10 @@ type WarmSpec struct {
 	Variants []VariantUnits
 	StartsAt time.Time
 	EndsAt   time.Time
+	// PresaleStartsAt is when the sale's members may claim and join (zero:
+	// the sale has no presale): the scripts admit a caller who says the
+	// buyer is a member from then on.
+	PresaleStartsAt time.Time
 	// Segments is how many segments the stock is split into (stock_segments;
 	// 0 means 1).
 	Segments int
@@ -131,6 +135,9 @@ type Changes struct {
 // sku; a variant missing from units gets none), in the sale's order.
 func WarmSpecOf(sale *Sale, units map[string]int64) WarmSpec {
 	spec := WarmSpec{SaleID: sale.ID, StartsAt: ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: sale.StockSegments}
+	if sale.Presale != nil {
+		spec.PresaleStartsAt = sale.Presale.StartsAt
+	}
 	for _, v := range sale.Variants {
 		spec.Variants = append(spec.Variants, VariantUnits{SKU: v.SKU, Units: units[v.SKU]})
 	}

@@ -109,6 +109,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 		return err
 	}
 	terms, _ := seckill.TermsOf(sale, item.SKU) // itemOf checked the sku
+	terms.Member = member(c, &sale)
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
 		outcome = seckill.InvalidRequest
@@ -120,15 +121,17 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	//
 	// The flag answers SOLD_OUT without asking who is claiming, so a buyer
 	// who already holds an order gets SOLD_OUT rather than ALREADY_CLAIMED
-	// while it is up; their order is unaffected (GET /orders/{id}).
+	// while it is up; their order is unaffected (GET /orders/{id}). It
+	// comes after the start check: the presale's members may sell a sale
+	// out before it starts for everyone else.
 	if idemKey == "" {
+		if start.Before(sale.OpensAt(terms.Member)) {
+			outcome = seckill.SaleNotStarted
+			return notStarted(c, sale)
+		}
 		if len(sale.Variants) == 1 && s.soldOut.soldOut(saleID, start) {
 			outcome = seckill.SoldOut
 			return errSoldOut
-		}
-		if start.Before(sale.StartsAt) {
-			outcome = seckill.SaleNotStarted
-			return notStarted(c, sale)
 		}
 		if !start.Before(sale.EndsAt) {
 			outcome = seckill.SaleEnded

@@ -35,6 +35,7 @@ type createSaleRequest struct {
 	} `json:"proof_of_work"`
 	Variants      []variantRequest `json:"variants"`
 	LimitPerBuyer *int64           `json:"limit_per_buyer"`
+	Presale       *presaleRequest  `json:"presale"`
 }
 
 // variantRequest is one of a sale's variants (docs/API.md "Variants").
@@ -192,6 +193,10 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 			return n, invalid("variants", "a sale with a lobby has one variant for now")
 		}
 	}
+	presale, err := r.Presale.presale(startsAt, lobby != nil)
+	if err != nil {
+		return n, err
+	}
 	difficulty := 0
 	if r.ProofOfWork != nil {
 		if r.ProofOfWork.Difficulty == nil {
@@ -214,6 +219,7 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 		StockSegments:   int(segments),
 		LobbyOpensAt:    lobby,
 		ProofDifficulty: difficulty,
+		Presale:         presale,
 	}, nil
 }
 

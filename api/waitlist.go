@@ -58,10 +58,11 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 		return err
 	}
 	terms, _ := seckill.TermsOf(sale, item.SKU) // itemOf checked the sku
+	terms.Member = member(c, &sale)
 	// The script checks the window against Redis' clock; these checks
 	// spare it, and the buyer's proof of work, the obvious cases.
 	now := time.Now()
-	if now.Before(sale.StartsAt) {
+	if now.Before(sale.OpensAt(terms.Member)) {
 		return notStarted(c, sale)
 	}
 	if !now.Before(sale.EndsAt) {

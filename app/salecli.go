@@ -29,7 +29,8 @@ const (
 	saleCreateUsage = `seckill sale create --name NAME (--price 9.90 --stock 100 | --variant SKU:NAME:PRICE:STOCK ...)
                     [--limit-per-buyer 1..100] [--currency usd]
                     [--starts now|+10m|2026-11-22T10:00:00Z] [--ends +1h|RFC 3339]
-                    [--timeout 15m] [--segments 1..64]`
+                    [--timeout 15m] [--segments 1..64]
+                    [--presale-starts-at now|+DURATION|RFC 3339 --presale-claim /groups=vip]`
 	saleListUsage    = "seckill sale list [--limit 50]"
 	saleShowUsage    = "seckill sale show ID"
 	saleStatsUsage   = "seckill sale stats ID [--watch 2s]"
@@ -103,12 +104,15 @@ func SaleCommand(ctx context.Context, cfg Config, getenv func(string) string, ar
 		var variants variantFlags
 		fs.Var(&variants, "variant", "a variant as SKU:NAME:PRICE:STOCK, e.g. eu-42:EU 42:120.00:40 (repeat for each; instead of --price and --stock)")
 		limit := fs.Int("limit-per-buyer", 1, "the most units one buyer's order may hold (1..100)")
+		presaleAt := fs.String("presale-starts-at", "", "a members' presale from: now, +DURATION from now, or RFC 3339 (before --starts; with --presale-claim)")
+		presaleClaim := fs.String("presale-claim", "", "who is a member: POINTER=VALUE in the buyer's token, as SECKILL_ADMIN_CLAIM is written, e.g. /groups=vip")
 		if _, err := parseFlags(h, fs, args, 0); err != nil {
 			return err
 		}
 		c.base = strings.TrimRight(*apiURL, "/")
 		body, err := newSale{name: *name, price: *price, currency: *currency, stock: *stock,
-			starts: *starts, ends: *ends, timeout: *timeout, segments: *segments, variants: variants, limit: *limit}.body(now)
+			starts: *starts, ends: *ends, timeout: *timeout, segments: *segments, variants: variants, limit: *limit,
+			presaleAt: *presaleAt, presaleClaim: *presaleClaim}.body(now)
 		if err != nil {
 			return err
 		}
@@ -243,6 +247,8 @@ type newSale struct {
 	segments              int
 	variants              variantFlags
 	limit                 int
+	// presaleAt and presaleClaim: a members' presale, both or neither.
+	presaleAt, presaleClaim string
 }
 
 // variantFlags are the --variant flags, each SKU:NAME:PRICE:STOCK.
@@ -312,6 +318,16 @@ func (n newSale) body(now time.Time) ([]byte, error) {
 	}
 	body["starts_at"], body["ends_at"] = start.UTC().Format(time.RFC3339Nano), end.UTC().Format(time.RFC3339Nano)
 	body["payment_timeout_seconds"], body["stock_segments"] = int64(n.timeout/time.Second), n.segments
+	switch {
+	case (n.presaleAt == "") != (n.presaleClaim == ""):
+		return nil, errors.New("sale create: a presale takes both --presale-starts-at and --presale-claim")
+	case n.presaleAt != "":
+		at, err := parseWhen(n.presaleAt, now)
+		if err != nil {
+			return nil, fmt.Errorf("sale create: --presale-starts-at: %w", err)
+		}
+		body["presale"] = map[string]any{"starts_at": at.UTC().Format(time.RFC3339Nano), "claim": n.presaleClaim}
+	}
 	return json.Marshal(body)
 }
 
@@ -479,6 +495,9 @@ func printSale(w io.Writer, s seckill.SaleJSON) {
 	fmt.Fprintf(tw, "state\t%s\n", s.State)
 	fmt.Fprintf(tw, "price\t%s\n", money(s.PriceCents, s.Currency))
 	fmt.Fprintf(tw, "window\t%s .. %s\n", s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339))
+	if s.Presale != nil {
+		fmt.Fprintf(tw, "presale\tfrom %s, for tokens with %s\n", s.Presale.StartsAt.Format(time.RFC3339), s.Presale.Claim)
+	}
 	fmt.Fprintf(tw, "pay within\t%s\n", time.Duration(s.PaymentTimeoutSeconds)*time.Second)
 	if s.StockSegments > 1 {
 		fmt.Fprintf(tw, "segments\t%d (Redis stock segments)\n", s.StockSegments)

@@ -33,7 +33,14 @@ const MaxSubject = 255
 type Principal struct {
 	UserID string
 	Admin  bool
+	// Claims are the verified token's claims, for the checks a sale makes
+	// of its buyers (a presale's claim: Holds).
+	Claims map[string]any
 }
+
+// Holds reports whether p's token carries claim (an AdminClaim's form,
+// such as a presale's "/groups=vip").
+func (p Principal) Holds(claim AdminClaim) bool { return claim.path != nil && claim.Holds(p.Claims) }
 
 // Verifier checks a raw bearer token.
 type Verifier interface {
@@ -81,7 +88,7 @@ func principalOf(c jwt.MapClaims, admin AdminClaim) (Principal, error) {
 	if err := checkSubject(sub); err != nil {
 		return Principal{}, err
 	}
-	return Principal{UserID: sub, Admin: admin.Holds(c)}, nil
+	return Principal{UserID: sub, Admin: admin.Holds(c), Claims: c}, nil
 }
 
 // AdminClaim is SECKILL_ADMIN_CLAIM: a JSON Pointer (RFC 6901) to a claim
@@ -154,6 +161,44 @@ func (a AdminClaim) Holds(claims map[string]any) bool {
 	return false
 }
 
+// registered are the JWT claims SignWith sets itself (RFC 7519 4.1).
+var registered = map[string]bool{"iss": true, "sub": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true}
+
+// setIn puts a's value at its pointer in claims: the value alone in an
+// array, or added to the array (or the one value) there.
+func (a AdminClaim) setIn(claims map[string]any) error {
+	switch {
+	case a.path == nil:
+		return errors.New("an empty claim")
+	case registered[a.path[0]]:
+		return fmt.Errorf("claim %s: %q is a registered claim the token's validity rests on", a, a.path[0])
+	}
+	at := claims
+	for _, key := range a.path[:len(a.path)-1] {
+		switch next := at[key].(type) {
+		case map[string]any:
+			at = next
+		case nil:
+			m := map[string]any{}
+			at[key], at = m, m
+		default:
+			return fmt.Errorf("claim %s: %q holds a value, not an object", a, key)
+		}
+	}
+	last := a.path[len(a.path)-1]
+	switch v := at[last].(type) {
+	case nil:
+		at[last] = []any{a.value}
+	case string:
+		at[last] = []any{v, a.value}
+	case []any:
+		at[last] = append(v, a.value)
+	default:
+		return fmt.Errorf("claim %s: %q holds an object, not a value", a, last)
+	}
+	return nil
+}
+
 // String is the setting's form.
 func (a AdminClaim) String() string {
 	var b strings.Builder
@@ -206,6 +251,14 @@ func (s *Secret) Ready() error { return nil }
 // valid for ttl. What `seckill token`, `seckill dev` and the command-line
 // tools hand out.
 func (s *Secret) Sign(user string, admin bool, ttl time.Duration) (string, error) {
+	return s.SignWith(user, admin, ttl)
+}
+
+// SignWith is Sign with extra claims set too, each as its pointer says (a
+// presale's "/groups=vip" gives {"groups": ["vip"]}); several at one
+// pointer make an array holding each value. A claim whose pointer crosses
+// a value that is not an object is an error.
+func (s *Secret) SignWith(user string, admin bool, ttl time.Duration, extra ...AdminClaim) (string, error) {
 	if len(s.key) == 0 {
 		return "", errors.New("no JWT secret to sign with (SECKILL_JWT_SECRET)")
 	}
@@ -233,6 +286,11 @@ func (s *Secret) Sign(user string, admin bool, ttl time.Duration) (string, error
 			at = next
 		}
 		at[s.admin.path[len(s.admin.path)-1]] = s.admin.value
+	}
+	for _, e := range extra {
+		if err := e.setIn(c); err != nil {
+			return "", err
+		}
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.key)
 }

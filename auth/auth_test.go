@@ -34,6 +34,8 @@ func TestSignToken_VerifiesUnderItsSecretOnly(t *testing.T) {
 
 			p, err := auth.NewSecret(secret, "", auth.AdminClaim{}).Verify(context.Background(), raw)
 			require.NoError(t, err)
+			require.Equal(t, tt.user, p.Claims["sub"], "the verified token's claims")
+			p.Claims = nil
 			require.Equal(t, auth.Principal{UserID: tt.user, Admin: tt.admin}, p)
 			_, err = auth.NewSecret([]byte("another"), "", auth.AdminClaim{}).Verify(context.Background(), raw)
 			require.ErrorIs(t, err, jwt.ErrSignatureInvalid)
@@ -117,8 +119,39 @@ func TestSecret_SignsWhatItAccepts(t *testing.T) {
 		require.NoError(t, err)
 		p, err := s.Verify(context.Background(), raw)
 		require.NoError(t, err)
+		p.Claims = nil
 		require.Equal(t, auth.Principal{UserID: "auth0|5f3c", Admin: isAdmin}, p)
 	}
 	_, err := auth.NewSecret(nil, "", auth.AdminClaim{}).Sign("bob", false, time.Minute)
 	require.ErrorContains(t, err, "no JWT secret")
+}
+
+// seckill token --claim: the extra claims SignWith sets are held, each at
+// its pointer, several at one pointer in an array; the registered claims
+// and a pointer through a value are refused.
+func TestSecret_SignWithSetsTheExtraClaims(t *testing.T) {
+	s := auth.NewSecret([]byte("k"), "", auth.MustAdminClaim("/realm_access/roles=seckill-admin"))
+	vip, staff := auth.MustAdminClaim("/groups=vip"), auth.MustAdminClaim("/groups=staff")
+	raw, err := s.SignWith("ann", true, time.Minute, vip, staff, auth.MustAdminClaim("/realm_access/roles=early"))
+	require.NoError(t, err)
+	p, err := s.Verify(context.Background(), raw)
+	require.NoError(t, err)
+	require.Equal(t, "ann", p.UserID)
+	require.True(t, p.Admin, "the admin claim and an extra value at its pointer")
+	for _, c := range []string{"/groups=vip", "/groups=staff", "/realm_access/roles=early"} {
+		require.True(t, p.Holds(auth.MustAdminClaim(c)), c)
+	}
+	require.False(t, p.Holds(auth.MustAdminClaim("/groups=other")))
+	require.False(t, p.Holds(auth.AdminClaim{}), "the zero claim is held by nobody")
+
+	plain, err := s.Sign("bob", false, time.Minute)
+	require.NoError(t, err)
+	p, err = s.Verify(context.Background(), plain)
+	require.NoError(t, err)
+	require.False(t, p.Holds(vip))
+
+	_, err = s.SignWith("ann", false, time.Minute, auth.MustAdminClaim("/sub=eve"))
+	require.ErrorContains(t, err, "registered claim")
+	_, err = s.SignWith("ann", false, time.Minute, vip, auth.MustAdminClaim("/groups/x=y"))
+	require.ErrorContains(t, err, "not an object")
 }

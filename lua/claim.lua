@@ -6,7 +6,8 @@
 -- KEYS[1] stock   seckill:{sN}:stock[:<sku>]  string counter of the
 --         variant's units left ("stock" for the variant "default")
 -- KEYS[2] claims  seckill:{sN}:claims  hash user id -> order id
--- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms
+-- KEYS[3] meta    seckill:{sN}:meta    hash starts_ms, ends_ms, expire_ms,
+--         presale_ms (only for a sale with a presale)
 -- KEYS[4] outbox  seckill:{sN}:outbox  stream of admitted claims
 -- KEYS[5] idem    seckill:{sN}:idem:<user, base64url>:<key hash>  the first decision
 --         for this user's Idempotency-Key, "code:order id" (used when
@@ -45,6 +46,9 @@
 --          draw's admissions pass that check
 -- ARGV[14] the variant's sku
 -- ARGV[15] quantity: the units asked for, 1..the sale's limit per buyer
+-- ARGV[16] "1" when the buyer's token carries the sale's presale claim
+--          (docs/API.md "Presale"): from meta's presale_ms on they pass
+--          the start check; everyone else waits for starts_ms
 --
 -- With an Idempotency-Key, a recorded decision ("<code>:<order id>:<q>/<sku>")
 -- is returned as it was, with the third element 1 (replayed), and nothing
@@ -123,11 +127,12 @@ local stock = redis.call('GET', KEYS[1])
 if not stock then
   return {5, '', 0, ''}
 end
-local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms')
+local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'presale_ms')
 if not window[1] or not window[2] then
   return {5, '', 0, ''}
 end
-if now < tonumber(window[1]) and ARGV[13] ~= '1' then
+local member = ARGV[16] == '1' and window[3] and now >= tonumber(window[3])
+if now < tonumber(window[1]) and ARGV[13] ~= '1' and not member then
   -- "Not yet" is not recorded under an Idempotency-Key: a retry after the
   -- start (or after a sale's draw) is decided afresh.
   return {3, '', 0, ''}

@@ -28,6 +28,8 @@
 --         as claim.lua's ARGV[13])
 -- ARGV[10] the variant's sku
 -- ARGV[11] quantity: the units the buyer waits for (1..limit per buyer)
+-- ARGV[12] "1" when the buyer is a member of the sale's presale: past the
+--          start check from meta's presale_ms on (as claim.lua's ARGV[16])
 --
 -- Returns {code, value, extra}:
 --   0 ADMITTED         value = ARGV[3], extra = its pay_by (ms)
@@ -42,12 +44,13 @@
 --                      of the line they are in (another variant's, maybe)
 --   9 WAITLIST_FULL
 local stock = redis.call('GET', KEYS[1])
-local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms')
+local window = redis.call('HMGET', KEYS[3], 'starts_ms', 'ends_ms', 'expire_ms', 'presale_ms')
 if not stock or not window[1] or not window[2] then
   return {5, '', ''}
 end
 local now = now_ms()
-if now < tonumber(window[1]) and ARGV[9] ~= '1' then
+local member = ARGV[12] == '1' and window[4] and now >= tonumber(window[4])
+if now < tonumber(window[1]) and ARGV[9] ~= '1' and not member then
   return {3, '', ''}
 end
 -- An active order is told before "ended" (as claim.lua does).

@@ -28,7 +28,8 @@
 --         numbers the joins of a sale of several segments: a re-loaded segment 0
 --         goes on after it, so the line keeps its order)
 -- ARGV[7] sale id, ARGV[8] payment timeout ms, ARGV[9] currency
--- ARGV[10] V, the variants; then V triples in KEYS' order: sku, units to
+-- ARGV[10] presale_ms ('' for a sale without a presale), as warm.lua's
+-- ARGV[11] V, the variants; then V triples in KEYS' order: sku, units to
 --         load (the database's available minus the orders written but not
 --         yet holding their units, the admissions to make again included),
 --         price cents per unit
@@ -59,15 +60,15 @@ if redis.call('EXISTS', KEYS[8]) == 1 then
   return {0, 0, 0, 0}
 end
 local expire = ARGV[3]
-local v = tonumber(ARGV[10])
+local v = tonumber(ARGV[11])
 local variants, skus = {}, {}
 for i = 0, v - 1 do
-  local a = 11 + 3 * i
+  local a = 12 + 3 * i
   variants[ARGV[a]] = {stock = KEYS[8 + 3 * i], wait = KEYS[9 + 3 * i], held = KEYS[10 + 3 * i],
     units = ARGV[a + 1], price = ARGV[a + 2], sku = ARGV[a], orders = {}}
   skus[#skus + 1] = ARGV[a]
 end
-local r_at = 11 + 3 * v
+local r_at = 12 + 3 * v
 local c_at = r_at + 1 + 2 * tonumber(ARGV[r_at])
 local active_end = c_at + 4 * tonumber(ARGV[c_at])
 redis.call('DEL', KEYS[3], KEYS[6])
@@ -83,6 +84,9 @@ redis.call('HSET', KEYS[1], 'starts_ms', ARGV[1], 'ends_ms', ARGV[2], 'expire_ms
   'skus', table.concat(skus, ','))
 if tonumber(ARGV[6]) > 0 then
   redis.call('HSET', KEYS[1], 'wait_seq', ARGV[6])
+end
+if ARGV[10] ~= '' then
+  redis.call('HSET', KEYS[1], 'presale_ms', ARGV[10])
 end
 redis.call('PEXPIREAT', KEYS[1], expire)
 for _, var in pairs(variants) do

@@ -15,7 +15,9 @@
 --         of the sale can have settled)
 -- ARGV[4] consumer group of the outbox relay
 -- ARGV[5] how many segments the sale's stock has (this is one of them)
--- ARGV[6..] pairs sku, units to load into its counter, in KEYS' order
+-- ARGV[6] presale_ms: when the sale's presale members may claim ('' for a
+--         sale without a presale)
+-- ARGV[7..] pairs sku, units to load into its counter, in KEYS' order
 --
 -- meta's skus lists the variants' skus, comma-separated, in the sale's
 -- order, so any process can find every variant's keys.
@@ -25,12 +27,15 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
 end
 local skus = {}
 for i = 3, #KEYS do
-  local a = 6 + 2 * (i - 3)
+  local a = 7 + 2 * (i - 3)
   skus[#skus + 1] = ARGV[a]
   redis.call('SET', KEYS[i], ARGV[a + 1], 'PXAT', ARGV[3])
 end
 redis.call('HSET', KEYS[1], 'starts_ms', ARGV[1], 'ends_ms', ARGV[2], 'expire_ms', ARGV[3], 'parts', ARGV[5],
   'skus', table.concat(skus, ','))
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 'presale_ms', ARGV[6])
+end
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 -- The relay's group must exist before the first entry, from id 0, so no
 -- admitted claim is ever skipped. BUSYGROUP (it exists) is fine.

@@ -134,7 +134,7 @@ func (s *Store) claimOnce(ctx context.Context, k Keys, saleID int64, userID stri
 			userID, orderID, saleID, int64(IdempotencyTTL/time.Second), idem,
 			s.limit.Max, s.limit.Window.Milliseconds(),
 			terms.PaymentTimeout.Milliseconds(), terms.UnitPriceCents, terms.Currency, fin, tracing.TraceParent(ctx), flag(s.byDraw),
-			item.SKU, item.Quantity).Slice()
+			item.SKU, item.Quantity, flag(terms.Member)).Slice()
 		if err != nil {
 			return false, fmt.Errorf("claim script: %w", err)
 		}

@@ -67,7 +67,7 @@ func (s *Store) Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error) {
 	for p := range n {
 		k := s.SegmentKeys(spec.SaleID, p)
 		keys := []string{k.Meta, k.Outbox}
-		args := []any{spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n}
+		args := []any{spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, presaleArg(spec)}
 		for _, v := range spec.Variants {
 			keys = append(keys, k.Variant(v.SKU).Stock)
 			args = append(args, v.SKU, share(v.Units, n, p))
@@ -86,6 +86,15 @@ func (s *Store) Warm(ctx context.Context, spec seckill.WarmSpec) (bool, error) {
 		return false, err
 	}
 	return first, nil
+}
+
+// presaleArg is the presale_ms warm.lua and rewarm.lua write to meta: the
+// presale's start in unix milliseconds, or "" for a sale without one.
+func presaleArg(spec seckill.WarmSpec) string {
+	if spec.PresaleStartsAt.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(spec.PresaleStartsAt.UnixMilli(), 10)
 }
 
 // listForRelay lists the sale for the relay, which watches a sale's outbox
@@ -271,7 +280,7 @@ func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again
 		first := termsOf(spec.Variants[0].SKU)
 		keys := []string{k.Meta, k.Outbox, k.Claims, k.Admitted, k.Waited, k.Units, k.Lines}
 		args := []any{spec.StartsAt.UnixMilli(), spec.EndsAt.UnixMilli(), expire.UnixMilli(), RelayGroup, n, lastJoin,
-			spec.SaleID, first.PaymentTimeout.Milliseconds(), first.Currency, len(spec.Variants)}
+			spec.SaleID, first.PaymentTimeout.Milliseconds(), first.Currency, presaleArg(spec), len(spec.Variants)}
 		for _, v := range spec.Variants {
 			kv := k.Variant(v.SKU)
 			keys = append(keys, kv.Stock, kv.Wait, kv.Held)

@@ -53,7 +53,7 @@ func (s *Store) Join(ctx context.Context, saleID int64, userID string, item seck
 		}
 	}
 	args := append([]any{userID, room, orderID, saleID}, termArgs(terms)...)
-	args = append(args, seq, flag(s.byDraw), sku, item.Quantity)
+	args = append(args, seq, flag(s.byDraw), sku, item.Quantity, flag(terms.Member))
 	var res []any
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error

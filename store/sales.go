@@ -24,6 +24,8 @@ type saleRow struct {
 	StockSegments         int
 	LobbyOpensAt          *time.Time
 	ProofDifficulty       int
+	PresaleStartsAt       *time.Time
+	PresaleClaim          *string
 	DrawSeed              []byte
 	DrawState             *string
 	DrawnAt               *time.Time `gorm:"->"` // set by the draw only
@@ -88,6 +90,9 @@ func (r *saleRow) sale(variants []variantRow) *seckill.Sale {
 		DrawCommitment:  commitment(r.DrawSeed),
 		LimitPerBuyer:   r.LimitPerBuyer,
 		Variants:        make([]seckill.Variant, len(variants)),
+	}
+	if r.PresaleStartsAt != nil && r.PresaleClaim != nil {
+		s.Presale = &seckill.Presale{StartsAt: r.PresaleStartsAt.UTC(), Claim: *r.PresaleClaim}
 	}
 	for i := range variants {
 		s.Variants[i] = variants[i].variant()
@@ -173,6 +178,10 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 		at := n.LobbyOpensAt.UTC()
 		open := seckill.DrawOpen
 		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
+	}
+	if n.Presale != nil {
+		at, claim := n.Presale.StartsAt.UTC(), n.Presale.Claim
+		row.PresaleStartsAt, row.PresaleClaim = &at, &claim
 	}
 	var variants []variantRow
 	err := s.transaction(ctx, func(tx *gorm.DB) error {

@@ -58,6 +58,22 @@ const Seckill = (() => {
   }
 
   function token() { return localStorage.getItem(TOKEN); }
+
+  // holds reports whether the signed-in token carries claim, written as a
+  // sale's presale.claim ("/groups=vip": the JSON Pointer's value is, or
+  // holds, "vip"). Only what the page shows: the API decides.
+  function holds(claim) {
+    const t = token(), eq = claim.indexOf("=");
+    if (!t || eq < 0) return false;
+    let at;
+    try { at = JSON.parse(atob(t.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))); } catch (e) { return false; }
+    for (const key of claim.slice(1, eq).split("/")) {
+      if (at === null || typeof at !== "object" || Array.isArray(at)) return false;
+      at = at[key.replace(/~1/g, "/").replace(/~0/g, "~")];
+    }
+    const value = claim.slice(eq + 1);
+    return at === value || (Array.isArray(at) && at.includes(value));
+  }
   function user() { return localStorage.getItem(USER); }
 
   async function api(method, path, opts = {}) {
@@ -421,6 +437,10 @@ const Seckill = (() => {
       const active = order && (order.status === "QUEUED" || order.status === "AWAITING_PAYMENT" || order.status === "PAID");
       const phase = sale.lobby_opens_at ? drawPhase(now) : "";
       const at = (t) => new Date(t).toLocaleString();
+      // A presale (docs/API.md "Presale"): its members buy from its start.
+      const member = !!sale.presale && holds(sale.presale.claim);
+      const opens = member ? Date.parse(sale.presale.starts_at) : starts;
+      $("claim").textContent = member && now < starts ? "Members' presale" : "Buy now";
       // Why "Buy now" cannot be pressed, said next to it; "" when it can.
       let why = "";
       if (!user()) why = "Sign in to buy.";
@@ -429,7 +449,9 @@ const Seckill = (() => {
       else if (phase === "soon") why = "This sale starts with a draw at " + at(starts) + "; its lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ".";
       else if (phase === "open" && entry) why = "This sale starts with a draw at " + at(starts) + ", and you are in it.";
       else if (phase === "open") why = "This sale starts with a draw: enter it below before " + at(starts) + ".";
-      else if (now < starts) why = "The sale starts " + at(starts) + ".";
+      else if (now < opens && member) why = "Members' presale from " + at(opens) + "; the sale opens to everyone " + at(starts) + ".";
+      else if (now < opens && sale.state === "PRESALE") why = "Members' presale now; the sale opens to everyone " + at(starts) + ".";
+      else if (now < opens) why = "The sale starts " + at(starts) + ".";
       else if (now >= ends || sale.state === "ENDED") why = "The sale has ended.";
       else if (phase === "drawing") why = "The draw is running; any units it leaves can be bought here once it is done.";
       else if (sale.stock.remaining <= 0) why = "Sold out. Units come back when a buyer does not pay in time or cancels.";
@@ -438,7 +460,7 @@ const Seckill = (() => {
       $("claim").disabled = why !== "";
       $("claim-why").textContent = why;
       renderOrder();
-      const joinable = renderWaitlist(active, now >= starts && now < ends && (phase === "" || phase === "drawn"));
+      const joinable = renderWaitlist(active, now >= opens && now < ends && (phase === "" || phase === "drawn"));
       renderPickers(joinable, active);
       renderLobby(now, phase);
     }

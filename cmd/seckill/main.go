@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/tracing"
 )
@@ -40,10 +41,11 @@ Usage:
   seckill sale create|list|show|stats|restock ...
                                     manage sales through the API as an admin
                                     (seckill sale --help)
-  seckill token --user ID [--admin] [--ttl 1h]
+  seckill token --user ID [--admin] [--claim /groups=vip ...] [--ttl 1h]
                                     print a signed JWT (uses SECKILL_JWT_SECRET,
                                     or the dev secret when unset, with
-                                    SECKILL_JWT_AUDIENCE and SECKILL_ADMIN_CLAIM)
+                                    SECKILL_JWT_AUDIENCE and SECKILL_ADMIN_CLAIM;
+                                    --claim: a presale's claim)
   seckill audit --sale ID [--wait 1m] [--json]
                                     check the invariants of a sale, once
                                     it is at rest (waits up to --wait for that;
@@ -330,10 +332,12 @@ func withDeps(ctx context.Context, cfg app.Config, connect func(context.Context,
 
 func tokenHelp() cli.Help {
 	return cli.Help{
-		Usage: "seckill token --user ID [--admin] [--ttl 1h]",
+		Usage: "seckill token --user ID [--admin] [--claim /groups=vip ...] [--ttl 1h]",
 		About: `Prints a JWT for user ID, signed with SECKILL_JWT_SECRET (the dev secret
 when unset), carrying SECKILL_JWT_AUDIENCE and, with --admin,
-SECKILL_ADMIN_CLAIM. With an identity provider (SECKILL_OIDC_ISSUER or
+SECKILL_ADMIN_CLAIM. Each --claim POINTER=VALUE (written as
+SECKILL_ADMIN_CLAIM is) puts VALUE at the JSON Pointer, in an array: the
+token of a presale's member (a sale's presale.claim). With an identity provider (SECKILL_OIDC_ISSUER or
 SECKILL_JWKS_URL) tokens come from it, and this command refuses.`,
 		Env: app.Env(app.SigningEnv()...),
 	}
@@ -344,6 +348,15 @@ func token(cfg app.Config, args []string, stdout io.Writer) error {
 	user := fs.String("user", "", "user id (sub), 1-255 printable ASCII characters")
 	admin := fs.Bool("admin", false, "an admin's token: it carries SECKILL_ADMIN_CLAIM")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
+	var claims []auth.AdminClaim
+	fs.Func("claim", "a claim the token carries, POINTER=VALUE as SECKILL_ADMIN_CLAIM is written, e.g. /groups=vip (repeat for more)", func(s string) error {
+		c, err := auth.ParseAdminClaim(s)
+		if err != nil {
+			return err
+		}
+		claims = append(claims, c)
+		return nil
+	})
 	if err := tokenHelp().Parse(fs, args); err != nil {
 		return err
 	}
@@ -354,7 +367,7 @@ func token(cfg app.Config, args []string, stdout io.Writer) error {
 		return errors.New("token: tokens come from your identity provider (SECKILL_OIDC_ISSUER or SECKILL_JWKS_URL is set); seckill token signs with SECKILL_JWT_SECRET, which seckill does not accept then")
 	}
 	cfg.WithDevSecrets()
-	t, err := cfg.Secret().Sign(*user, *admin, *ttl)
+	t, err := cfg.Secret().SignWith(*user, *admin, *ttl, claims...)
 	if err != nil {
 		return err
 	}
