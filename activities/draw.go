@@ -187,7 +187,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// published cut R holds.
 			e.Outcome = seckill.EntryLost
 		case e.Fits:
-			err = a.admitDrawn(ctx, sale.ID, e, termsOf(e.Item.OrDefault().SKU))
+			err = a.admitDrawn(ctx, sale.ID, e, termsOf)
 		default:
 			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, termsOf(e.Item.OrDefault().SKU), &progress)
 		}
@@ -288,14 +288,17 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from int) (
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, terms seckill.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, termsOf func(sku string) seckill.Terms) error {
+	terms := termsOf(e.Item.OrDefault().SKU)
 	orderID, err := a.ids.Next()
 	if err != nil {
 		return err
 	}
 	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms, e.Item.OrDefault())
-	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
-		if _, err := a.redis.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, a.ids.Next); err != nil {
+	if err == nil && short(res) && res.Tentative && !res.Owed {
+		// Units landing may serve any variant's waiting buyers: each at
+		// its variant's terms.
+		if _, err := a.redis.FinishMoves(ctx, saleID, termsOf, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
 		// A fresh id: a borrow names its move after the claim's order id.
@@ -314,7 +317,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 	case seckill.SaleEnded: // holding no order: claim.lua tells a held one first
 		e.Outcome = seckill.EntryLost
 		return errSaleEnded
-	case seckill.SoldOut:
+	case seckill.SoldOut, seckill.NotEnoughStock:
 		if res.Tentative && !res.Owed {
 			return fmt.Errorf("admit rank %d of sale %d: its units are still moving between segments", e.Rank, saleID)
 		}
@@ -325,6 +328,12 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 		return a.queueDrawnFull(ctx, saleID, e, 0, terms, &full)
 	}
 	return fmt.Errorf("admit rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
+}
+
+// short reports whether a claim found too few units of its variant: none
+// (SOLD_OUT) or fewer than its quantity (NOT_ENOUGH_STOCK).
+func short(res seckill.ClaimResult) bool {
+	return res.Outcome == seckill.SoldOut || res.Outcome == seckill.NotEnoughStock
 }
 
 // queueDrawn puts an entrant that does not fit on their variant's
