@@ -277,10 +277,18 @@ func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
 	// An entry that fits is LOST only when the sale had ended before the
 	// draw reached it (SettleDraw): the first such rank is where the end
 	// cut the draw.
-	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
-		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
-		draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND fits)
-		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
+	// Each variant's count of entries admitted is written with it, once.
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE sale_variants v SET draw_admitted =
+			(SELECT count(*) FROM lobby_entries e WHERE e.sale_id = v.sale_id AND e.sku = v.sku AND e.outcome = ?)
+			WHERE v.sale_id = ?`, seckill.EntryWon, saleID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
+			draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
+			draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND fits)
+			WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
+	})
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}
@@ -310,16 +318,16 @@ func (s *Store) FreezeDrawStock(ctx context.Context, saleID int64) (map[string]i
 }
 
 // DrawVariants returns, per variant of the sale in its order, the units
-// its draw gave and the entries it admitted (WON).
+// its draw gave and the entries it admitted (WON), as FinishDraw recorded
+// them (0 before).
 func (s *Store) DrawVariants(ctx context.Context, saleID int64) ([]seckill.DrawVariant, error) {
 	var rows []struct {
 		SKU       string `gorm:"column:sku"`
 		DrawStock *int64
 		Admitted  int
 	}
-	if err := s.db.WithContext(ctx).Raw(`SELECT v.sku, v.draw_stock,
-		(SELECT count(*) FROM lobby_entries e WHERE e.sale_id = v.sale_id AND e.sku = v.sku AND e.outcome = ?) AS admitted
-		FROM sale_variants v WHERE v.sale_id = ? ORDER BY v.position`, seckill.EntryWon, saleID).Scan(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(`SELECT sku, draw_stock, COALESCE(draw_admitted, 0) AS admitted
+		FROM sale_variants WHERE sale_id = ? ORDER BY position`, saleID).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the draw's variants of sale %d: %w", saleID, err)
 	}
 	out := make([]seckill.DrawVariant, len(rows))
