@@ -34,6 +34,7 @@ type LobbyEntry struct {
 	Entry   []byte
 	Item    Item   // the variant and units it asks for
 	Rank    int    // 0 until the draw has ranked it
+	Fits    bool   // ranked: its variant still had its quantity at its rank (draw.Fitter)
 	Outcome string // "" until the draw has settled it
 	OrderID int64  // the order a WON entry was given
 }
@@ -54,18 +55,29 @@ type Draw struct {
 	Entries  int // set once RANKED
 	Admitted int // set once DONE
 	// EndedAtRank is where the sale's end cut the draw, set once DONE:
-	// the first rank within min(stock, entries) not admitted because the
-	// sale had ended (0: the end cut nothing). Admitted is then
-	// EndedAtRank - 1.
+	// the first rank of an entry that fits (LobbyEntry.Fits) not admitted
+	// because the sale had ended (0: the end cut nothing). Admitted is
+	// then the number of entries that fit ranked before it.
 	EndedAtRank int
 	DrawnAt     *time.Time
 }
 
-// DrawOrder is an order the draw gave: the entry that won it and its rank.
+// DrawOrder is an order the draw gave: the entry that won it and its
+// rank, and the item the order is of.
 type DrawOrder struct {
 	OrderID int64
 	Entry   []byte
 	Rank    int
+	Item    Item
+}
+
+// DrawVariant is what a sale's draw did with one variant: the units it
+// drew (the variant's stock when it ranked the lobby) and the entries it
+// admitted.
+type DrawVariant struct {
+	SKU      string
+	Stock    int64
+	Admitted int
 }
 
 // ErrLobbyClosed: the sale's lobby takes no more entries (its draw has
@@ -81,15 +93,30 @@ type PublishedDrawJSON struct {
 	Entries    int64  `json:"entries"`
 	Admitted   int64  `json:"admitted"`
 	// EndedAtRank: the sale ended during its draw, which admitted the
-	// ranks before this one only (absent: the end cut nothing).
+	// entries that fit ranked before this one only (absent: the end cut
+	// nothing).
 	EndedAtRank int64 `json:"ended_at_rank,omitempty"`
+	// Variants: per variant, in the sale's order, the units the draw
+	// gave (its stock when the lobby was ranked: a restock after the
+	// draw does not change it) and the entries it admitted, so a
+	// verifier recomputes each variant's admitted entries.
+	Variants []DrawVariantJSON `json:"variants,omitempty"`
+}
+
+// DrawVariantJSON is one variant of PublishedDrawJSON.
+type DrawVariantJSON struct {
+	SKU      string `json:"sku"`
+	Stock    int64  `json:"stock"`
+	Admitted int64  `json:"admitted"`
 }
 
 // DrawOrderJSON is one order of GET /api/v1/sales/{id}/draw/orders.
 type DrawOrderJSON struct {
-	OrderID string `json:"order_id"`
-	Entry   string `json:"entry"`
-	Rank    int64  `json:"rank"`
+	OrderID  string `json:"order_id"`
+	Entry    string `json:"entry"`
+	Rank     int64  `json:"rank"`
+	SKU      string `json:"sku,omitempty"`
+	Quantity int    `json:"quantity,omitempty"`
 }
 
 // DrawOrdersJSON is GET /api/v1/sales/{id}/draw/orders.

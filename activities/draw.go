@@ -23,9 +23,12 @@ const (
 	DrawLostBatch   = 50_000
 )
 
-// RankDraw closes the sale's lobby and gives every entry its rank. Its
-// result is the same however often it runs (the seed is fixed, the lobby
-// closed before it is read): a retry after a crash writes the same ranks.
+// RankDraw closes the sale's lobby, gives every entry its rank and decides
+// which entries fit (draw.Fitter): in rank order, the entries whose
+// variant still has their quantity, from each variant's stock fixed now
+// (store.FreezeDrawStock). Its result is the same however often it runs
+// (the seed and the stock are fixed, the lobby closed before it is read):
+// a retry after a crash writes the same ranks and the same fits.
 func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckill.DrawProgress, error) {
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
@@ -41,8 +44,13 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	if err := a.store.CloseLobby(ctx, in.SaleID); err != nil {
 		return seckill.DrawProgress{}, err
 	}
+	stock, err := a.store.FreezeDrawStock(ctx, in.SaleID)
+	if err != nil {
+		return seckill.DrawProgress{}, err
+	}
 	var (
 		entries [][]byte
+		items   = make(map[[draw.EntrySize]byte]seckill.Item)
 		after   []byte
 	)
 	for {
@@ -52,6 +60,7 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		}
 		for _, e := range batch {
 			entries = append(entries, e.Entry)
+			items[[draw.EntrySize]byte(e.Entry)] = e.Item.OrDefault()
 		}
 		activity.RecordHeartbeat(ctx, len(entries))
 		if len(batch) < DrawReadBatch {
@@ -60,6 +69,11 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		after = batch[len(batch)-1].Entry
 	}
 	ranked := draw.Rank(d.Seed, entries)
+	fitter := draw.NewFitter(stock)
+	for i := range ranked {
+		it := items[[draw.EntrySize]byte(ranked[i].Entry)]
+		ranked[i].Fits = fitter.Fit(it.SKU, it.Quantity)
+	}
 	for i := 0; i < len(ranked); i += DrawReadBatch {
 		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, len(ranked))]); err != nil {
 			return seckill.DrawProgress{}, err
@@ -74,12 +88,16 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 }
 
 // SettleDraw settles the next ranks of a ranked draw, in rank order: an
-// entrant ranked within the sale's units is admitted exactly as a claim
-// is (the same script, outbox, saga and pay_by), the next join the
-// waitlist in rank order up to its bound, the rest lose. Admissions are
-// one at a time, so order ids follow ranks; a retry after a crash finds
-// the entrants it admitted already holding their orders (ALREADY_CLAIMED,
-// ALREADY_WAITING) and gives no unit twice.
+// entrant that fits (RankDraw: their variant still has their quantity) is
+// admitted exactly as a claim is (the same script, outbox, saga and
+// pay_by), for their quantity of their variant; the others join their
+// variant's waitlist in rank order up to its bound, the rest lose. Within
+// a variant every entry that fits ranks before every one that does not
+// (draw.Fitter), so the units a queued entrant's line holds for them are
+// never ones an entry that fits needs. Admissions are one at a time, so
+// order ids follow ranks; a retry after a crash finds the entrants it
+// admitted already holding their orders (ALREADY_CLAIMED, ALREADY_WAITING)
+// and gives no unit twice.
 func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (seckill.DrawProgress, error) {
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
@@ -100,7 +118,6 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return progress, drawRefusal(in.SaleID, err)
 	}
-	units := int(min(sale.Stock.Total, int64(d.Entries)))
 	ended, err := a.ended(ctx, sale, in.Ended)
 	if err != nil {
 		return progress, err
@@ -114,7 +131,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		// Redis (which may have dropped the ended sale).
 		if !in.Ended {
 			a.redis.KnowSegments(sale.ID, sale.StockSegments)
-			next, err := a.keepAdmitted(ctx, sale.ID, d.NextRank, units)
+			next, err := a.keepAdmitted(ctx, sale.ID, d.NextRank)
 			if err != nil {
 				return progress, err
 			}
@@ -128,22 +145,31 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		progress.NextRank, progress.Done = last+1, last >= d.Entries
 		return progress, nil
 	}
-	if in.WaitlistFull && d.NextRank > units {
-		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
-		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
+	if in.WaitlistFull {
+		// Entrants that do not fit lose without asking Redis, in large
+		// steps up to the next one that fits, which is still admitted.
+		fit, err := a.store.NextFitRank(ctx, in.SaleID, d.NextRank)
+		if err != nil {
 			return progress, err
 		}
-		progress.NextRank, progress.Done = last+1, last >= d.Entries
-		return progress, nil
+		if fit != d.NextRank {
+			last := min(d.NextRank+DrawLostBatch-1, d.Entries)
+			if fit != 0 {
+				last = min(last, fit-1)
+			}
+			if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
+				return progress, err
+			}
+			progress.NextRank, progress.Done = last+1, last >= d.Entries
+			return progress, nil
+		}
 	}
 	batch, err := a.store.EntriesFrom(ctx, in.SaleID, d.NextRank, DrawSettleBatch)
 	if err != nil {
 		return progress, err
 	}
-	// A sale with a lobby has one variant (api refuses a lobby with
-	// several until the draw serves each variant, issue 32).
-	terms, _ := seckill.TermsOf(*sale, sale.Variants[0].SKU)
-	held, err := a.heldOrders(ctx, sale.ID, batch, units)
+	termsOf := seckill.TermsBySKU(*sale)
+	held, err := a.heldOrders(ctx, sale.ID, batch)
 	if err != nil {
 		return progress, err
 	}
@@ -161,10 +187,10 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// host behind), so the ranks admitted are 1..R-1 and the
 			// published cut R holds.
 			e.Outcome = seckill.EntryLost
-		case e.Rank <= units:
-			err = a.admitDrawn(ctx, sale.ID, e, terms)
+		case e.Fits:
+			err = a.admitDrawn(ctx, sale.ID, e, termsOf)
 		default:
-			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, terms, &progress)
+			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, termsOf(e.Item.OrDefault().SKU), &progress)
 		}
 		if errors.Is(err, errSaleEnded) {
 			progress.Ended, err = true, nil
@@ -182,13 +208,13 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	return progress, nil
 }
 
-// heldOrders are the orders the winners (ranks within units) of batch
+// heldOrders are the orders the winners (the entries that fit) of batch
 // already hold: an attempt of this step cut off before recording its
 // batch admitted them.
-func (a *Activities) heldOrders(ctx context.Context, saleID int64, batch []*seckill.LobbyEntry, units int) (map[string]int64, error) {
+func (a *Activities) heldOrders(ctx context.Context, saleID int64, batch []*seckill.LobbyEntry) (map[string]int64, error) {
 	var winners []string
 	for _, e := range batch {
-		if e.Rank <= units {
+		if e.Fits {
 			winners = append(winners, e.UserID)
 		}
 	}
@@ -216,9 +242,9 @@ func (a *Activities) ended(ctx context.Context, sale *seckill.Sale, known bool) 
 // keepAdmitted settles, from rank from on, the batch an attempt cut off
 // may have begun: each entrant holding an order of the sale (a claim in
 // Redis, which may have dropped the ended sale, or an order row) keeps it,
-// WON, or WAITING if ranked past the units; the others lose. Then the
-// draw goes on past that batch: next is the rank after it.
-func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units int) (next int, err error) {
+// WON, or WAITING if it did not fit (served by the waitlist); the others
+// lose. Then the draw goes on past that batch: next is the rank after it.
+func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from int) (next int, err error) {
 	batch, err := a.store.EntriesFrom(ctx, saleID, from, DrawSettleBatch)
 	if err != nil {
 		return from, err
@@ -243,7 +269,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 			continue
 		}
 		e.Outcome, e.OrderID = seckill.EntryWon, orderID
-		if e.Rank > units {
+		if !e.Fits {
 			e.Outcome = seckill.EntryWaiting // served by the waitlist
 		}
 		activity.RecordHeartbeat(ctx, e.Rank)
@@ -256,21 +282,24 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from, units
 // follow ranks); an entrant admitted by an earlier try keeps that order,
 // live or since closed (the claim's DrawClaimKey replays it).
 //
-// A winner is ranked within the units, so a unit is theirs: a tentative
+// A winner fits, so their units are theirs: a tentative
 // SOLD_OUT (units in flight between the sale's segments, left there by a
 // mover that stopped between take and give, perhaps an earlier attempt of
 // this very step) is no reason to queue them. The draw lands those units
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, terms seckill.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, termsOf func(sku string) seckill.Terms) error {
+	terms := termsOf(e.Item.OrDefault().SKU)
 	orderID, err := a.ids.Next()
 	if err != nil {
 		return err
 	}
 	res, err := a.drawPass.Claim(ctx, saleID, e.UserID, orderID, DrawClaimKey, terms, e.Item.OrDefault())
-	if err == nil && res.Outcome == seckill.SoldOut && res.Tentative && !res.Owed {
-		if _, err := a.redis.FinishMoves(ctx, saleID, func(string) seckill.Terms { return terms }, 0, a.ids.Next); err != nil {
+	if err == nil && short(res) && res.Tentative && !res.Owed {
+		// Units landing may serve any variant's waiting buyers: each at
+		// its variant's terms.
+		if _, err := a.redis.FinishMoves(ctx, saleID, termsOf, 0, a.ids.Next); err != nil {
 			return fmt.Errorf("land the units in flight for rank %d of sale %d: %w", e.Rank, saleID, err)
 		}
 		// A fresh id: a borrow names its move after the claim's order id.
@@ -289,7 +318,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 	case seckill.SaleEnded: // holding no order: claim.lua tells a held one first
 		e.Outcome = seckill.EntryLost
 		return errSaleEnded
-	case seckill.SoldOut:
+	case seckill.SoldOut, seckill.NotEnoughStock:
 		if res.Tentative && !res.Owed {
 			return fmt.Errorf("admit rank %d of sale %d: its units are still moving between segments", e.Rank, saleID)
 		}
@@ -302,7 +331,14 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 	return fmt.Errorf("admit rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 }
 
-// queueDrawn puts an entrant ranked past the units on the waitlist.
+// short reports whether a claim found too few units of its variant: none
+// (SOLD_OUT) or fewer than its quantity (NOT_ENOUGH_STOCK).
+func short(res seckill.ClaimResult) bool {
+	return res.Outcome == seckill.SoldOut || res.Outcome == seckill.NotEnoughStock
+}
+
+// queueDrawn puts an entrant that does not fit on their variant's
+// waitlist.
 func (a *Activities) queueDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, p *seckill.DrawProgress) error {
 	if p.WaitlistFull {
 		e.Outcome = seckill.EntryLost

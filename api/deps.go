@@ -37,6 +37,7 @@ type Store interface {
 	DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([]seckill.EntryLine, error)
 	DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error)
+	DrawVariants(ctx context.Context, saleID int64) ([]seckill.DrawVariant, error)
 	// Restock is the database half of a restock (docs/API.md
 	// "Restocking"): add units of the sale's variant sku, recorded under
 	// key, or, when key has a record already, that record (first false).

@@ -38,11 +38,6 @@ func (s *Server) enterLobby(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	if item.Quantity != 1 {
-		// Until the draw's waiting line holds units for an entrant who
-		// waits for several (issue 32), an entry asks for one unit.
-		return invalid("quantity", "a lobby entry asks for one unit for now")
-	}
 	user := principal(c).UserID
 	proof, err := s.takeProof(c, &sale, user, "")
 	if err != nil {
@@ -154,8 +149,9 @@ func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, err
 }
 
 // getDraw publishes a done draw: the commitment, the seed it commits to,
-// how many entered and how many were admitted, and the rank where the
-// sale's end cut it, if it did.
+// how many entered and how many were admitted, the rank where the sale's
+// end cut it, if it did, and per variant the units it drew and the
+// entries it admitted.
 func (s *Server) getDraw(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -163,11 +159,21 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(seckill.PublishedDrawJSON{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: int64(d.Entries), Admitted: int64(d.Admitted), EndedAtRank: int64(d.EndedAtRank)})
+	vs, err := s.cfg.Store.DrawVariants(ctx, d.SaleID)
+	if err != nil {
+		return err
+	}
+	out := seckill.PublishedDrawJSON{Commitment: draw.Commitment(d.Seed), Seed: hex.EncodeToString(d.Seed), Entries: int64(d.Entries), Admitted: int64(d.Admitted), EndedAtRank: int64(d.EndedAtRank),
+		Variants: make([]seckill.DrawVariantJSON, len(vs))}
+	for i, v := range vs {
+		out.Variants[i] = seckill.DrawVariantJSON{SKU: v.SKU, Stock: v.Stock, Admitted: int64(v.Admitted)}
+	}
+	return c.JSON(out)
 }
 
-// drawEntries publishes every entry of a done draw, one hex per line,
-// ascending, read from the database in batches while it streams.
+// drawEntries publishes every entry of a done draw, one line each,
+// `<entry hex> <sku> <quantity>`, ascending by entry, read from the
+// database in batches while it streams.
 func (s *Server) drawEntries(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
@@ -179,7 +185,7 @@ func (s *Server) drawEntries(c *fiber.Ctx) error {
 	st, saleID, log := s.cfg.Store, d.SaleID, s.logFor(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		var after []byte
-		line := make([]byte, 2*16+1)
+		line := make([]byte, 0, 2*draw.EntrySize+seckill.MaxSKULength+8)
 		for {
 			rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 			batch, err := st.LobbyEntries(rctx, saleID, after, 10_000)
@@ -191,10 +197,10 @@ func (s *Server) drawEntries(c *fiber.Ctx) error {
 				return
 			}
 			for _, e := range batch {
-				// One unit of one variant per entry for now (enterLobby);
-				// the line with its sku and quantity comes with the draw
-				// of several variants (issue 32).
-				line = append(hex.AppendEncode(line[:0], e.Entry), '\n')
+				it := e.Item.OrDefault()
+				line = append(hex.AppendEncode(line[:0], e.Entry), ' ')
+				line = append(append(line, it.SKU...), ' ')
+				line = append(strconv.AppendInt(line, int64(it.Quantity), 10), '\n')
 				if _, err := w.Write(line); err != nil {
 					return
 				}
@@ -224,7 +230,8 @@ func (s *Server) drawOrders(c *fiber.Ctx) error {
 	}
 	out := seckill.DrawOrdersJSON{Orders: make([]seckill.DrawOrderJSON, len(orders))}
 	for i, o := range orders {
-		out.Orders[i] = seckill.DrawOrderJSON{OrderID: strconv.FormatInt(o.OrderID, 10), Entry: hex.EncodeToString(o.Entry), Rank: int64(o.Rank)}
+		out.Orders[i] = seckill.DrawOrderJSON{OrderID: strconv.FormatInt(o.OrderID, 10), Entry: hex.EncodeToString(o.Entry), Rank: int64(o.Rank),
+			SKU: o.Item.SKU, Quantity: o.Item.Quantity}
 	}
 	return c.JSON(out)
 }

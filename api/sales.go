@@ -187,11 +187,6 @@ func (r *createSaleRequest) validate(now time.Time) (seckill.NewSale, error) {
 		}
 		at = at.UTC().Truncate(time.Millisecond)
 		lobby = &at
-		if len(variants) > 1 {
-			// Until the draw serves each variant's line (issue 32), a draw
-			// ranks the entrants of one stock.
-			return n, invalid("variants", "a sale with a lobby has one variant for now")
-		}
 	}
 	presale, err := r.Presale.presale(startsAt, lobby != nil)
 	if err != nil {

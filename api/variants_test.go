@@ -92,10 +92,6 @@ func TestVariants_BadSaleBodiesAreRefusedNamingTheField(t *testing.T) {
 		"a limit of 0":     {func(b map[string]any) { b["limit_per_buyer"] = 0 }, "limit_per_buyer"},
 		"a limit over 100": {func(b map[string]any) { b["limit_per_buyer"] = 101 }, "limit_per_buyer"},
 		"101 variants":     {func(b map[string]any) { b["variants"] = manyVariants(101) }, "variants"},
-		"a lobby of sizes": {func(b map[string]any) {
-			b["variants"] = manyVariants(2)
-			b["lobby_opens_at"] = now.Add(time.Minute).Format(time.RFC3339)
-		}, "variants"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := base()

@@ -121,11 +121,13 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 	// Every rank, recomputed from the published seed and entries.
 	r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw/entries", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
-	lines := strings.Fields(string(r.body))
+	lines := strings.Split(strings.TrimSuffix(string(r.body), "\n"), "\n")
 	require.Len(t, lines, entrants)
 	var published [][]byte
 	for _, l := range lines {
-		e, err := draw.ParseEntry(l)
+		f := strings.Split(l, " ")
+		require.Equal(t, []string{"default", "1"}, f[1:], "`<entry> <sku> <quantity>`: %q", l)
+		e, err := draw.ParseEntry(f[0])
 		require.NoError(t, err)
 		published = append(published, e)
 	}

@@ -30,9 +30,8 @@ type drawLine struct {
 	State    string `json:"state"`
 	Entries  int    `json:"entries"`
 	Admitted int    `json:"admitted"` // the draw's record: entries WON
-	// K is the ranks the draw must admit: 1..K, every one of which fits
-	// the stock (fitRanks; min(units, entries) while each entry asks for
-	// one unit).
+	// K is the number of entries the draw must admit: per variant, in
+	// rank order, while the variant still has their quantity (fitRanks).
 	K int `json:"k"`
 	// Outcomes: the entries by outcome in the database; Told: GET
 	// /lobby/me's answers to the buyers after the draw.
@@ -288,40 +287,37 @@ func misinformedEntrants(ctx context.Context, conn *pgx.Conn, sale int64, sh *sh
 	return out, nil
 }
 
-// fitRanks is K, the ranks the draw must admit: the longest run of ranks
-// 1..K whose entries all fit the stock, each variant's entries' quantities
-// summing to its total at most (docs/DESIGN.md invariant 9), and no more
-// than the entries (or, with no rank given yet, the units: every entry
-// asks for one at least). A sale with a lobby has one variant, and an
-// entry one unit, for now (api.enterLobby): K is then min(units, entries).
+// fitsSQL selects, for the sale $1, the ranked entries the draw must admit,
+// recomputed from the entries and each variant's stock at the draw (not
+// from lobby_entries.fits, which the draw wrote): per variant, in rank
+// order, while the quantities so far add up to its stock at most
+// (draw.Fitter; docs/DESIGN.md invariant 9).
+const fitsSQL = `SELECT r.rank, r.user_id, r.outcome FROM (
+	SELECT e.rank, e.user_id, COALESCE(e.outcome, '') AS outcome,
+		sum(e.quantity) OVER (PARTITION BY e.sku ORDER BY e.rank) AS upto, COALESCE(v.draw_stock, v.total) AS stock
+	FROM lobby_entries e JOIN sale_variants v ON v.sale_id = e.sale_id AND v.sku = e.sku
+	WHERE e.sale_id = $1 AND e.rank IS NOT NULL) r WHERE r.upto <= r.stock`
+
+// fitRanks is K, the number of entries the draw must admit (fitsSQL).
 func fitRanks(ctx context.Context, conn *pgx.Conn, sale int64, entries int) (int, error) {
-	var units int64
-	var overflow *int // the first rank whose entry no longer fits its variant
-	if err := conn.QueryRow(ctx, `SELECT (SELECT COALESCE(sum(total), 0) FROM sale_variants WHERE sale_id = $1),
-		(SELECT min(rank) FROM (
-			SELECT e.rank, sum(e.quantity) OVER (PARTITION BY e.sku ORDER BY e.rank) AS upto, v.total
-			FROM lobby_entries e JOIN sale_variants v ON v.sale_id = e.sale_id AND v.sku = e.sku
-			WHERE e.sale_id = $1 AND e.rank IS NOT NULL) r WHERE r.upto > r.total)`, sale).Scan(&units, &overflow); err != nil {
-		return 0, fmt.Errorf("the ranks that fit the stock: %w", err)
+	var k int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM (`+fitsSQL+`) f`, sale).Scan(&k); err != nil {
+		return 0, fmt.Errorf("the entries that fit the stock: %w", err)
 	}
-	k := int(min(units, int64(entries)))
-	if overflow != nil {
-		k = min(k, *overflow-1)
-	}
-	return k, nil
+	return min(k, entries), nil
 }
 
-// skippedRanks lists the ranks 1..k the draw did not admit (WON) although
-// it should have. A rank within k may be LOST only because the sale ended
-// before the draw reached it (ended: ends_at came before the draw was
-// done): the draw admits in rank order, so such ranks follow the last rank
-// WON. Any other rank within k not WON is skipped: WAITING (a winner
-// queued), unsettled, or LOST with a later rank WON or without the sale
-// having ended.
+// skippedRanks lists the entries that fit (fitsSQL) the draw did not admit
+// (WON) although it should have. One may be LOST only because the sale
+// ended before the draw reached it (ended: ends_at came before the draw
+// was done): the draw admits in rank order, so such entries follow the
+// last one WON. Any other entry that fits and is not WON is skipped:
+// WAITING (a winner queued), unsettled, or LOST with a later one WON or
+// without the sale having ended.
 func skippedRanks(ctx context.Context, conn *pgx.Conn, sale int64, k int, ended bool) ([]string, error) {
-	rows, err := conn.Query(ctx, `SELECT rank, user_id, COALESCE(outcome, '') FROM lobby_entries WHERE sale_id = $1 AND rank BETWEEN 1 AND $2 ORDER BY rank`, sale, k)
+	rows, err := conn.Query(ctx, fitsSQL+` ORDER BY r.rank`, sale)
 	if err != nil {
-		return nil, fmt.Errorf("ranks within the units: %w", err)
+		return nil, fmt.Errorf("the entries that fit: %w", err)
 	}
 	type entry struct {
 		rank          int
@@ -356,7 +352,7 @@ func skippedRanks(ctx context.Context, conn *pgx.Conn, sale int64, k int, ended 
 		out = append(out, fmt.Sprintf("rank %d (%s): %s, last rank WON %d, sale ended in the draw %v", e.rank, e.user, outcome, lastWon, ended))
 	}
 	if len(within) < k {
-		out = append(out, fmt.Sprintf("only %d of ranks 1..%d are in the lobby", len(within), k))
+		out = append(out, fmt.Sprintf("only %d of the %d entries that fit are in the lobby", len(within), k))
 	}
 	return out, nil
 }

@@ -59,6 +59,9 @@ func Key(seed, entry []byte) [sha256.Size]byte {
 type Ranked struct {
 	Entry []byte
 	Rank  int
+	// Fits: the draw admits it (Fitter), set by the caller that knows
+	// the entry's variant and quantity; Rank leaves it false.
+	Fits bool
 }
 
 // Rank ranks entries under seed: the result is in rank order, ranks
@@ -113,4 +116,41 @@ func ParseSeed(s string) ([]byte, error) {
 		return nil, fmt.Errorf("seed %q is not %d hex characters", s, 2*SeedSize)
 	}
 	return b, nil
+}
+
+// Fitter decides, entry by entry in rank order, which entries the draw
+// admits (docs/API.md "Fair start"): an entry fits when its variant still
+// has its quantity, the variant's stock at the draw less the quantities
+// of the better-ranked entries of that variant admitted before it. An
+// entry that does not fit waits in its variant's line, and the units left
+// are held for it there (docs/API.md "Waitlist": held for the line's
+// head, not remaining), so no later entry of that variant fits: each
+// variant admits the longest run of its entries, in rank order, whose
+// quantities add up to at most its stock. A better rank is never worse
+// off than a later one of the same variant, and the admitted set is one
+// running sum per variant, which anyone can recompute.
+type Fitter struct {
+	left    map[string]int64
+	blocked map[string]bool
+}
+
+// NewFitter returns a Fitter for the given stock per sku; a sku it is not
+// given has no units.
+func NewFitter(stock map[string]int64) *Fitter {
+	left := make(map[string]int64, len(stock))
+	for sku, n := range stock {
+		left[sku] = n
+	}
+	return &Fitter{left: left, blocked: make(map[string]bool)}
+}
+
+// Fit reports whether the next entry in rank order, asking for quantity
+// units of sku, is admitted, and takes its units if so.
+func (f *Fitter) Fit(sku string, quantity int) bool {
+	if f.blocked[sku] || quantity < 1 || int64(quantity) > f.left[sku] {
+		f.blocked[sku] = true
+		return false
+	}
+	f.left[sku] -= int64(quantity)
+	return true
 }

@@ -55,14 +55,22 @@ func TestDraw_FixedVector(t *testing.T) {
 	}
 	require.Equal(t, want, rankedHex(seed, entries))
 
-	// The verifier agrees: these four entries, stock 2, orders for the
-	// first two ranks.
+	// The verifier agrees: these four entries, for variants A (stock 2)
+	// and B (stock 1): rank 1 asks for 2 of A, rank 2 for 1 of B, both
+	// fit; rank 3 asks for 1 of A, which has none left, and rank 4 for 1
+	// of B, likewise. Orders for ranks 1 and 2.
+	items := map[string]string{want[0]: "A 2", want[1]: "B 1", want[2]: "A 1", want[3]: "B 1"}
 	sorted := slices.Clone(entries)
 	slices.Sort(sorted)
+	var lines []string
+	for _, e := range sorted {
+		lines = append(lines, e+" "+items[e])
+	}
 	rep := draw.Verify(draw.Published{
 		SaleID: "1", Commitment: draw.Commitment(seed), Seed: hex.EncodeToString(seed),
-		DeclaredEntries: 4, Admitted: 2, Entries: draw.EntriesOf(sorted...), Stock: 2,
-		Orders: []draw.Order{{ID: "10", Entry: want[0]}, {ID: "11", Entry: want[1]}},
+		DeclaredEntries: 4, Admitted: 2, Entries: draw.EntriesOf(lines...), Stock: 3,
+		Variants: []draw.Variant{{SKU: "A", Stock: 2, Admitted: 1}, {SKU: "B", Stock: 1, Admitted: 1}},
+		Orders:   []draw.Order{{ID: "10", Entry: want[0], SKU: "A", Quantity: 2}, {ID: "11", Entry: want[1], SKU: "B", Quantity: 1}},
 	})
 	require.True(t, rep.OK(), "%s", rep.String())
 }

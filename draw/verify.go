@@ -39,8 +39,18 @@ type Published struct {
 	Taken int64
 	// Entries is GET /api/v1/sales/{id}/draw/entries, in its order.
 	Entries *EntryList
-	// Stock is the sale's stock.total.
+	// Stock is the sale's stock.total: the draw's stock of its one
+	// variant, "default", when neither Variants nor SaleVariants says
+	// more (a sale of one variant).
 	Stock int64
+	// Variants are the draw's "variants": per variant the units it drew
+	// (Stock) and the entries it declares admitted (Admitted, -1: not
+	// declared). Nil: not published; SaleVariants' totals are taken.
+	Variants []Variant
+	// SaleVariants are the sale object's variants, each with its
+	// stock.total now (nil: not known): a restock after the draw only
+	// adds, so a variant's stock at the draw is at most it.
+	SaleVariants []Variant
 	// Orders are the orders the draw admitted, as listed (GET
 	// /api/v1/sales/{id}/draw/orders); nil when the list could not be
 	// read (OrdersUnavailable says why): their checks are then skipped.
@@ -50,21 +60,35 @@ type Published struct {
 
 // Order is one admitted order as listed. Rank is the rank the list
 // states: never trusted, only compared with the recomputed one (0: none
-// stated).
+// stated); so are SKU and Quantity, the item the order is of ("" and 0:
+// not stated).
 type Order struct {
-	ID    string
-	Entry string
-	Rank  int64
+	ID       string
+	Entry    string
+	Rank     int64
+	SKU      string
+	Quantity int
+}
+
+// Variant is one variant's figures as published.
+type Variant struct {
+	SKU      string
+	Stock    int64
+	Admitted int64
 }
 
 // maxProblems bounds the problems a check lists; the rest are counted.
 const maxProblems = 10
 
 // EntryList is a published entry list, read one line at a time: a
-// well-formed entry is kept as its 16 bytes (a million entries take
-// 16 MB), a malformed line is counted and the first few are named.
+// well-formed line, `<entry hex> <sku> <quantity>`, is kept as its 16
+// bytes and its item in 4 (a million entries take 20 MB), a malformed
+// line is counted and the first few are named.
 type EntryList struct {
 	entries    [][EntrySize]byte // the well-formed ones, in published order
+	items      []item            // their items, in the same order
+	skus       []string          // the skus items name, by index
+	skuIndex   map[string]uint16
 	lines      int64
 	malformed  []string
 	nMalformed int64
@@ -74,7 +98,50 @@ type EntryList struct {
 
 // NewEntryList returns an empty list with room for n entries (a hint).
 func NewEntryList(n int) *EntryList {
-	return &EntryList{entries: make([][EntrySize]byte, 0, max(n, 0))}
+	return &EntryList{entries: make([][EntrySize]byte, 0, max(n, 0)), items: make([]item, 0, max(n, 0)), skuIndex: make(map[string]uint16)}
+}
+
+// item is an entry's variant (an index in EntryList.skus) and quantity.
+type item struct {
+	sku      uint16
+	quantity uint16
+}
+
+// Most distinct skus and the largest quantity a line may name: a sale
+// has at most 100 variants, a buyer at most 100 units.
+const (
+	maxSKUs     = 100
+	maxQuantity = 100
+)
+
+// parseItem parses `<sku> <quantity>`: a sku of 1..64 of [A-Za-z0-9._-],
+// a quantity 1..100 written as the API writes it (no sign, no leading 0).
+// It allocates nothing: sku is part of b.
+func parseItem(b []byte) (sku []byte, quantity int, ok bool) {
+	sp := bytes.IndexByte(b, ' ')
+	if sp < 1 || sp > 64 {
+		return nil, 0, false
+	}
+	for _, c := range b[:sp] {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return nil, 0, false
+		}
+	}
+	q := b[sp+1:]
+	if len(q) == 0 || len(q) > 3 || q[0] == '0' {
+		return nil, 0, false
+	}
+	n := 0
+	for _, c := range q {
+		if c < '0' || c > '9' {
+			return nil, 0, false
+		}
+		n = 10*n + int(c-'0')
+	}
+	if n > maxQuantity {
+		return nil, 0, false
+	}
+	return b[:sp], n, true
 }
 
 // EntriesOf is the list of the given lines.
@@ -101,21 +168,42 @@ func ReadEntries(r io.Reader, sizeHint int) (*EntryList, error) {
 	return l, nil
 }
 
-// Add takes the next published line. An entry is well-formed when it is
-// exactly what the API publishes: 32 lowercase hex characters.
+// Add takes the next published line. A line is well-formed when it is
+// exactly what the API publishes: `<entry> <sku> <quantity>`, the entry
+// 32 lowercase hex characters, the sku 1..64 of [A-Za-z0-9._-], the
+// quantity 1..100 in decimal.
 func (l *EntryList) Add(line string) { l.add([]byte(line)) }
 
 func (l *EntryList) add(line []byte) {
 	l.lines++
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	var e [EntrySize]byte
-	if len(line) != 2*EntrySize || !lowerHex(line) {
+	bad := func(why string) {
 		l.nMalformed++
 		if len(l.malformed) < maxProblems {
-			l.malformed = append(l.malformed, fmt.Sprintf("line %d: %q is not %d lowercase hex characters", l.lines, clip(string(line)), 2*EntrySize))
+			l.malformed = append(l.malformed, fmt.Sprintf("line %d: %q %s", l.lines, clip(string(line)), why))
 		}
+	}
+	if len(line) < 2*EntrySize || !lowerHex(line[:2*EntrySize]) || (len(line) > 2*EntrySize && line[2*EntrySize] != ' ') {
+		bad(fmt.Sprintf("does not start with an entry of %d lowercase hex characters", 2*EntrySize))
 		return
 	}
+	sku, quantity, ok := parseItem(line[min(len(line), 2*EntrySize+1):])
+	if len(line) <= 2*EntrySize+1 || !ok {
+		bad("is not `<entry> <sku> <quantity>` (a sku of [A-Za-z0-9._-], a quantity 1..100)")
+		return
+	}
+	idx, known := l.skuIndex[string(sku)] // no allocation
+	if !known {
+		if len(l.skus) >= maxSKUs {
+			bad(fmt.Sprintf("names a variant past the %d a sale may have", maxSKUs))
+			return
+		}
+		idx = uint16(len(l.skus))
+		l.skus = append(l.skus, string(sku))
+		l.skuIndex[string(sku)] = idx
+	}
+	line = line[:2*EntrySize]
 	_, _ = hex.Decode(e[:], line)
 	if n := len(l.entries); n > 0 && bytes.Compare(e[:], l.entries[n-1][:]) < 0 {
 		l.nUnsorted++
@@ -124,6 +212,7 @@ func (l *EntryList) add(line []byte) {
 		}
 	}
 	l.entries = append(l.entries, e)
+	l.items = append(l.items, item{sku: idx, quantity: uint16(quantity)})
 }
 
 // Len is the number of well-formed entries.
@@ -163,13 +252,25 @@ type Check struct {
 type Report struct {
 	SaleID   string `json:"sale_id"`
 	Entries  int64  `json:"entries"`  // lines published
-	Admitted int64  `json:"admitted"` // K recomputed: min(stock, entries), or the ranks before the end's cut
-	Stock    int64  `json:"stock"`
+	Admitted int64  `json:"admitted"` // K recomputed: the entries that fit, or those ranked before the end's cut
+	Stock    int64  `json:"stock"`    // the units drawn, all variants'
+	// Variants: per variant, the stock drawn, the entries for it and the
+	// number of them admitted (recomputed).
+	Variants []VariantReport `json:"variants"`
 	// EndedAtRank: the rank where the draw declares the sale's end cut
-	// it, when the cut checks out (K is then the ranks before it).
+	// it, when the cut checks out (K is then the entries that fit ranked
+	// before it).
 	EndedAtRank int64   `json:"ended_at_rank,omitempty"`
 	Orders      int     `json:"orders"`
 	Checks      []Check `json:"checks"`
+}
+
+// VariantReport is one variant of a Report.
+type VariantReport struct {
+	SKU      string `json:"sku"`
+	Stock    int64  `json:"stock"`
+	Entries  int64  `json:"entries"`
+	Admitted int64  `json:"admitted"`
 }
 
 // OK reports whether no check failed (skipped ones do not fail).
@@ -200,8 +301,12 @@ func (r *Report) String() string {
 	if r.EndedAtRank > 0 {
 		cut = fmt.Sprintf(" up to the sale's end, declared at rank %d,", r.EndedAtRank)
 	}
-	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so%s %d admitted (ranks 1..%d); %d orders listed\n",
-		r.SaleID, r.Entries, r.Stock, cut, r.Admitted, r.Admitted, r.Orders)
+	vs := make([]string, len(r.Variants))
+	for i, v := range r.Variants {
+		vs[i] = fmt.Sprintf("%s: %d of %d entries for stock %d", v.SKU, v.Admitted, v.Entries, v.Stock)
+	}
+	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so%s %d admitted (%s); %d orders listed\n",
+		r.SaleID, r.Entries, r.Stock, cut, r.Admitted, strings.Join(vs, "; "), r.Orders)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		switch {
@@ -247,47 +352,224 @@ func (p *problems) check(name string) Check {
 // Check names, in the report's order.
 const (
 	CheckCommitment = "the seed's SHA-256 is the commitment published when the lobby opened"
-	CheckWellFormed = "every entry is well-formed (32 lowercase hex characters)"
+	CheckWellFormed = "every line is well-formed (`<entry: 32 lowercase hex> <sku> <quantity>`)"
 	CheckDistinct   = "the entries are distinct"
 	CheckSorted     = "the entries are published sorted ascending"
 	CheckCount      = "the number of entries is the one declared"
-	CheckEnded      = "a cut by the sale's end falls within 1..min(stock, entries), after the sale's ends_at, and nobody got the units it refused"
-	CheckAdmitted   = "the number admitted is min(stock, entries), or the ranks before the end's cut"
+	CheckStock      = "each variant's stock at the draw is published, at most its stock now (a restock only adds), and every entry is for one of them"
+	CheckEnded      = "a cut by the sale's end falls at an entry the draw admits, after the sale's ends_at, and nobody got the units it refused"
+	CheckAdmitted   = "the number admitted, in all and per variant, is that of the entries that fit (in rank order, while their variant still has their quantity), or of those before the end's cut"
 	CheckInDraw     = "every admitted order's entry is an entry of the draw"
-	CheckTopK       = "every admitted order's entry ranks within 1..K"
-	CheckEachRank   = "each rank 1..K has exactly one order (none twice, none skipped)"
+	CheckTopK       = "every admitted order's entry is one the draw admits"
+	CheckEachRank   = "each entry the draw admits has exactly one order (none twice, none skipped)"
 	// CheckIDs replaced "admitted in rank order (ascending order_id)":
 	// order ids are minted on several hosts' clocks, so their order says
-	// nothing a verifier can hold the draw to; the ranks 1..K each
+	// nothing a verifier can hold the draw to; each admitted entry
 	// holding one order (CheckEachRank) is what the draw promised.
 	CheckIDs    = "every listed order has an order id of its own (a positive integer, listed once)"
 	CheckStated = "the ranks the order list states are the recomputed ones"
+	CheckItems  = "every admitted order is for its entry's variant and quantity"
 )
 
-// Verify recomputes the draw from its seed and entries, as anyone can,
-// and checks every published piece against it; each check is reported
-// separately, in the order of the Check names. Memory beyond the entries
-// is O(K) (the admitted ones' keys), not O(entries).
+// fit is an entry the draw admits, recomputed: its key, its rank among
+// all entries and its item.
+type fit struct {
+	keyed
+	rank int64
+	item item
+}
+
+// Verify recomputes the draw from its seed, its entries and each
+// variant's stock, as anyone can, and checks every published piece
+// against it; each check is reported separately, in the order of the
+// Check names. An entry is admitted when, in rank order, its variant
+// still has its quantity (Fitter): per variant, the longest run of its
+// entries in rank order whose quantities add up to at most its stock.
+// Memory beyond the entries is O(units) (each variant's best-ranked
+// entries, at most its stock of them), not O(entries).
 func Verify(p Published) Report {
 	if p.Entries == nil {
 		p.Entries = NewEntryList(0)
 	}
-	k := min(max(p.Stock, 0), int64(len(p.Entries.entries)))
-	ended := checkEnded(p, k)
-	cut := ended.OK && p.EndedAtRank > 0
-	if cut {
-		k = p.EndedAtRank - 1
+	l := p.Entries
+	stock, stockCheck := drawStock(p)
+	seed, commitment := checkSeed(p)
+	var fits []fit // in rank order
+	if seed != nil {
+		fits = fitting(seed, l, stock)
 	}
-	rep := Report{SaleID: p.SaleID, Entries: p.Entries.lines, Admitted: k, Stock: p.Stock, Orders: len(p.Orders)}
+	ended := checkEnded(p, fits, seed != nil)
+	cut := ended.OK && p.EndedAtRank > 0
+	k := fits
+	if cut {
+		k = fits[:countBefore(fits, p.EndedAtRank)]
+	}
+	rep := Report{SaleID: p.SaleID, Entries: l.lines, Admitted: int64(len(k)), Orders: len(p.Orders)}
 	if cut {
 		rep.EndedAtRank = p.EndedAtRank
 	}
-	seed, commitment := checkSeed(p)
+	perSKU := make(map[string]*VariantReport)
+	for _, v := range stock.order {
+		rep.Stock += stock.units[v]
+		rep.Variants = append(rep.Variants, VariantReport{SKU: v, Stock: stock.units[v]})
+	}
+	for i := range rep.Variants {
+		perSKU[rep.Variants[i].SKU] = &rep.Variants[i]
+	}
+	for _, it := range l.items {
+		if v := perSKU[l.skus[it.sku]]; v != nil {
+			v.Entries++
+		}
+	}
+	for _, f := range k {
+		perSKU[l.skus[f.item.sku]].Admitted++
+	}
 	rep.Checks = append(rep.Checks, commitment)
 	rep.Checks = append(rep.Checks, checkEntries(p)...)
-	rep.Checks = append(rep.Checks, ended, checkAdmitted(p, k, cut))
+	rep.Checks = append(rep.Checks, stockCheck, ended, checkAdmitted(p, rep, cut))
 	rep.Checks = append(rep.Checks, checkOrders(p, seed, k)...)
 	return rep
+}
+
+// stocks are the units drawn per sku, with the skus in the sale's order.
+type stocks struct {
+	units map[string]int64
+	order []string
+}
+
+// drawStock is each variant's stock at the draw: the draw's published
+// variants; else the sale's (a restock after the draw would show), else
+// the sale's stock as one variant "default". It is checked against the
+// sale's variants now and the skus the entries name.
+func drawStock(p Published) (stocks, Check) {
+	var pc problems
+	s := stocks{units: make(map[string]int64)}
+	from := p.Variants
+	switch {
+	case len(from) == 0 && len(p.SaleVariants) > 0:
+		from = p.SaleVariants
+		pc.add("the draw does not publish its variants' stock: the sale's stock now is taken for it")
+	case len(from) == 0:
+		from = []Variant{{SKU: "default", Stock: p.Stock}}
+	}
+	for _, v := range from {
+		if _, dup := s.units[v.SKU]; dup {
+			pc.add("variant %q is published twice", v.SKU)
+			continue
+		}
+		if v.Stock < 0 {
+			pc.add("variant %q: a stock of %d", v.SKU, v.Stock)
+		}
+		s.units[v.SKU] = max(v.Stock, 0)
+		s.order = append(s.order, v.SKU)
+	}
+	if len(p.Variants) > 0 && len(p.SaleVariants) > 0 {
+		now := make(map[string]int64, len(p.SaleVariants))
+		for _, v := range p.SaleVariants {
+			now[v.SKU] = v.Stock
+		}
+		for _, v := range p.Variants {
+			switch n, ok := now[v.SKU]; {
+			case !ok:
+				pc.add("the draw gave variant %q, which the sale does not have", v.SKU)
+			case v.Stock > n:
+				pc.add("the draw gave %d units of variant %q, but the sale has %d in all now (a restock only adds)", v.Stock, v.SKU, n)
+			}
+		}
+		for sku := range now {
+			if _, ok := s.units[sku]; !ok {
+				pc.add("the draw does not publish the sale's variant %q", sku)
+			}
+		}
+	}
+	l := p.Entries
+	counts := make([]int64, len(l.skus))
+	for _, it := range l.items {
+		counts[it.sku]++
+	}
+	for i, sku := range l.skus {
+		if _, ok := s.units[sku]; !ok {
+			pc.add("%d entries are for variant %q, which the draw does not have", counts[i], sku)
+		}
+	}
+	return s, pc.check(CheckStock)
+}
+
+// fitting is the entries the draw admits, in rank order: per variant, a
+// heap keeps its best-ranked entries, at most its stock of them (each
+// asks for at least one unit, so no later one can fit), then they are
+// taken in rank order while the variant still has their quantity; their
+// ranks among all entries are counted in a second pass.
+func fitting(seed []byte, l *EntryList, stock stocks) []fit {
+	heaps := make([]*maxHeap, len(l.skus))
+	bound := make([]int, len(l.skus))
+	for i, sku := range l.skus {
+		bound[i] = int(min(stock.units[sku], int64(len(l.entries))))
+		h := make(maxHeap, 0)
+		heaps[i] = &h
+	}
+	byRank := func(a, b fit) int { return compare(a.keyed, b.keyed) }
+	for i, e := range l.entries {
+		it := l.items[i]
+		h, k := heaps[it.sku], bound[it.sku]
+		if k == 0 {
+			continue
+		}
+		f := fit{keyed: keyOf(seed, e), item: it}
+		if h.Len() < k {
+			heap.Push(h, f)
+		} else if byRank(f, (*h)[0]) < 0 {
+			(*h)[0] = f
+			heap.Fix(h, 0)
+		}
+	}
+	var fits []fit
+	for i, h := range heaps {
+		best := []fit(*h)
+		slices.SortFunc(best, byRank)
+		left := stock.units[l.skus[i]]
+		for _, f := range best {
+			if int64(f.item.quantity) > left {
+				break
+			}
+			left -= int64(f.item.quantity)
+			fits = append(fits, f)
+		}
+	}
+	slices.SortFunc(fits, byRank)
+	// rank = 1 + the entries ranked before it: each entry counts for
+	// every fit after it.
+	before := make([]int64, len(fits)+1)
+	for _, e := range l.entries {
+		kd := keyOf(seed, e)
+		i, _ := slices.BinarySearchFunc(fits, kd, func(f fit, k keyed) int { return compare(f.keyed, k) })
+		if i < len(fits) && fits[i].entry == e {
+			i++ // itself
+		}
+		before[i]++
+	}
+	var n int64
+	for i := range fits {
+		n += before[i]
+		fits[i].rank = n + 1
+	}
+	return fits
+}
+
+// countBefore is the number of fits ranked before rank r.
+func countBefore(fits []fit, r int64) int {
+	n, _ := slices.BinarySearchFunc(fits, r, func(f fit, r int64) int { return cmpInt(f.rank, r) })
+	return n
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // checkSeed checks the revealed seed against the commitment the draw and
@@ -323,50 +605,73 @@ func checkEntries(p Published) []Check {
 }
 
 // checkEnded checks a cut the draw declares (the sale ended while it
-// ran): a rank within 1..full (min(stock, entries)), declared for a sale
-// whose ends_at had passed when it was read, whose orders hold no more
-// units than the ranks before the cut (the refused units went to nobody).
-// So a cut cannot favour anyone: every rank from it on is refused alike,
-// and no claim after the draw got their units.
-func checkEnded(p Published, full int64) Check {
+// ran): the rank of an entry the draw admits, declared for a sale whose
+// ends_at had passed when it was read, whose orders hold no more units
+// than the entries before the cut asked for (the refused units went to
+// nobody). So a cut cannot favour anyone: every entry from it on is
+// refused alike, and no claim after the draw got their units.
+func checkEnded(p Published, fits []fit, ranked bool) Check {
 	var pe problems
-	switch r := p.EndedAtRank; {
-	case r == 0:
-	case r < 0 || r > full:
-		pe.add("the draw declares the sale's end cut it at rank %d, outside 1..%d", r, full)
+	r := p.EndedAtRank
+	if r == 0 {
+		return pe.check(CheckEnded)
+	}
+	n := countBefore(fits, r)
+	switch {
+	case !ranked:
+		pe.add("the draw declares the sale's end cut it at rank %d, but there are no ranks without a valid seed", r)
+	case n == len(fits) || fits[n].rank != r:
+		pe.add("the draw declares the sale's end cut it at rank %d, which is not the rank of an entry the draw admits", r)
 	case !p.SaleEndsAt.IsZero() && !p.ReadAt.IsZero() && p.ReadAt.Before(p.SaleEndsAt):
 		pe.add("the draw declares the sale's end cut it at rank %d, but the sale ends at %s, after it was read (%s)",
 			r, p.SaleEndsAt.UTC().Format(time.RFC3339), p.ReadAt.UTC().Format(time.RFC3339))
-	case p.Taken > r-1:
-		// The units the cut refused went to someone: to claims after the
-		// draw, which a sale that had ended could not take.
-		pe.add("the draw declares the sale's end cut it at rank %d, but orders hold %d units (sold + locked), more than the %d ranks before it",
-			r, p.Taken, r-1)
+	default:
+		var units int64
+		for _, f := range fits[:n] {
+			units += int64(f.item.quantity)
+		}
+		if p.Taken > units {
+			// The units the cut refused went to someone: to claims after
+			// the draw, which a sale that had ended could not take.
+			pe.add("the draw declares the sale's end cut it at rank %d, but orders hold %d units (sold + locked), more than the %d the entries before it asked for",
+				r, p.Taken, units)
+		}
 	}
 	return pe.check(CheckEnded)
 }
 
-// checkAdmitted checks the number admitted the draw declares against K
-// (cut: K is the ranks before the end's cut).
-func checkAdmitted(p Published, k int64, cut bool) Check {
+// checkAdmitted checks the numbers admitted the draw declares, in all and
+// per variant, against the recomputed ones (cut: those before the end's
+// cut).
+func checkAdmitted(p Published, rep Report, cut bool) Check {
 	var pk problems
-	if p.Admitted != k {
+	if p.Admitted != rep.Admitted {
 		if cut {
-			pk.add("the draw declares %d admitted, but the ranks before the end's cut at rank %d are %d", p.Admitted, p.EndedAtRank, k)
+			pk.add("the draw declares %d admitted, but the entries that fit before the end's cut at rank %d are %d", p.Admitted, p.EndedAtRank, rep.Admitted)
 		} else {
-			pk.add("the draw declares %d admitted, but min(stock %d, entries %d) is %d", p.Admitted, p.Stock, len(p.Entries.entries), k)
+			pk.add("the draw declares %d admitted, but the entries that fit their variant's stock are %d", p.Admitted, rep.Admitted)
+		}
+	}
+	got := make(map[string]int64, len(rep.Variants))
+	for _, v := range rep.Variants {
+		got[v.SKU] = v.Admitted
+	}
+	for _, v := range p.Variants {
+		if v.Admitted >= 0 && v.Admitted != got[v.SKU] {
+			pk.add("the draw declares %d admitted for variant %q, but the entries that fit are %d", v.Admitted, v.SKU, got[v.SKU])
 		}
 	}
 	return pk.check(CheckAdmitted)
 }
 
 // orderChecks are the checks of the listed orders, in the report's order.
-var orderChecks = []string{CheckInDraw, CheckTopK, CheckEachRank, CheckIDs, CheckStated}
+var orderChecks = []string{CheckInDraw, CheckTopK, CheckEachRank, CheckIDs, CheckStated, CheckItems}
 
-// checkOrders holds the listed orders to the recomputed ranks 1..K: each
-// an entry of the draw, within 1..K, one per rank, with an id of its own,
-// at the rank the list states. Skipped when the list was not read.
-func checkOrders(p Published, seed []byte, k int64) []Check {
+// checkOrders holds the listed orders to the recomputed admitted entries
+// k: each an entry of the draw, one the draw admits, one per admitted
+// entry, with an id of its own, at the rank the list states, of its
+// entry's item. Skipped when the list was not read.
+func checkOrders(p Published, seed []byte, k []fit) []Check {
 	var checks []Check
 	switch {
 	case p.Orders == nil && p.OrdersUnavailable != "":
@@ -380,16 +685,16 @@ func checkOrders(p Published, seed []byte, k int64) []Check {
 		}
 		return checks
 	}
-	entries := p.Entries.entries
-	winners := topK(seed, entries, int(k)) // rank i+1 is winners[i]
-	rankOf := make(map[[EntrySize]byte]int64, len(winners))
-	for i, w := range winners {
-		rankOf[w.entry] = int64(i + 1)
+	l := p.Entries
+	entries := l.entries
+	index := make(map[[EntrySize]byte]int, len(k))
+	for i, f := range k {
+		index[f.entry] = i
 	}
-	var inDraw, inTopK, eachRank, ids, stated problems
-	counts := make([][]string, k) // the order ids of each rank
+	var inDraw, inK, each, ids, stated, items problems
+	counts := make([][]string, len(k)) // the order ids of each admitted entry
 	seen := make(map[int64]bool, len(p.Orders))
-	var slowRanks int // ranks past K computed by a pass over all entries
+	var slowRanks int // ranks of entries not admitted, computed by a pass over all entries
 	for _, o := range p.Orders {
 		switch id, err := strconv.ParseInt(o.ID, 10, 64); {
 		case err != nil || id <= 0:
@@ -402,34 +707,39 @@ func checkOrders(p Published, seed []byte, k int64) []Check {
 		e, err := ParseEntry(o.Entry)
 		if err != nil {
 			inDraw.add("order %s: %v", o.ID, err)
-			inTopK.add("order %s: no entry", o.ID)
+			inK.add("order %s: no entry", o.ID)
 			continue
 		}
 		ea := [EntrySize]byte(e)
-		if rank := rankOf[ea]; rank != 0 {
-			counts[rank-1] = append(counts[rank-1], o.ID)
-			if o.Rank != 0 && o.Rank != rank {
-				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, rank)
+		if i, ok := index[ea]; ok {
+			f := k[i]
+			counts[i] = append(counts[i], o.ID)
+			if o.Rank != 0 && o.Rank != f.rank {
+				stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, f.rank)
+			}
+			sku, q := l.skus[f.item.sku], int(f.item.quantity)
+			if (o.SKU != "" && o.SKU != sku) || (o.Quantity != 0 && o.Quantity != q) {
+				items.add("order %s: %d of %q, but its entry %s asks for %d of %q", o.ID, o.Quantity, o.SKU, o.Entry, q, sku)
 			}
 			continue
 		}
-		// Not a winner: find whether it is an entry at all, and its rank
+		// Not admitted: find whether it is an entry at all, and its rank
 		// (one pass over the entries each, for the first few).
 		found, r := false, int64(0)
 		if slowRanks < maxProblems {
 			slowRanks++
-			found, r = rankPastK(seed, entries, ea)
+			found, r = rankOf(seed, entries, ea)
 		} else {
-			found = contains(entries, ea, p.Entries.nUnsorted == 0)
+			found = contains(entries, ea, l.nUnsorted == 0)
 		}
 		switch {
 		case !found:
 			inDraw.add("order %s: entry %s is not in the published entries", o.ID, o.Entry)
-			inTopK.add("order %s: entry %s has no rank (not an entry)", o.ID, o.Entry)
+			inK.add("order %s: entry %s has no rank (not an entry)", o.ID, o.Entry)
 		case r > 0:
-			inTopK.add("order %s: entry %s has rank %d, past K = %d", o.ID, o.Entry, r, k)
+			inK.add("order %s: entry %s has rank %d, not one of the K = %d the draw admits", o.ID, o.Entry, r, len(k))
 		default:
-			inTopK.add("order %s: entry %s ranks past K = %d", o.ID, o.Entry, k)
+			inK.add("order %s: entry %s is not one of the K = %d the draw admits", o.ID, o.Entry, len(k))
 		}
 		if o.Rank != 0 && r > 0 && o.Rank != r {
 			stated.add("order %s: listed with rank %d, recomputed %d", o.ID, o.Rank, r)
@@ -439,15 +749,15 @@ func checkOrders(p Published, seed []byte, k int64) []Check {
 		switch len(ids) {
 		case 1:
 		case 0:
-			eachRank.add("rank %d (entry %s) has no order", i+1, hex.EncodeToString(winners[i].entry[:]))
+			each.add("rank %d (entry %s) has no order", k[i].rank, hex.EncodeToString(k[i].entry[:]))
 		default:
-			eachRank.add("rank %d (entry %s) has %d orders: %s", i+1, hex.EncodeToString(winners[i].entry[:]), len(ids), strings.Join(ids, ", "))
+			each.add("rank %d (entry %s) has %d orders: %s", k[i].rank, hex.EncodeToString(k[i].entry[:]), len(ids), strings.Join(ids, ", "))
 		}
 	}
-	if int64(len(p.Orders)) != k {
-		eachRank.add("%d orders are listed, but K is %d", len(p.Orders), k)
+	if len(p.Orders) != len(k) {
+		each.add("%d orders are listed, but K is %d", len(p.Orders), len(k))
 	}
-	return []Check{inDraw.check(CheckInDraw), inTopK.check(CheckTopK), eachRank.check(CheckEachRank), ids.check(CheckIDs), stated.check(CheckStated)}
+	return []Check{inDraw.check(CheckInDraw), inK.check(CheckTopK), each.check(CheckEachRank), ids.check(CheckIDs), stated.check(CheckStated), items.check(CheckItems)}
 }
 
 // distinct finds the repeated entries: along the list when it is sorted,
@@ -481,9 +791,9 @@ func contains(entries [][EntrySize]byte, e [EntrySize]byte, sorted bool) bool {
 	return slices.Contains(entries, e)
 }
 
-// rankPastK reports whether e is in entries and, if so, its rank: one
+// rankOf reports whether e is in entries and, if so, its rank: one
 // plus the number of entries ranked before it.
-func rankPastK(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool, int64) {
+func rankOf(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool, int64) {
 	found := false
 	key := keyOf(seed, e)
 	var before int64
@@ -503,36 +813,15 @@ func rankPastK(seed []byte, entries [][EntrySize]byte, e [EntrySize]byte) (bool,
 }
 
 // maxHeap keeps the k smallest keys seen, the largest on top.
-type maxHeap []keyed
+type maxHeap []fit
 
 func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return compare(h[j], h[i]) < 0 }
+func (h maxHeap) Less(i, j int) bool { return compare(h[j].keyed, h[i].keyed) < 0 }
 func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(keyed)) }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(fit)) }
 func (h *maxHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-// topK is the first k of Rank(seed, entries), in rank order, with memory
-// for k keys only.
-func topK(seed []byte, entries [][EntrySize]byte, k int) []keyed {
-	if k <= 0 {
-		return nil
-	}
-	h := make(maxHeap, 0, min(k, len(entries)))
-	for _, e := range entries {
-		kd := keyOf(seed, e)
-		if h.Len() < k {
-			heap.Push(&h, kd)
-		} else if compare(kd, h[0]) < 0 {
-			h[0] = kd
-			heap.Fix(&h, 0)
-		}
-	}
-	out := []keyed(h)
-	sortKeyed(out)
-	return out
 }

@@ -51,13 +51,23 @@ func newPublished(t *testing.T, n int, stock int64) *published {
 	return p
 }
 
+// defaults makes published lines of entries, each for one unit of the
+// one variant "default", as the API lists a sale of one variant.
+func defaults(entries []string) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e + " default 1"
+	}
+	return out
+}
+
 func (p *published) get() draw.Published {
 	commit := draw.Commitment(p.seed)
 	return draw.Published{
 		SaleID: "42", SaleCommitment: commit,
 		Commitment: commit, Seed: hex.EncodeToString(p.seed),
 		DeclaredEntries: int64(len(p.entries)), Admitted: min(p.stock, int64(len(p.entries))),
-		Entries: draw.EntriesOf(p.entries...), Stock: p.stock,
+		Entries: draw.EntriesOf(defaults(p.entries)...), Stock: p.stock,
 		Orders: slices.Clone(p.orders),
 	}
 }
@@ -87,7 +97,7 @@ func TestVerify_GoodDraw(t *testing.T) {
 			rep := draw.Verify(p.get())
 			require.True(t, rep.OK(), "%s", rep.String())
 			require.Equal(t, int64(min(tc.n, tc.stock)), rep.Admitted)
-			require.Len(t, rep.Checks, 12)
+			require.Len(t, rep.Checks, 14)
 			s := rep.String()
 			require.NotContains(t, s, "FAIL")
 			require.Contains(t, s, "  ok   "+draw.CheckCommitment+"\n")
@@ -129,7 +139,7 @@ func TestVerify_EntryChanged(t *testing.T) {
 		repl := between(t, p.entries, i, func([]byte) bool { return true })
 		lines := slices.Clone(p.entries)
 		lines[i] = repl
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		rep := draw.Verify(d)
 		require.Contains(t, rep.Failed(), draw.CheckInDraw, "%s", rep.String())
 		require.Contains(t, rep.Failed(), draw.CheckTopK)
@@ -150,10 +160,10 @@ func TestVerify_EntryChanged(t *testing.T) {
 		})
 		lines := slices.Clone(p.entries)
 		lines[i] = repl
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		rep := draw.Verify(d)
 		requireFails(t, rep, map[string]string{
-			draw.CheckTopK:     "has rank 4, past K = 3",
+			draw.CheckTopK:     "has rank 4, not one of the K = 3",
 			draw.CheckEachRank: "rank 1 (entry " + repl + ") has no order",
 			draw.CheckStated:   "listed with rank 3, recomputed 4",
 		})
@@ -166,7 +176,7 @@ func TestVerify_EntryChanged(t *testing.T) {
 		if lines[4] == lines[9] {
 			lines[4] = "fe" + lines[4][2:]
 		}
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		rep := draw.Verify(d)
 		require.Contains(t, rep.Failed(), draw.CheckSorted, "%s", rep.String())
 		require.Contains(t, strings.Join(checkOf(rep, draw.CheckSorted).Problems, "\n"), "line 6: "+lines[5]+" comes after "+lines[4])
@@ -177,7 +187,7 @@ func TestVerify_EntryChanged(t *testing.T) {
 			d := p.get()
 			lines := slices.Clone(p.entries)
 			lines[3] = bad
-			d.Entries = draw.EntriesOf(lines...)
+			d.Entries = draw.EntriesOf(defaults(lines)...)
 			rep := draw.Verify(d)
 			require.Contains(t, rep.Failed(), draw.CheckWellFormed, "%s", rep.String())
 			require.Contains(t, strings.Join(checkOf(rep, draw.CheckWellFormed).Problems, "\n"), "line 4: ")
@@ -191,13 +201,13 @@ func TestVerify_EntryDroppedOrDuplicated(t *testing.T) {
 	t.Run("a loser dropped", func(t *testing.T) {
 		d := p.get()
 		i := slices.Index(p.entries, p.ranked[7])
-		d.Entries = draw.EntriesOf(slices.Delete(slices.Clone(p.entries), i, i+1)...)
+		d.Entries = draw.EntriesOf(defaults(slices.Delete(slices.Clone(p.entries), i, i+1))...)
 		requireFails(t, draw.Verify(d), map[string]string{draw.CheckCount: "declares 10 entries, but 9 were published"})
 	})
 	t.Run("a winner dropped", func(t *testing.T) {
 		d := p.get()
 		i := slices.Index(p.entries, p.ranked[0])
-		d.Entries = draw.EntriesOf(slices.Delete(slices.Clone(p.entries), i, i+1)...)
+		d.Entries = draw.EntriesOf(defaults(slices.Delete(slices.Clone(p.entries), i, i+1))...)
 		rep := draw.Verify(d)
 		require.Subset(t, rep.Failed(), []string{draw.CheckCount, draw.CheckInDraw, draw.CheckEachRank}, "%s", rep.String())
 	})
@@ -206,7 +216,7 @@ func TestVerify_EntryDroppedOrDuplicated(t *testing.T) {
 	t.Run("an entry duplicated", func(t *testing.T) {
 		d := p.get()
 		lines := slices.Insert(slices.Clone(p.entries), i, p.entries[i])
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		requireFails(t, draw.Verify(d), map[string]string{
 			draw.CheckDistinct: p.entries[i] + " is published 2 times",
 			draw.CheckCount:    "declares 10 entries, but 11 were published",
@@ -215,7 +225,7 @@ func TestVerify_EntryDroppedOrDuplicated(t *testing.T) {
 	t.Run("an entry duplicated out of order", func(t *testing.T) {
 		d := p.get()
 		lines := append(slices.Clone(p.entries), p.entries[i])
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		requireFails(t, draw.Verify(d), map[string]string{
 			draw.CheckDistinct: p.entries[i] + " is published 2 times",
 			draw.CheckSorted:   "line 11: " + p.entries[i] + " comes after " + p.entries[9],
@@ -237,10 +247,10 @@ func TestVerify_EntryDroppedOrDuplicated(t *testing.T) {
 		}
 		lines := append(slices.Clone(p.entries), add)
 		slices.Sort(lines)
-		d.Entries = draw.EntriesOf(lines...)
+		d.Entries = draw.EntriesOf(defaults(lines)...)
 		d.DeclaredEntries++
 		requireFails(t, draw.Verify(d), map[string]string{
-			draw.CheckTopK:     "past K = 3",
+			draw.CheckTopK:     "not one of the K = 3",
 			draw.CheckEachRank: "rank 1 (entry " + add + ") has no order",
 			draw.CheckStated:   "",
 		})
@@ -268,7 +278,7 @@ func TestVerify_TamperedOrders(t *testing.T) {
 		d := p.get()
 		d.Orders[2].Entry = p.ranked[3]
 		requireFails(t, draw.Verify(d), map[string]string{
-			draw.CheckTopK:     "entry " + p.ranked[3] + " has rank 4, past K = 3",
+			draw.CheckTopK:     "entry " + p.ranked[3] + " has rank 4, not one of the K = 3",
 			draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
 			draw.CheckStated:   "listed with rank 3, recomputed 4",
 		})
@@ -284,7 +294,7 @@ func TestVerify_TamperedOrders(t *testing.T) {
 		d := p.get()
 		d.Orders = append(d.Orders, draw.Order{ID: "9000000", Entry: p.ranked[3], Rank: 4})
 		requireFails(t, draw.Verify(d), map[string]string{
-			draw.CheckTopK:     "has rank 4, past K = 3",
+			draw.CheckTopK:     "has rank 4, not one of the K = 3",
 			draw.CheckEachRank: "4 orders are listed, but K is 3",
 		})
 	})
@@ -333,13 +343,13 @@ func TestVerify_TamperedCounts(t *testing.T) {
 
 	d = p.get()
 	d.Admitted = 4
-	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 4 admitted, but min(stock 3, entries 10) is 3"})
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 4 admitted, but the entries that fit their variant's stock are 3"})
 
 	// Stock larger than it was: K = min(stock, N) grows, rank 4 has no order.
 	d = p.get()
 	d.Stock = 4
 	requireFails(t, draw.Verify(d), map[string]string{
-		draw.CheckAdmitted: "declares 3 admitted, but min(stock 4, entries 10) is 4",
+		draw.CheckAdmitted: "declares 3 admitted, but the entries that fit their variant's stock are 4",
 		draw.CheckEachRank: "rank 4 (entry " + p.ranked[3] + ") has no order",
 	})
 
@@ -347,7 +357,7 @@ func TestVerify_TamperedCounts(t *testing.T) {
 	p = newPublished(t, 3, 10)
 	d = p.get()
 	d.Admitted = 10
-	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "min(stock 10, entries 3) is 3"})
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "the entries that fit their variant's stock are 3"})
 }
 
 // cutAt is p's draw as published when the sale's end cut it at rank r:
@@ -377,7 +387,7 @@ func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
 	d := p.cutAt(3)
 	d.Orders = slices.Clone(p.orders[:3])
 	requireFails(t, draw.Verify(d), map[string]string{
-		draw.CheckTopK:     "rank 3, past K = 2",
+		draw.CheckTopK:     "rank 3, not one of the K = 2",
 		draw.CheckEachRank: "3 orders are listed, but K is 2",
 	})
 
@@ -389,14 +399,14 @@ func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
 	// Declared admitted other than the ranks before the cut.
 	d = p.cutAt(3)
 	d.Admitted = 5
-	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 5 admitted, but the ranks before the end's cut at rank 3 are 2"})
+	requireFails(t, draw.Verify(d), map[string]string{draw.CheckAdmitted: "declares 5 admitted, but the entries that fit before the end's cut at rank 3 are 2"})
 
 	// A cut past min(stock, entries) refuses nobody the units owed: not a cut.
 	d = p.cutAt(3)
 	d.EndedAtRank = 6
 	requireFails(t, draw.Verify(d), map[string]string{
-		draw.CheckEnded:    "at rank 6, outside 1..5",
-		draw.CheckAdmitted: "min(stock 5, entries 10) is 5",
+		draw.CheckEnded:    "at rank 6, which is not the rank of an entry the draw admits",
+		draw.CheckAdmitted: "the entries that fit their variant's stock are 5",
 		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
 	})
 
@@ -409,8 +419,8 @@ func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
 	require.True(t, rep.OK(), "the two ranks before the cut hold their units: %s", rep.String())
 	d.Taken = 4
 	requireFails(t, draw.Verify(d), map[string]string{
-		draw.CheckEnded:    "orders hold 4 units (sold + locked), more than the 2 ranks before it",
-		draw.CheckAdmitted: "declares 2 admitted, but min(stock 5, entries 10) is 5",
+		draw.CheckEnded:    "orders hold 4 units (sold + locked), more than the 2 the entries before it asked for",
+		draw.CheckAdmitted: "declares 2 admitted, but the entries that fit their variant's stock are 5",
 		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
 	})
 
@@ -421,10 +431,10 @@ func TestVerify_ACutByTheEndIsHeldToTheRanksAndTheSalesEnd(t *testing.T) {
 	rep = draw.Verify(d)
 	requireFails(t, rep, map[string]string{
 		draw.CheckEnded:    "but the sale ends at 2026-11-22T11:00:00Z, after it was read (2026-11-22T10:59:00Z)",
-		draw.CheckAdmitted: "declares 2 admitted, but min(stock 5, entries 10) is 5",
+		draw.CheckAdmitted: "declares 2 admitted, but the entries that fit their variant's stock are 5",
 		draw.CheckEachRank: "rank 3 (entry " + p.ranked[2] + ") has no order",
 	})
-	require.Contains(t, rep.String(), "so 5 admitted (ranks 1..5)", "an unproven cut is not counted as one")
+	require.Contains(t, rep.String(), "so 5 admitted (", "an unproven cut is not counted as one")
 }
 
 // TestVerify_ManyProblemsAreCounted: a check names ten problems and counts
@@ -434,7 +444,7 @@ func TestVerify_ManyProblemsAreCounted(t *testing.T) {
 	d := p.get()
 	lines := slices.Clone(p.entries)
 	slices.Reverse(lines)
-	d.Entries = draw.EntriesOf(lines...)
+	d.Entries = draw.EntriesOf(defaults(lines)...)
 	rep := draw.Verify(d)
 	c := checkOf(rep, draw.CheckSorted)
 	require.False(t, c.OK)
@@ -458,7 +468,7 @@ func TestVerify_TopKMatchesRank(t *testing.T) {
 }
 
 // TestReadEntries_Streams: a million entries are read line by line into
-// 16 bytes each.
+// 16 bytes each and 4 for the item.
 func TestReadEntries_Streams(t *testing.T) {
 	const n = 1_000_000
 	r := &entryStream{n: n}
@@ -467,10 +477,11 @@ func TestReadEntries_Streams(t *testing.T) {
 	l, err := draw.ReadEntries(r, n)
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
-	// The entries' 16 MB and the line buffer: nothing per line.
+	// The entries' 16 MB, their items' 4 MB and the line buffer: nothing
+	// per line.
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("reading %d entries allocated %.1f MB", n, float64(alloc)/(1<<20))
-	require.Less(t, alloc, uint64(17<<20))
+	require.Less(t, alloc, uint64(21<<20))
 	require.Equal(t, n, l.Len())
 	require.Equal(t, int64(n), l.Lines())
 	rep := draw.Verify(draw.Published{
@@ -479,12 +490,13 @@ func TestReadEntries_Streams(t *testing.T) {
 	})
 	require.True(t, rep.OK(), "%s", rep.String())
 
-	l, err = draw.ReadEntries(strings.NewReader("00000000000000000000000000000001\r\n00000000000000000000000000000002\n"), 0)
+	l, err = draw.ReadEntries(strings.NewReader("00000000000000000000000000000001 default 1\r\n00000000000000000000000000000002 eu-42 2\n"), 0)
 	require.NoError(t, err)
 	require.Equal(t, 2, l.Len())
 }
 
-// entryStream serves n sorted entries (0, 1, 2, ...), one per line, from
+// entryStream serves n sorted entries (0, 1, 2, ...), one unit of
+// "default" each, one per line, from
 // one reused buffer.
 type entryStream struct {
 	n, i int
@@ -495,11 +507,11 @@ type entryStream struct {
 func (s *entryStream) Read(p []byte) (int, error) {
 	if len(s.buf) == 0 {
 		s.buf = s.back[:0]
-		for len(s.buf)+33 <= len(s.back) && s.i < s.n {
+		for len(s.buf)+43 <= len(s.back) && s.i < s.n {
 			var e [16]byte
 			binary.BigEndian.PutUint64(e[8:], uint64(s.i))
 			s.buf = hex.AppendEncode(s.buf, e[:])
-			s.buf = append(s.buf, '\n')
+			s.buf = append(s.buf, " default 1\n"...)
 			s.i++
 		}
 		if len(s.buf) == 0 {

@@ -23,6 +23,7 @@ type lobbyEntryRow struct {
 	Quantity  int
 	EnteredAt time.Time `gorm:"->"`
 	Rank      *int
+	Fits      *bool
 	Outcome   *string
 	OrderID   *int64
 }
@@ -37,6 +38,9 @@ func (r *lobbyEntryRow) entry() *LobbyEntry {
 	e := &LobbyEntry{SaleID: r.SaleID, UserID: r.UserID, Entry: r.Entry, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
 	if r.Rank != nil {
 		e.Rank = *r.Rank
+	}
+	if r.Fits != nil {
+		e.Fits = *r.Fits
 	}
 	if r.Outcome != nil {
 		e.Outcome = *r.Outcome
@@ -199,8 +203,9 @@ func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, li
 	return out, nil
 }
 
-// SetRanks writes the ranks of some entries (one batch of the draw).
-// Writing the same ranks again changes nothing.
+// SetRanks writes the ranks of some entries (one batch of the draw), and
+// whether each fits (draw.Ranked.Fits). Writing the same ranks again
+// changes nothing.
 func (s *Store) SetRanks(ctx context.Context, saleID int64, ranked []draw.Ranked) error {
 	if len(ranked) == 0 {
 		return nil
@@ -209,15 +214,16 @@ func (s *Store) SetRanks(ctx context.Context, saleID int64, ranked []draw.Ranked
 		sb   strings.Builder
 		args = make([]any, 0, 2*len(ranked)+1)
 	)
-	sb.WriteString(`UPDATE lobby_entries AS e SET rank = v.rank FROM (VALUES `)
+	sb.WriteString(`UPDATE lobby_entries AS e SET rank = v.rank, fits = v.fits FROM (VALUES `)
 	for i, r := range ranked {
 		if i > 0 {
 			sb.WriteString(",")
 		}
-		sb.WriteString("(decode(?, 'hex'), ?::int)")
-		args = append(args, hex.EncodeToString(r.Entry), r.Rank)
+		sb.WriteString("(decode(?, 'hex'), ?::int, ?::boolean)")
+		args = append(args, hex.EncodeToString(r.Entry), r.Rank, r.Fits)
 	}
-	sb.WriteString(`) AS v(entry, rank) WHERE e.sale_id = ? AND e.entry = v.entry AND e.rank IS DISTINCT FROM v.rank`)
+	sb.WriteString(`) AS v(entry, rank, fits) WHERE e.sale_id = ? AND e.entry = v.entry
+		AND (e.rank IS DISTINCT FROM v.rank OR e.fits IS DISTINCT FROM v.fits)`)
 	args = append(args, saleID)
 	if err := s.db.WithContext(ctx).Exec(sb.String(), args...).Error; err != nil {
 		return fmt.Errorf("rank the lobby of sale %d: %w", saleID, err)
@@ -268,45 +274,114 @@ func (s *Store) SettleEntries(ctx context.Context, saleID int64, settled []*seck
 // FinishDraw records that the sale's draw is done: the seed may be
 // published from now on.
 func (s *Store) FinishDraw(ctx context.Context, saleID int64) error {
-	// A rank within min(stock, entries) is LOST only when the sale had
-	// ended before the draw reached it (SettleDraw): the first such rank
-	// is where the end cut the draw. The stock is the sale's units, all
-	// its variants' (restocks come only after the draw).
-	err := s.db.WithContext(ctx).Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
-		draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
-		draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries
-			WHERE sale_id = ? AND outcome = ?
-			  AND rank <= LEAST((SELECT sum(total) FROM sale_variants WHERE sale_id = ?), sales.draw_entries))
-		WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID, saleID).Error
+	// An entry that fits is LOST only when the sale had ended before the
+	// draw reached it (SettleDraw): the first such rank is where the end
+	// cut the draw.
+	// Each variant's count of entries admitted is written with it, once.
+	err := s.transaction(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE sale_variants v SET draw_admitted =
+			(SELECT count(*) FROM lobby_entries e WHERE e.sale_id = v.sale_id AND e.sku = v.sku AND e.outcome = ?)
+			WHERE v.sale_id = ?`, seckill.EntryWon, saleID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE sales SET draw_state = ?, drawn_at = COALESCE(drawn_at, now()),
+			draw_admitted = (SELECT count(*) FROM lobby_entries WHERE sale_id = ? AND outcome = ?),
+			draw_ended_at_rank = (SELECT min(rank) FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND fits)
+			WHERE id = ?`, seckill.DrawDone, saleID, seckill.EntryWon, saleID, seckill.EntryLost, saleID).Error
+	})
 	if err != nil {
 		return fmt.Errorf("finish the draw of sale %d: %w", saleID, err)
 	}
 	return nil
 }
 
+// FreezeDrawStock fixes the units the sale's draw gives, per variant: each
+// variant's total when first called (restocks wait for the draw), the
+// same on every later call. The draw decides which entries fit from them.
+func (s *Store) FreezeDrawStock(ctx context.Context, saleID int64) (map[string]int64, error) {
+	var rows []struct {
+		SKU       string `gorm:"column:sku"`
+		DrawStock int64
+	}
+	if err := s.db.WithContext(ctx).Raw(`UPDATE sale_variants SET draw_stock = COALESCE(draw_stock, total)
+		WHERE sale_id = ? RETURNING sku, draw_stock`, saleID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("fix the stock of sale %d's draw: %w", saleID, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("fix the stock of sale %d's draw: %w", saleID, seckill.ErrNotFound)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.SKU] = r.DrawStock
+	}
+	return out, nil
+}
+
+// DrawVariants returns, per variant of the sale in its order, the units
+// its draw gave and the entries it admitted (WON), as FinishDraw recorded
+// them (0 before).
+func (s *Store) DrawVariants(ctx context.Context, saleID int64) ([]seckill.DrawVariant, error) {
+	var rows []struct {
+		SKU       string `gorm:"column:sku"`
+		DrawStock *int64
+		Admitted  int
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT sku, draw_stock, COALESCE(draw_admitted, 0) AS admitted
+		FROM sale_variants WHERE sale_id = ? ORDER BY position`, saleID).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the draw's variants of sale %d: %w", saleID, err)
+	}
+	out := make([]seckill.DrawVariant, len(rows))
+	for i, r := range rows {
+		out[i] = seckill.DrawVariant{SKU: r.SKU, Admitted: r.Admitted}
+		if r.DrawStock != nil {
+			out[i].Stock = *r.DrawStock
+		}
+	}
+	return out, nil
+}
+
+// NextFitRank returns the first rank from from on of an entry that fits
+// (0: none is left).
+func (s *Store) NextFitRank(ctx context.Context, saleID int64, from int) (int, error) {
+	var rank *int
+	if err := s.db.WithContext(ctx).Raw(`SELECT min(rank) FROM lobby_entries WHERE sale_id = ? AND rank >= ? AND fits`,
+		saleID, from).Scan(&rank).Error; err != nil {
+		return 0, fmt.Errorf("find the next rank that fits in sale %d: %w", saleID, err)
+	}
+	if rank == nil {
+		return 0, nil
+	}
+	return *rank, nil
+}
+
 // DrawOrders returns the orders the sale's draw gave, by rank.
 func (s *Store) DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error) {
 	var rows []struct {
-		OrderID int64
-		Entry   []byte
-		Rank    *int
+		OrderID  int64
+		Entry    []byte
+		Rank     *int
+		SKU      string `gorm:"column:sku"`
+		Quantity int
 	}
 	// The orders the draw admitted (orders.drawn) whoever holds them, and
 	// the orders its record gives the winners (written or not yet): an
 	// admission the record missed is listed too, with its buyer's entry
 	// and rank, so the verifier sees it; one without an entry is listed
 	// without one.
-	if err := s.db.WithContext(ctx).Raw(`SELECT o.id AS order_id, e.entry, e.rank FROM orders o
+	// The item is the order's, or the entry's for an order not written.
+	if err := s.db.WithContext(ctx).Raw(`SELECT o.id AS order_id, e.entry, e.rank, o.sku, o.quantity FROM orders o
 		LEFT JOIN lobby_entries e ON e.sale_id = o.sale_id AND e.user_id = o.user_id
 		WHERE o.sale_id = ? AND o.drawn
 		UNION
-		SELECT order_id, entry, rank FROM lobby_entries WHERE sale_id = ? AND outcome = ? AND order_id IS NOT NULL
+		SELECT e.order_id, e.entry, e.rank, COALESCE(o.sku, e.sku), COALESCE(o.quantity, e.quantity) FROM lobby_entries e
+		LEFT JOIN orders o ON o.id = e.order_id
+		WHERE e.sale_id = ? AND e.outcome = ? AND e.order_id IS NOT NULL
 		ORDER BY rank NULLS LAST, order_id`, saleID, saleID, seckill.EntryWon).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the draw's orders of sale %d: %w", saleID, err)
 	}
 	out := make([]seckill.DrawOrder, len(rows))
 	for i, r := range rows {
-		out[i] = seckill.DrawOrder{OrderID: r.OrderID, Entry: r.Entry}
+		out[i] = seckill.DrawOrder{OrderID: r.OrderID, Entry: r.Entry, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
 		if r.Rank != nil {
 			out[i].Rank = *r.Rank
 		}

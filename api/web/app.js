@@ -495,10 +495,7 @@ const Seckill = (() => {
       const rank = " (rank " + entry.rank + ")";
       switch (entry.status) {
         case "WON": {
-          // Ranks past the stock were queued by the draw: their unit came
-          // from the waitlist later.
-          let text = entry.rank <= sale.stock.total ? "You won a unit in the draw" + rank
-            : "The draw put you on the waitlist" + rank + ", and a unit came to you from it";
+          let text = "You won in the draw" + rank;
           const mine = order && order.order_id === entry.order_id ? order.status : "";
           if (mine === "PAID") return text + ": it is yours.";
           if (mine === "CLOSED") return text + ", but its order is closed: see below.";
@@ -859,8 +856,12 @@ const Seckill = (() => {
       $("enter").disabled = true;
       try {
         const p = await proof();
-        entry = (await api("POST", "/api/v1/sales/" + saleID + "/lobby", p ? { headers: { "X-Seckill-Proof": p } } : {})).body;
-        show(msg, "You are in the draw.", true);
+        // The entry is for the size and quantity chosen, as a claim is.
+        const opts = { body: item() };
+        if (p) opts.headers = { "X-Seckill-Proof": p };
+        entry = (await api("POST", "/api/v1/sales/" + saleID + "/lobby", opts)).body;
+        const v = variantOf(entry.sku);
+        show(msg, "You are in the draw" + (entry.quantity ? " for " + entry.quantity + (several() && v ? " × " + v.name : "") : "") + ".", true);
         prepareProof();
       } catch (e) {
         show(msg, e.message);

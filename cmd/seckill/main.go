@@ -58,7 +58,8 @@ Usage:
   seckill draw verify --sale ID [--api URL] [--json]
                                     recompute a sale's draw from its published
                                     seed and entries, as anyone can, and check
-                                    the admitted orders are ranks 1..K; exits
+                                    the admitted orders are the entries that
+                                    fit each variant's stock; exits
                                     non-zero when a check fails (seckill draw --help)
   seckill sagas versions [--json]   open order sagas by the saga version they
                                     started on; exits non-zero while a run of a

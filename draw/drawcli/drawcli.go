@@ -30,10 +30,13 @@ func help(env []cli.Var) cli.Help {
 		About: `Recomputes a sale's draw from what the API publishes, as anyone can
 (docs/API.md "Fair start"), and checks each piece:
   - the revealed seed's SHA-256 is the commitment shown since the lobby opened;
-  - the entries are well-formed, distinct, sorted ascending, as many as declared;
-  - K, the number admitted, is min(stock, entries);
-  - the orders the draw admitted (read as an admin) are ranks 1..K, one
-    order each, every order listed once.
+  - the lines (<entry> <sku> <quantity>) are well-formed, their entries
+    distinct, sorted ascending, as many as declared;
+  - each variant's stock at the draw is at most the sale's now;
+  - K, the entries admitted: per variant, in rank order, those whose variant
+    still has their quantity (after the first that does not fit, none);
+  - the orders the draw admitted (read as an admin) are those K entries',
+    one order each, for the entry's variant and quantity.
 Ranks are recomputed from the seed and the entries: an entry's rank is its
 place when the entries are sorted by SHA-256(seed bytes || entry bytes).
 
@@ -145,6 +148,9 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 		return p, err
 	}
 	p.Commitment, p.Seed, p.DeclaredEntries, p.Admitted, p.EndedAtRank = d.Commitment, d.Seed, d.Entries, d.Admitted, d.EndedAtRank
+	for _, v := range d.Variants {
+		p.Variants = append(p.Variants, draw.Variant{SKU: v.SKU, Stock: v.Stock, Admitted: v.Admitted})
+	}
 
 	var s seckill.SaleJSON
 	if err := c.getJSON(ctx, base, "", &s); err != nil {
@@ -152,6 +158,9 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 	}
 	p.Stock, p.SaleEndsAt, p.ReadAt = s.Stock.Total, s.EndsAt, time.Now()
 	p.Taken = s.Stock.Sold + s.Stock.Locked
+	for _, v := range s.Variants {
+		p.SaleVariants = append(p.SaleVariants, draw.Variant{SKU: v.SKU, Stock: v.Stock.Total})
+	}
 	if s.Draw != nil {
 		p.SaleCommitment = s.Draw.Commitment
 	}
@@ -254,7 +263,7 @@ func (c *Client) orders(ctx context.Context, path, token string) ([]draw.Order, 
 			if err := dec.Decode(&o); err != nil {
 				return nil, bad(err)
 			}
-			orders = append(orders, draw.Order{ID: o.OrderID, Entry: o.Entry, Rank: o.Rank})
+			orders = append(orders, draw.Order{ID: o.OrderID, Entry: o.Entry, Rank: o.Rank, SKU: o.SKU, Quantity: o.Quantity})
 		}
 		if err := expectDelim(dec, ']'); err != nil {
 			return nil, bad(err)

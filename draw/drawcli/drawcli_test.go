@@ -34,7 +34,10 @@ type fakeAPI struct {
 	commitment string // the sale's (and the draw's) commitment
 	stock      int64
 	entries    [][]byte // sorted ascending
-	orders     []map[string]any
+	// items, when set, is what an entry's line lists after it (else
+	// "default 1"): a tampered list.
+	items  map[string]string
+	orders []map[string]any
 	// tamper, when set, changes the draw's JSON before it is served.
 	tamper   func(d map[string]any)
 	endsAt   time.Time // the sale's ends_at (zero: an hour from now)
@@ -59,6 +62,7 @@ func newFakeAPI(n int, stock int64) *fakeAPI {
 			"order_id": strconv.FormatInt(7_200_000_000_000_000_000+int64(i)*4096, 10),
 			"entry":    hex.EncodeToString(ranked[i].Entry),
 			"rank":     ranked[i].Rank,
+			"sku":      "default", "quantity": 1,
 		})
 	}
 	return f
@@ -80,8 +84,9 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": f.saleID, "state": "ACTIVE", "ends_at": endsAt.UTC().Format(time.RFC3339),
-			"stock": map[string]any{"total": f.stock, "remaining": 0, "sold": f.sold},
-			"draw":  map[string]any{"commitment": f.commitment},
+			"stock":    map[string]any{"total": f.stock, "remaining": 0, "sold": f.sold},
+			"variants": []any{map[string]any{"sku": "default", "stock": map[string]any{"total": f.stock, "remaining": 0, "sold": f.sold}}},
+			"draw":     map[string]any{"commitment": f.commitment},
 		})
 	case base + "/draw":
 		if f.drawCode != "" {
@@ -91,6 +96,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := map[string]any{
 			"commitment": f.commitment, "seed": hex.EncodeToString(f.seed),
 			"entries": len(f.entries), "admitted": min(int(f.stock), len(f.entries)),
+			"variants": []any{map[string]any{"sku": "default", "stock": f.stock, "admitted": min(int(f.stock), len(f.entries))}},
 		}
 		if f.tamper != nil {
 			f.tamper(d)
@@ -99,9 +105,14 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case base + "/draw/entries":
 		w.Header().Set("Content-Type", "text/plain")
 		bw := bufio.NewWriterSize(w, 64<<10)
-		line := make([]byte, 0, 33)
+		line := make([]byte, 0, 64)
 		for _, e := range f.entries {
-			line = append(hex.AppendEncode(line[:0], e), '\n')
+			item := "default 1"
+			if it, ok := f.items[hex.EncodeToString(e)]; ok {
+				item = it
+			}
+			line = append(hex.AppendEncode(line[:0], e), ' ')
+			line = append(append(line, item...), '\n')
 			_, _ = bw.Write(line)
 		}
 		_ = bw.Flush()
@@ -135,7 +146,7 @@ func TestDrawVerify_Good(t *testing.T) {
 	out, err := run(t, f, adminToken, "verify", "--sale", "42")
 	require.NoError(t, err, out)
 	require.Equal(t, "Bearer "+adminToken, f.ordersAuth)
-	require.Contains(t, out, "draw of sale 42: 200 entries, stock 20, so 20 admitted (ranks 1..20); 20 orders listed\n")
+	require.Contains(t, out, "draw of sale 42: 200 entries, stock 20, so 20 admitted (default: 20 of 200 entries for stock 20); 20 orders listed\n")
 	require.Contains(t, out, "  ok   "+draw.CheckEachRank+"\n")
 	require.NotContains(t, out, "FAIL")
 	require.Contains(t, out, "the draw checks out")
@@ -152,7 +163,7 @@ func TestDrawVerify_Good(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep), buf.String())
 	require.True(t, rep.OK())
 	require.Equal(t, int64(20), rep.Admitted)
-	require.Len(t, rep.Checks, 12)
+	require.Len(t, rep.Checks, 14)
 }
 
 func TestDrawVerify_Tampered(t *testing.T) {
@@ -178,7 +189,15 @@ func TestDrawVerify_Tampered(t *testing.T) {
 		{"rank K+1 instead of K", func(f *fakeAPI) {
 			ranked := draw.Rank(f.seed, f.entries)
 			f.orders[4]["entry"] = hex.EncodeToString(ranked[5].Entry)
-		}, draw.CheckTopK, "has rank 6, past K = 5"},
+		}, draw.CheckTopK, "has rank 6, not one of the K = 5 the draw admits"},
+		{"an admitted entry's quantity changed", func(f *fakeAPI) {
+			// Rank 1 asks for 2 of the 5 units: ranks 1..4 fit, rank 5's
+			// order is no admission.
+			f.items = map[string]string{hex.EncodeToString(draw.Rank(f.seed, f.entries)[0].Entry): "default 2"}
+		}, draw.CheckItems, "but its entry"},
+		{"an admitted entry's variant changed", func(f *fakeAPI) {
+			f.items = map[string]string{hex.EncodeToString(draw.Rank(f.seed, f.entries)[0].Entry): "eu-42 1"}
+		}, draw.CheckStock, `1 entries are for variant "eu-42", which the draw does not have`},
 		{"admitted count", func(f *fakeAPI) {
 			f.tamper = func(d map[string]any) { d["admitted"] = 6 }
 		}, draw.CheckAdmitted, "declares 6 admitted"},
@@ -204,14 +223,17 @@ func TestDrawVerify_Tampered(t *testing.T) {
 func TestDrawVerify_ADrawTheSalesEndCut(t *testing.T) {
 	cut := func(f *fakeAPI) {
 		f.orders = f.orders[:2]
-		f.tamper = func(d map[string]any) { d["admitted"], d["ended_at_rank"] = 2, 3 }
+		f.tamper = func(d map[string]any) {
+			d["admitted"], d["ended_at_rank"] = 2, 3
+			d["variants"] = []any{map[string]any{"sku": "default", "stock": f.stock, "admitted": 2}}
+		}
 	}
 	f := newFakeAPI(50, 5)
 	cut(f)
 	f.endsAt = time.Now().Add(-time.Minute)
 	out, err := run(t, f, adminToken, "verify", "--sale", "42")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "so up to the sale's end, declared at rank 3, 2 admitted (ranks 1..2); 2 orders listed\n")
+	require.Contains(t, out, "so up to the sale's end, declared at rank 3, 2 admitted (default: 2 of 50 entries for stock 5); 2 orders listed\n")
 
 	f = newFakeAPI(50, 5)
 	cut(f) // ends_at an hour ahead
@@ -225,7 +247,7 @@ func TestDrawVerify_ADrawTheSalesEndCut(t *testing.T) {
 	f.endsAt, f.sold = time.Now().Add(-time.Minute), 5
 	out, err = run(t, f, adminToken, "verify", "--sale", "42")
 	require.ErrorIs(t, err, drawcli.ErrFailed, out)
-	require.Contains(t, out, "orders hold 5 units (sold + locked), more than the 2 ranks before it")
+	require.Contains(t, out, "orders hold 5 units (sold + locked), more than the 2 the entries before it asked for")
 }
 
 // TestDrawVerify_NoAdmin: without an admin token the public pieces are
@@ -312,7 +334,7 @@ func TestDrawVerify_MillionEntries(t *testing.T) {
 	ranked := draw.Rank(f.seed, f.entries)
 	for i := range 1000 {
 		f.orders = append(f.orders, map[string]any{
-			"order_id": strconv.Itoa(1_000_000 + i), "entry": hex.EncodeToString(ranked[i].Entry), "rank": i + 1,
+			"order_id": strconv.Itoa(1_000_000 + i), "entry": hex.EncodeToString(ranked[i].Entry), "rank": i + 1, "sku": "default", "quantity": 1,
 		})
 	}
 	out, err := run(t, f, adminToken, "verify", "--sale", "42")
