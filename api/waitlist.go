@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -195,6 +196,13 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 		return errWaitlistPaused
 	}
 	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
+		// Its keys not loaded: after the sale's end nobody waits any
+		// more (and its keys expire); before it, a re-warm may be putting
+		// the buyer back from rows read before the delete, so they must
+		// try again once it has (redisstore.ErrNotWarmed).
+		if errors.Is(err, seckill.ErrUnavailable) && !time.Now().Before(sale.EndsAt) {
+			return c.SendStatus(fiber.StatusNoContent)
+		}
 		return errWaitlistPaused
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -9,10 +9,17 @@
 -- KEYS[3] waited  hash user -> order the waitlist gave
 -- KEYS[4] held    the line's held units (seckill:{sN}:held[:<sku>])
 -- KEYS[5] stock   the line's variant's stock
+-- KEYS[6] meta    the buyer's segment's meta (seckill:{sN}:meta)
 -- ARGV[1] user id
 -- ARGV[2] pub/sub channel told that the sale has stock again, ARGV[3] sale id
 --
--- Returns 1 when the buyer was waiting (and left now), 0 otherwise.
+-- Returns 1 when the buyer was waiting (and left now), 0 otherwise, and -1
+-- when the segment is not loaded (its keys lost, not re-warmed yet): the
+-- re-warm may be putting them back from the database's rows read before
+-- the leave, so the leave must be tried again once it has.
+if redis.call('EXISTS', KEYS[6]) == 0 then
+  return -1
+end
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])

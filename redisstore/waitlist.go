@@ -309,9 +309,16 @@ func (s *Store) WaitingByVariant(ctx context.Context, saleID int64) (map[string]
 	return out, nil
 }
 
+// ErrNotWarmed is Leave's answer when the buyer's segment is not loaded
+// (lost with Redis, or the sale's keys expired): whether they wait cannot
+// be known until a re-warm, which may put them back from the database's
+// rows, so nothing was done and the leave must be tried again.
+var ErrNotWarmed = fmt.Errorf("%w: the sale's keys are not loaded (not warmed)", seckill.ErrUnavailable)
+
 // Leave takes userID off saleID's waitlist for good (a later join starts
 // at the back) and forgets what the waitlist gave them; their order, if
-// any, is unaffected. It reports whether they were waiting.
+// any, is unaffected. It reports whether they were waiting, or
+// ErrNotWarmed.
 func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, error) {
 	k, _, err := s.userKeys(ctx, saleID, userID)
 	if err != nil {
@@ -330,12 +337,15 @@ func (s *Store) Leave(ctx context.Context, saleID int64, userID string) (bool, e
 	var removed int
 	err = s.durably(ctx, k.Stock, func(c redis.Cmdable) (bool, error) {
 		var err error
-		removed, err = leaveScript.Run(ctx, c, []string{kv.Wait, k.Lines, k.Waited, kv.Held, kv.Stock}, userID, s.RestockChannel(), saleID).Int()
+		removed, err = leaveScript.Run(ctx, c, []string{kv.Wait, k.Lines, k.Waited, kv.Held, kv.Stock, k.Meta}, userID, s.RestockChannel(), saleID).Int()
 		if err != nil {
 			return false, fmt.Errorf("leave waitlist: %w", err)
 		}
-		return true, nil
+		return removed >= 0, nil
 	})
+	if err == nil && removed < 0 {
+		return false, ErrNotWarmed
+	}
 	return removed == 1, err
 }
 
