@@ -153,7 +153,73 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 		return nil, err
 	}
 	rep.Checks = append(rep.Checks, finish(c9))
+	c10, err := a.placesKept(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	rep.Checks = append(rep.Checks, finish(c10))
 	return rep, nil
+}
+
+// placesKept is invariant 10: the database keeps every waiting buyer's
+// place as Redis has it (a waitlist_entries row of the same variant,
+// quantity and place), or a Redis loss would move them. A join
+// writes its row just after Redis put the buyer in line, and a buyer
+// served meanwhile leaves both: Redis then the database are read again a
+// second later before a difference counts.
+func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
+	c := Check{Invariant: 10, Name: "a place in a waiting line is kept by the database (each waiting buyer's row has their variant, quantity and place)"}
+	if !f.warmed {
+		return c, nil
+	}
+	type row struct {
+		UserID   string
+		SKU      string `gorm:"column:sku"`
+		Quantity int
+		Place    int64
+	}
+	missing := func() ([]string, error) {
+		waiters, err := a.Redis.Waiters(ctx, f.saleID)
+		if err != nil {
+			return nil, fmt.Errorf("read the waiting buyers: %w", err)
+		}
+		var rows []row
+		if err := a.DB.WithContext(ctx).Raw(`SELECT user_id, sku, quantity, place FROM waitlist_entries WHERE sale_id = ?`, f.saleID).
+			Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("read the waitlist's rows: %w", err)
+		}
+		kept := make(map[string]row, len(rows))
+		for _, r := range rows {
+			kept[r.UserID] = r
+		}
+		var out []string
+		for _, w := range waiters {
+			r, ok := kept[w.UserID]
+			// A buyer with no row is not counted: a join whose row write
+			// failed (answered 503) or whose API stopped between Redis and
+			// the row was never answered 201, and nothing tells those from
+			// a 201 whose row went missing (docs/OPERATIONS.md).
+			if ok && (r.SKU != w.Item.SKU || r.Quantity != w.Item.Quantity || r.Place != w.Place) {
+				out = append(out, fmt.Sprintf("%s waits for %d of %s at place %d; the row says %d of %s at place %d",
+					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place, r.Quantity, r.SKU, r.Place))
+			}
+		}
+		return out, nil
+	}
+	bad, err := missing()
+	if err == nil && len(bad) > 0 {
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		bad, err = missing()
+	}
+	if err != nil {
+		return c, err
+	}
+	c.Violations = append(c.Violations, bad...)
+	return c, nil
 }
 
 // facts are what one audit reads of a sale: the database first, then

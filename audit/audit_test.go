@@ -59,9 +59,7 @@ func TestRun_FailsAUnitLeftInStockWhileBuyersWait(t *testing.T) {
 	ctx := t.Context()
 	sale := testenv.OpenSale(t, st, 1)
 	testenv.Warm(t, rs, sale, 0)
-	j, err := rs.Join(ctx, sale.ID, "ann", seckill.DefaultItem, 10, 0, termsOf(t, sale, seckill.DefaultSKU))
-	require.NoError(t, err)
-	require.Equal(t, seckill.Waiting, j.Outcome)
+	require.Equal(t, seckill.Waiting, join(t, st, rs, sale, "ann", seckill.DefaultItem).Outcome)
 	require.NoError(t, rdb.Incr(ctx, rs.SaleKeys(sale.ID).Stock).Err()) // Redis = DB = 1, but ann waits
 
 	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
@@ -489,9 +487,7 @@ func TestRun_BuyersWaitingForOneVariantDoNotStrandAnother(t *testing.T) {
 	ctx := t.Context()
 	sale := redBlue(t, st, rs, 1, 5, 1)
 	admit(t, st, rs, sale, "ann", idgen.At(time.Now()), seckill.Item{SKU: "red", Quantity: 1})
-	j, err := rs.Join(ctx, sale.ID, "bob", seckill.Item{SKU: "red", Quantity: 1}, 10, 0, termsOf(t, sale, "red"))
-	require.NoError(t, err)
-	require.Equal(t, seckill.Waiting, j.Outcome)
+	require.Equal(t, seckill.Waiting, join(t, st, rs, sale, "bob", seckill.Item{SKU: "red", Quantity: 1}).Outcome)
 
 	rep := audited(t, st, rs, sale)
 	require.Equal(t, int64(1), rep.Waiting)

@@ -41,3 +41,41 @@ func (s *Store) PlaceOf(ctx context.Context, saleID int64, userID string) (e sec
 	}
 	return seckill.WaitlistEntry{SaleID: saleID, UserID: userID, Item: item, Place: int64(score)}, true, nil
 }
+
+// Waiters is every buyer waiting in saleID's lines, each as PlaceOf reads
+// them (the line's variant, the units awaited, the place): what the
+// database's rows must keep for each (docs/DESIGN.md invariant 10; the
+// audit compares them). A segment not loaded has no line to read.
+func (s *Store) Waiters(ctx context.Context, saleID int64) ([]seckill.WaitlistEntry, error) {
+	n, err := s.Segments(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	skus, err := s.SKUs(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	var out []seckill.WaitlistEntry
+	for p := range n {
+		k := s.SegmentKeys(saleID, p)
+		quantities, err := s.rdb.HGetAll(ctx, k.Lines).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read the waiting buyers of segment %d: %w", p, err)
+		}
+		for _, sku := range skus {
+			line, err := s.rdb.ZRangeWithScores(ctx, k.Variant(sku).Wait, 0, -1).Result()
+			if err != nil {
+				return nil, fmt.Errorf("read the %s line of segment %d: %w", sku, p, err)
+			}
+			for _, z := range line {
+				user := fmt.Sprint(z.Member)
+				item := seckill.Item{SKU: sku, Quantity: 1}
+				if _, q, ok := lineOf(quantities[user]); ok {
+					item.Quantity = q
+				}
+				out = append(out, seckill.WaitlistEntry{SaleID: saleID, UserID: user, Item: item, Place: int64(z.Score)})
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,68 @@
+package audit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/redisstore"
+	"github.com/seckill/seckill/store"
+)
+
+// Invariant 10 (hostile review R5): a waiting buyer whose row keeps
+// another place (or variant, or quantity) than Redis' line would be moved
+// by the next Redis loss; the audit fails it. A buyer with no row is not
+// counted (a join answered 503, or whose API stopped before the row, was
+// never answered 201: see placesKept).
+func TestRun_FailsAWaitingBuyerWhosePlaceTheDatabaseDoesNotKeep(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.OpenSale(t, st, 1)
+	testenv.Warm(t, rs, sale, 1)
+	admit(t, st, rs, sale, "ann", 1001, seckill.DefaultItem)
+	j, err := rs.Join(ctx, sale.ID, "bob", seckill.DefaultItem, 10, 2001, termsOf(t, sale, seckill.DefaultSKU))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+
+	rep := audited(t, st, rs, sale)
+	require.Equal(t, int64(1), rep.Waiting)
+	require.NotContains(t, failed(rep), 10, "bob has no row yet:\n%s", rep)
+
+	place, ok, err := rs.PlaceOf(ctx, sale.ID, "bob")
+	require.NoError(t, err)
+	require.True(t, ok)
+	place.OrderID, place.JoinedAt = 3001, time.Now()
+	require.NoError(t, st.SaveWaitlistEntry(ctx, place))
+	rep = audited(t, st, rs, sale)
+	require.NotContains(t, failed(rep), 10, "bob's place is kept:\n%s", rep)
+
+	require.NoError(t, st.Gorm().Exec(`UPDATE waitlist_entries SET place = place + 7 WHERE sale_id = ? AND user_id = 'bob'`, sale.ID).Error)
+	rep = audited(t, st, rs, sale)
+	require.Contains(t, failed(rep), 10, "the row keeps another place:\n%s", rep)
+
+	require.NoError(t, st.Gorm().Exec(`UPDATE waitlist_entries SET place = place - 7, quantity = 2 WHERE sale_id = ? AND user_id = 'bob'`, sale.ID).Error)
+	rep = audited(t, st, rs, sale)
+	require.Contains(t, failed(rep), 10, "the row keeps another quantity:\n%s", rep)
+}
+
+// join puts userID in sale's line for item as the API does: Redis, then
+// the row that keeps their place (invariant 10).
+func join(t *testing.T, st *store.Store, rs *redisstore.Store, sale *seckill.Sale, userID string, item seckill.Item) seckill.JoinResult {
+	t.Helper()
+	ctx := t.Context()
+	j, err := rs.Join(ctx, sale.ID, userID, item, 10, 0, termsOf(t, sale, item.SKU))
+	require.NoError(t, err)
+	if j.Outcome == seckill.Waiting {
+		place, ok, err := rs.PlaceOf(ctx, sale.ID, userID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		place.OrderID, place.JoinedAt = 9000+int64(len(userID)), time.Now()
+		require.NoError(t, st.SaveWaitlistEntry(ctx, place))
+	}
+	return j
+}
