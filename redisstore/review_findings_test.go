@@ -66,4 +66,3 @@ func TestReview_RestockMoveLandedAfterRewarmDroppedIt(t *testing.T) {
 	require.Equal(t, int64(sold+added), h.Stock+h.ForWaiting+h.Claimed,
 		"Redis holds the database's %d units: stock %d + held %d + claims %d", sold+added, h.Stock, h.ForWaiting, h.Claimed)
 }
-
