@@ -186,7 +186,13 @@ func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again
 	// a lost segment may have reached it or not: its moved set went with
 	// it. Either way its units are the database's now, and the lost
 	// segment is loaded with them: the record is dropped, so it is neither
-	// counted in flight here nor landed again later.
+	// counted in flight here nor landed again later. A mover may still
+	// hold the move in memory (a restock's, a hand-over's or a borrow's
+	// give follows its take; FinishMoves lands what it read): its id goes
+	// back into the lost segment's moved set first, before the segment is
+	// loaded, so that give finds it given (give.lua answers 0) and only
+	// forgets the record, rather than handing the units out a second time
+	// (hostile review R1).
 	//
 	// The database's units leave out its restocks not marked applied
 	// (spec.Restocks): what Redis placed of them is Redis' already, and
@@ -218,6 +224,14 @@ func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again
 		}
 		for i := range h.moves {
 			if m := &h.moves[i]; m.Dest >= 0 && m.Dest < n && isLost[m.Dest] {
+				moved := s.SegmentKeys(spec.SaleID, m.Dest).Variant(v.SKU).Moved
+				if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.SAdd(ctx, moved, m.id)
+					p.PExpireAt(ctx, moved, spec.EndsAt.Add(KeyRetention))
+					return nil
+				}); err != nil {
+					return false, 0, 0, 0, fmt.Errorf("mark move %s into a lost segment given: %w", m.id, err)
+				}
 				if err := s.rdb.HDel(ctx, s.SegmentKeys(spec.SaleID, m.from).Variant(v.SKU).Moves, m.id).Err(); err != nil {
 					return false, 0, 0, 0, fmt.Errorf("drop move %s into a lost segment: %w", m.id, err)
 				}
