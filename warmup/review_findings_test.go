@@ -97,4 +97,3 @@ func TestReview_ReJoinAfterRewarmReusesAPlaceAndIsNotSaved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seckill.WaitState{Waiting: true, Position: 2}, ws)
 }
-
