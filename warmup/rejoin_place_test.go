@@ -14,15 +14,12 @@ import (
 	"github.com/seckill/seckill/warmup"
 )
 
-// Review finding R2: a re-warm that puts nobody back (every row's buyer
-// was served since) leaves meta's wait_seq unset, so the joins after it
-// are numbered from 1 again. A buyer served earlier (whose stale row has
-// place 1) joins again, is given place 1 again and answered 201; the
-// API's SaveWaitlistEntry keeps the first row of "the same place" (the
-// old joined_at), and that row is left out by WaitlistEntries (an order
-// of theirs was created after that joined_at). The next Redis loss does
-// not put them back: a buyer answered 201 loses their place.
-func TestReview_ReJoinAfterRewarmReusesAPlaceAndIsNotSaved(t *testing.T) {
+// A re-warm that puts nobody back (every row's buyer was served since)
+// still numbers the joins after it past every place the database
+// recorded (hostile review R2), served rows' included: a buyer served
+// earlier who joins again is given a new place, SaveWaitlistEntry saves
+// it, and the next Redis loss puts them back at it.
+func TestRejoinAfterRewarmGetsANewPlaceAndIsRebuilt(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
