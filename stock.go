@@ -26,6 +26,11 @@ type WarmSpec struct {
 	// re-warm adds back what Redis placed of them already, so each is
 	// counted once whichever segment was lost (redisstore.RewarmAdmitting).
 	Restocks []Restock
+	// LastPlace is the highest place the sale's lines gave that the
+	// database recorded, of rows still waiting or not (served or left:
+	// store.WaitlistHighPlace). A re-warm numbers the joins after it (and
+	// after the live segments' lines), so no place is given twice.
+	LastPlace int64
 }
 
 // VariantUnits are units of one variant.

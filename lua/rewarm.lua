@@ -24,9 +24,11 @@
 -- ARGV[3] expire_ms
 -- ARGV[4] consumer group of the outbox relay
 -- ARGV[5] how many segments the sale's stock has (this is one of them)
--- ARGV[6] the highest join sequence any live segment's waitlist holds (segment 0
---         numbers the joins of a sale of several segments: a re-loaded segment 0
---         goes on after it, so the line keeps its order)
+-- ARGV[6] the highest join sequence given before: any live segment's waitlist's,
+--         any place put back, and the highest place the database recorded,
+--         of rows served or left since too (segment 0 numbers the joins of a
+--         sale of several segments: a re-loaded segment 0 goes on after it,
+--         so the line keeps its order and no place is given twice)
 -- ARGV[7] sale id, ARGV[8] payment timeout ms, ARGV[9] currency
 -- ARGV[10] presale_ms ('' for a sale without a presale), as warm.lua's
 -- ARGV[11] V, the variants; then V triples in KEYS' order: sku, units to

@@ -247,7 +247,10 @@ func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again
 			return false, 0, 0, 0, err
 		}
 	}
-	// Joins after the re-warm are numbered after every place put back.
+	// Joins after the re-warm are numbered after every place given before:
+	// put back, or recorded by the database though served or left since
+	// (hostile review R2: a join given an old place again).
+	lastJoin = max(lastJoin, spec.LastPlace)
 	for _, w := range waiting {
 		lastJoin = max(lastJoin, w.Place)
 	}

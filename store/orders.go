@@ -138,6 +138,16 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 		ins.TraceParent = &n.TraceParent
 	}
 	o, err := s.lockedOrder(ctx, n.ID, ins, func(tx *gorm.DB, row *orderRow) error {
+		// An admitted buyer no longer waits (admit.lua takes them out of
+		// their line): their row of the sale goes with the order's write,
+		// so a re-warm does not put them back (hostile review R4). Only
+		// when the order is written now (still QUEUED): a retry must not
+		// delete the row of a join made since.
+		if row.Status == string(seckill.StatusQueued) {
+			if err := forgetWaitlistPlace(tx, row.SaleID, row.UserID); err != nil {
+				return fmt.Errorf("start order %d: forget the waitlist place of %s: %w", row.ID, row.UserID, err)
+			}
+		}
 		return lockUnits(tx, row, payBy)
 	})
 	if errors.Is(err, ErrActiveOrderExists) {
@@ -147,8 +157,20 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 		now := time.Now().UTC()
 		reason := string(seckill.CloseSecondActiveOrder)
 		ins.Status, ins.CloseReason, ins.ClosedAt = string(seckill.StatusClosed), &reason, &now
-		if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(ins).Error; err != nil {
-			return nil, sale, fmt.Errorf("insert refused order %d: %w", n.ID, err)
+		// Redis admitted them all the same, out of any line: their row
+		// goes with the refused order's write, as an admitted one's does.
+		err := s.transaction(ctx, func(tx *gorm.DB) error {
+			res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoNothing: true}).Create(ins)
+			if res.Error != nil {
+				return fmt.Errorf("insert refused order %d: %w", n.ID, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				return nil // a retry: the row, if any, is of a join made since
+			}
+			return forgetWaitlistPlace(tx, n.SaleID, n.UserID)
+		})
+		if err != nil {
+			return nil, sale, err
 		}
 		if o, err = s.Order(ctx, n.ID); err != nil {
 			return nil, sale, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/seckill/seckill"
 )
 
@@ -17,8 +19,14 @@ import (
 // or ALREADY_WAITING, or an entrant the draw queued). Idempotent: a row of
 // the same place (a retry, which Redis answers ALREADY_WAITING) keeps the
 // order id, item and time of the first; a row of another place (the buyer
-// was served, or left, and joined again) is replaced. Bad input is an
-// error naming the field.
+// was served, or left, and joined again: places are never given twice,
+// WaitlistHighPlace), or whose order id has become an order (a re-warm
+// served them), is replaced. Nothing is saved while the buyer holds an
+// active order of the sale: Redis refuses a join to a buyer holding a
+// claim, so such a buyer was served after Redis answered the join and
+// before this save (their order was written, and its StartOrder found no
+// row to delete); a row saved now would put them back in line at the next
+// re-warm. Bad input is an error naming the field.
 func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error {
 	item := e.Item.OrDefault()
 	switch {
@@ -32,12 +40,15 @@ func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) 
 		return fmt.Errorf("save waitlist entry: joined_at is not set")
 	}
 	err := s.db.WithContext(ctx).Exec(`INSERT INTO waitlist_entries AS w
-			(sale_id, user_id, sku, quantity, order_id, place, joined_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			(sale_id, user_id, sku, quantity, order_id, place, joined_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = ? AND o.user_id = ? AND o.status <> ?)
 		ON CONFLICT (sale_id, user_id) DO UPDATE SET
 			sku = excluded.sku, quantity = excluded.quantity, order_id = excluded.order_id,
 			place = excluded.place, joined_at = excluded.joined_at
-		WHERE w.place <> excluded.place`,
-		e.SaleID, e.UserID, item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC()).Error
+		WHERE w.place <> excluded.place OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)`,
+		e.SaleID, e.UserID, item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC(),
+		e.SaleID, e.UserID, string(seckill.StatusClosed)).Error
 	if err != nil {
 		return fmt.Errorf("save the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
 	}
@@ -48,20 +59,46 @@ func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) 
 // it, for good, and a rebuilt line must not bring them back. Deleting a
 // row that does not exist is no error.
 func (s *Store) DeleteWaitlistEntry(ctx context.Context, saleID int64, userID string) error {
-	if err := s.db.WithContext(ctx).Exec(`DELETE FROM waitlist_entries WHERE sale_id = ? AND user_id = ?`,
-		saleID, userID).Error; err != nil {
+	if err := forgetWaitlistPlace(s.db.WithContext(ctx), saleID, userID); err != nil {
 		return fmt.Errorf("delete the waitlist entry of %s in sale %d: %w", userID, saleID, err)
 	}
 	return nil
 }
 
+// forgetWaitlistPlace deletes userID's row of saleID's lines, if any, and
+// keeps its place in waitlist_places (migration 00021) when it is the
+// highest deleted yet, so the places a re-warm numbers new joins after
+// (WaitlistHighPlace) do not go down.
+func forgetWaitlistPlace(tx *gorm.DB, saleID int64, userID string) error {
+	return tx.Exec(`WITH d AS (DELETE FROM waitlist_entries WHERE sale_id = ? AND user_id = ? RETURNING sale_id, place)
+		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM d
+		ON CONFLICT (sale_id) DO UPDATE SET high = excluded.high WHERE p.high < excluded.high`,
+		saleID, userID).Error
+}
+
+// WaitlistHighPlace returns the highest place saleID's lines ever gave
+// that the database recorded: its rows' and its deleted rows' (served or
+// left). A re-warm numbers the joins after it (seckill.WarmSpec.LastPlace),
+// so a place is never given twice: a buyer who joins again is given a new
+// place and SaveWaitlistEntry replaces their old row. 0 when none.
+func (s *Store) WaitlistHighPlace(ctx context.Context, saleID int64) (int64, error) {
+	var high int64
+	err := s.db.WithContext(ctx).Raw(`SELECT GREATEST(
+			COALESCE((SELECT MAX(place) FROM waitlist_entries WHERE sale_id = ?), 0),
+			COALESCE((SELECT high FROM waitlist_places WHERE sale_id = ?), 0))`, saleID, saleID).Scan(&high).Error
+	if err != nil {
+		return 0, fmt.Errorf("load the highest waitlist place of sale %d: %w", saleID, err)
+	}
+	return high, nil
+}
+
 // WaitlistEntries returns the places of saleID's lines that are still
-// waiting, in join order (place, then user id): the rows of buyers the line
-// has not served, those with no order of the sale created at or after
-// they joined (the line served them, whether that order is still active
-// or not), and whose order id has no order row (the row's id became an
-// order: a re-warm served them). What a re-warm rebuilds the
-// lines from.
+// waiting, in join order (place, then user id): what a re-warm rebuilds
+// the lines from. A buyer's row is deleted when the line serves them (the
+// transaction of StartOrder that writes their order, as admit.lua takes
+// any admitted buyer out of their line) or they leave, so the rows are
+// returned as they are, with no clock compared; but a row whose order id
+// has an order is left out (a re-warm served them with it).
 func (s *Store) WaitlistEntries(ctx context.Context, saleID int64) ([]seckill.WaitlistEntry, error) {
 	var rows []struct {
 		UserID   string
@@ -74,8 +111,6 @@ func (s *Store) WaitlistEntries(ctx context.Context, saleID int64) ([]seckill.Wa
 	err := s.db.WithContext(ctx).Raw(`SELECT w.user_id, w.sku, w.quantity, w.order_id, w.place, w.joined_at
 		FROM waitlist_entries w
 		WHERE w.sale_id = ?
-		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = w.sale_id AND o.user_id = w.user_id
-		                  AND o.created_at >= w.joined_at)
 		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)
 		ORDER BY w.place, w.user_id`, saleID).Scan(&rows).Error
 	if err != nil {

@@ -206,6 +206,10 @@ func (w *Warmer) rewarm(ctx context.Context, ids []int64, live map[int64]int64) 
 		}
 		spec := seckill.WarmSpecOf(snap.Sale, snap.Units)
 		spec.Restocks = snap.Restocks // placed in Redis already, or not: the re-warm counts each once
+		// New joins are numbered after every place the lines ever gave.
+		if spec.LastPlace, err = w.store.WaitlistHighPlace(ctx, id); err != nil {
+			return rewarmed, err
+		}
 		r, err := w.rstore.RewarmRebuilding(ctx, spec, claims, again, waiting, seckill.TermsBySKU(*snap.Sale))
 		if err != nil {
 			return rewarmed, fmt.Errorf("re-warm sale %d: %w", id, err)
