@@ -991,44 +991,58 @@ func (m *model) doRestock(t *rapid.T, r *mRestock) {
 	}
 }
 
-// placeRestock places restock r's units in the model, as restock.lua and the
-// landing of its moves do, the order ids numbered from base: the buyers
-// waiting for the variant first, first come first served (on a sale of
-// several segments, where every quantity is 1, the first r.add of them over
-// every segment: segment 0's in the script, the others' by the moves it
-// parks for them), the rest to segment 0's stock. It returns the buyers
-// served, by order id, and how many ids the restock draws.
+// placeRestock places restock r's units in the model, as restockPlan,
+// restock.lua and the landing of its moves do, the order ids numbered from
+// base. The plan walks the variant's one line over every segment, first
+// come first served, giving each buyer their outstanding quantity (their
+// quantity less the units held for them when they head their segment's
+// line) while units are left: owed[p] units and served[p] buyers per
+// segment. The plan is final when units are left over once everyone is
+// covered. Segment 0's script gets owed[0] units and an order id per buyer
+// served there, or, final, every unit not moved and restockSlack more ids;
+// each other segment p with owed[p] > 0 gets a move of owed[p] units,
+// landed (give.lua, every unit to its line) with an order id per unit. It
+// returns the buyers served and how many ids the restock draws.
 func (m *model) placeRestock(r *mRestock, base int64) ([]grant, int64) {
-	line := m.variantLine(r.sku)
-	served := min(int64(len(line)), r.add)
-	final := int64(len(line)) <= r.add
-	owed := make([]int64, m.n)
-	for _, w := range line[:served] {
-		owed[m.segment(w.user)]++
+	owed, served := make([]int64, m.n), make([]int64, m.n)
+	left := r.add
+	for _, w := range m.variantLine(r.sku) {
+		if left <= 0 {
+			break
+		}
+		p := m.segment(w.user)
+		need := int64(w.q)
+		if m.lineOf(r.sku, p)[0].user == w.user {
+			need = max(need-m.held[mHeld{r.sku, p}], 0)
+		}
+		give := min(need, left)
+		owed[p] += give
+		served[p]++
+		left -= give
 	}
+	final := left > 0 // the model's lines are shorter than restockChunk
 	var inMoves int64
 	for p := 1; p < m.n; p++ {
 		inMoves += owed[p]
 	}
-	here := owed[0]
+	give, ids := owed[0], served[0]
 	if final {
-		here = min(r.add-inMoves, here+8) // restockSlack
+		give, ids = r.add-inMoves, ids+redisstore.RestockSlack
 	}
-	ids := make([]int64, here)
-	for i := range ids {
-		ids[i] = base + int64(i) + 1
-	}
-	give := r.add - inMoves
-	if !final {
-		give = min(give, here)
-	}
-	grants, _ := m.giveUnits(r.sku, 0, give, ids)
-	next := base + here
-	for p := 1; p < m.n; p++ {
-		for _, w := range m.lineOf(r.sku, p)[:owed[p]] {
+	next := base
+	draw := func(k int64) []int64 {
+		out := make([]int64, k)
+		for i := range out {
 			next++
-			m.admit(w.user, next, seckill.Item{SKU: r.sku, Quantity: w.q}, true)
-			grants = append(grants, grant{w.user, next})
+			out[i] = next
+		}
+		return out
+	}
+	grants, _ := m.giveUnits(r.sku, 0, give, draw(ids))
+	for p := 1; p < m.n; p++ {
+		if owed[p] > 0 {
+			g, _ := m.giveUnits(r.sku, p, owed[p], draw(owed[p]))
+			grants = append(grants, g...)
 		}
 	}
 	return grants, next - base
