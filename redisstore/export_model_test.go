@@ -6,6 +6,10 @@ import (
 	"github.com/seckill/seckill"
 )
 
+// RestockSlack is restockSlack: the order ids a final restock script gets
+// beyond the buyers planned in segment 0.
+const RestockSlack = restockSlack
+
 // TakeSKUForTest is TakeForTest for variant sku: a mover of that
 // variant's units that took them and died.
 func (s *Store) TakeSKUForTest(ctx context.Context, saleID int64, sku string, from int, id string, units int64, dest int) error {

@@ -216,7 +216,9 @@ func (s *Store) rewarm(ctx context.Context, spec seckill.WarmSpec, claims, again
 	units := make(map[string]int64, len(spec.Variants))
 	for _, v := range spec.Variants {
 		h := live[v.SKU]
-		u := max(v.Units, 0) + restocked[v.SKU]
+		// v.Units may be below zero: orders hold units of a restock the
+		// database does not count yet; they come back with restocked.
+		u := v.Units + restocked[v.SKU]
 		for p, st := range h.stock {
 			if !isLost[p] {
 				u -= max(st, 0) + h.held[p]

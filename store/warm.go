@@ -20,7 +20,8 @@ type WarmSnapshot struct {
 	// QUEUED orders that hold none yet (none but a retired saga's:
 	// StartOrder takes an order's units in the transaction that writes
 	// it), which will take theirs from available, and less the units of
-	// its restocks not applied yet, which their Redis half adds.
+	// its restocks not applied yet, which their Redis half adds (or re-warm
+	// adds back): below zero when orders hold units of those restocks.
 	Units map[string]int64
 	// Restocks are the restocks not applied yet that Units leave out,
 	// oldest first: re-warm adds back what Redis placed of them
@@ -80,7 +81,9 @@ func (s *Store) WarmSnapshot(ctx context.Context, saleID int64) (*WarmSnapshot, 
 		}
 		snap = &WarmSnapshot{Sale: sale, Units: make(map[string]int64, len(sale.Variants))}
 		for _, v := range sale.Variants {
-			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU]-restocks[v.SKU])
+			// Below zero when orders hold units of the unapplied restocks
+			// already: re-warm adds the restocks back before it clamps.
+			snap.Units[v.SKU] = max(0, v.Stock.Available-pending[v.SKU]) - restocks[v.SKU]
 		}
 		if snap.Restocks, err = unappliedRestocks(tx, saleID); err != nil {
 			return err
