@@ -70,8 +70,8 @@ func (s *Server) devCheckout(c *fiber.Ctx) error {
 		return invalid("outcome", `must be "succeeded" or "failed"`)
 	}
 	ctx, cancel := s.reqCtx(c)
-	defer cancel()
 	o, err := s.visibleOrder(ctx, c)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -83,23 +83,53 @@ func (s *Server) devCheckout(c *fiber.Ctx) error {
 		EventID: eventID, Type: typ, PaymentIntentID: "pi_dev_" + hex.EncodeToString(nonce),
 		AmountCents: o.AmountCents, Currency: o.Currency,
 	}, o.ID, now)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.selfURL+"/api/v1/payments/webhook", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	hreq.Header.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	hreq.Header.Set("Stripe-Signature", Sign(body, s.cfg.WebhookSecret, now))
-	resp, err := s.http.Do(hreq)
+	status, err := s.sendDevEvent(c, body)
 	if err != nil {
 		s.logFor(c).Warn("dev checkout: webhook", "orderID", o.ID, "saleID", o.SaleID, "error", err)
 		return seckill.Errorf(seckill.CodeUnavailable, "the shop could not be told about the payment; try again")
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		s.logFor(c).Warn("dev checkout: webhook refused", "orderID", o.ID, "saleID", o.SaleID, "status", resp.StatusCode)
-		return seckill.Errorf(seckill.CodeUnavailable, "the shop did not accept the payment event (HTTP %d); try again", resp.StatusCode)
+	if status != http.StatusOK {
+		s.logFor(c).Warn("dev checkout: webhook refused", "orderID", o.ID, "saleID", o.SaleID, "status", status)
+		return seckill.Errorf(seckill.CodeUnavailable, "the shop did not accept the payment event (HTTP %d); try again", status)
 	}
 	s.logFor(c).Info("dev checkout: payment sent", "orderID", o.ID, "saleID", o.SaleID, "eventID", eventID, "type", typ)
 	return c.JSON(fiber.Map{"event_id": eventID, "type": typ, "order_id": strconv.FormatInt(o.ID, 10)})
+}
+
+// devDeliveryTries bounds how often the dev provider sends one event while
+// the webhook answers 503 (recorded, not yet delivered: a saga busy
+// starting), each try within the API's request timeout.
+const devDeliveryTries = 4
+
+// sendDevEvent posts one payment event to the shop's webhook, signed anew
+// for each try, and sends the same event again while the webhook answers
+// 503, as a real provider retries an event (same id, so it is recorded
+// once and delivered once). It returns the last status.
+func (s *Server) sendDevEvent(c *fiber.Ctx, body []byte) (int, error) {
+	for try := 1; ; try++ {
+		ctx, cancel := s.reqCtx(c)
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.selfURL+"/api/v1/payments/webhook", bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			return 0, err
+		}
+		hreq.Header.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		hreq.Header.Set("Stripe-Signature", Sign(body, s.cfg.WebhookSecret, time.Now()))
+		resp, err := s.http.Do(hreq)
+		if err != nil {
+			cancel()
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusServiceUnavailable || try == devDeliveryTries {
+			return resp.StatusCode, nil
+		}
+		select {
+		case <-c.UserContext().Done():
+			return resp.StatusCode, nil
+		case <-time.After(time.Duration(try) * 500 * time.Millisecond):
+		}
+	}
 }
