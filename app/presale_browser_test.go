@@ -76,7 +76,7 @@ func jsString(s string) string {
 // size at once and pays it on the dev checkout, and another member joins
 // the line of the size members sold out. Before the presale a member sees
 // the countdown to it.
-func TestBrowser_PresaleMembersBuyFirst(t *testing.T) {
+func TestShopper_PresaleMembersBuyFirstInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
 	sale := s.createPresaleSale(time.Now().Add(-time.Minute), 3, 1)
 	// A member took EU 43's one unit: sold out in the presale.
