@@ -424,7 +424,21 @@ const Seckill = (() => {
       $("stock-total").textContent = sale.stock.total;
       $("stock-bar").style.width = (100 * sale.stock.remaining / sale.stock.total) + "%";
       const now = Date.now(), starts = Date.parse(sale.starts_at), ends = Date.parse(sale.ends_at);
-      if (now < starts) {
+      // A presale (docs/API.md "Presale"): its members buy from its start,
+      // everyone else from starts_at. The countdown is to when the buyer
+      // can buy; a member buying in the presale sees how long their head
+      // start lasts.
+      const member = !!sale.presale && holds(sale.presale.claim);
+      const presaleAt = sale.presale ? Date.parse(sale.presale.starts_at) : starts;
+      const presaleOn = !!sale.presale && now >= presaleAt && now < starts;
+      const opens = member ? presaleAt : starts;
+      if (member && now < presaleAt) {
+        $("countdown-label").textContent = "Members' presale starts in";
+        $("countdown").textContent = clock(presaleAt - now);
+      } else if (member && now < starts) {
+        $("countdown-label").textContent = "Members' presale: open to everyone in";
+        $("countdown").textContent = clock(starts - now);
+      } else if (now < starts) {
         $("countdown-label").textContent = "Starts in";
         $("countdown").textContent = clock(starts - now);
       } else if (now < ends) {
@@ -437,9 +451,6 @@ const Seckill = (() => {
       const active = order && (order.status === "QUEUED" || order.status === "AWAITING_PAYMENT" || order.status === "PAID");
       const phase = sale.lobby_opens_at ? drawPhase(now) : "";
       const at = (t) => new Date(t).toLocaleString();
-      // A presale (docs/API.md "Presale"): its members buy from its start.
-      const member = !!sale.presale && holds(sale.presale.claim);
-      const opens = member ? Date.parse(sale.presale.starts_at) : starts;
       $("claim").textContent = member && now < starts ? "Members' presale" : "Buy now";
       // Why "Buy now" cannot be pressed, said next to it; "" when it can.
       let why = "";
@@ -449,8 +460,9 @@ const Seckill = (() => {
       else if (phase === "soon") why = "This sale starts with a draw at " + at(starts) + "; its lobby opens " + at(Date.parse(sale.lobby_opens_at)) + ".";
       else if (phase === "open" && entry) why = "This sale starts with a draw at " + at(starts) + ", and you are in it.";
       else if (phase === "open") why = "This sale starts with a draw: enter it below before " + at(starts) + ".";
-      else if (now < opens && member) why = "Members' presale from " + at(opens) + "; the sale opens to everyone " + at(starts) + ".";
-      else if (now < opens && sale.state === "PRESALE") why = "Members' presale now; the sale opens to everyone " + at(starts) + ".";
+      else if (now < opens && member) why = "You are a member: you can buy in the members' presale from " + at(opens) + ", before the sale opens to everyone " + at(starts) + ".";
+      else if (now < opens && presaleOn) why = "Members' presale: only its members can buy now, and your account is not one. You can buy when the sale opens to everyone, " + at(starts) + ".";
+      else if (now < opens && sale.presale) why = "The sale opens to everyone " + at(starts) + "; its members' presale starts " + at(presaleAt) + ".";
       else if (now < opens) why = "The sale starts " + at(starts) + ".";
       else if (now >= ends || sale.state === "ENDED") why = "The sale has ended.";
       else if (phase === "drawing") why = "The draw is running; any units it leaves can be bought here once it is done.";
