@@ -48,10 +48,15 @@ type Store interface {
 	// MarkRestockApplied records that the Redis half of restock id is
 	// done; seckill.ErrNotFound for a restock that does not exist.
 	MarkRestockApplied(ctx context.Context, saleID, id int64) error
-	// The durable waitlist (docs/DESIGN.md invariant 10): a place Redis
-	// gave is saved before the buyer is told (a retry of the same place
-	// keeps the first row), and deleted when they leave.
-	SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error
+	// The durable waitlist (docs/DESIGN.md invariant 10): a join writes
+	// the buyer's pending row before it asks Redis (a row already there
+	// stays), fills it with the place Redis gave before the buyer is told
+	// (a retry of the same place keeps the first row; false when the row
+	// is gone, a leave or the buyer's order deleted it), drops it when
+	// Redis gave no place (only a pending row), and a leave deletes it.
+	PendWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error
+	FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) (bool, error)
+	DropPendingWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 	DeleteWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 }
 

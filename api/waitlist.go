@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -83,16 +84,28 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	}
 	defer func() { s.giveProofBack(c, proof, err) }()
 	joinedAt := time.Now()
+	// The buyer's row before Redis (docs/DESIGN.md invariant 10): whoever
+	// waits in Redis has a row, pending until keepPlace fills it, so the
+	// audit can tell a lost row from a join never answered 201.
+	pending := seckill.WaitlistEntry{SaleID: sale.ID, UserID: user, Item: item, JoinedAt: joinedAt}
+	if err := s.cfg.Store.PendWaitlistEntry(ctx, pending); err != nil {
+		s.logFor(c).Warn("the waitlist join is not recorded", "saleID", sale.ID, "error", err)
+		return errWaitlistPaused
+	}
 	res, err := s.cfg.Redis.Join(ctx, sale.ID, user, item, s.cfg.WaitlistMax, orderID, terms)
 	if err != nil {
+		// The script may have run (its answer lost): the pending row
+		// stays, saying the buyer may wait but was never told so.
 		s.logFor(c).Warn("join script failed", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
 	}
 	if res.Outcome == seckill.Waiting || res.Outcome == seckill.AlreadyWaiting {
-		if err := s.keepPlace(ctx, sale.ID, user, joinedAt); err != nil {
+		if err := s.keepPlace(ctx, c, pending); err != nil {
 			s.logFor(c).Warn("the waitlist place is not saved", "saleID", sale.ID, "error", err)
 			return errWaitlistPaused
 		}
+	} else {
+		s.dropPending(ctx, c, sale.ID, user)
 	}
 	entry := waitlistEntry{SaleID: strconv.FormatInt(sale.ID, 10), UserID: user, SKU: item.SKU, Quantity: item.Quantity}
 	switch res.Outcome {
@@ -119,25 +132,57 @@ func (s *Server) joinWaitlist(c *fiber.Ctx) (err error) {
 	return c.Status(fiber.StatusCreated).JSON(entry)
 }
 
-// keepPlace saves the place Redis gave user in the sale's line in the
-// database before they are told (docs/DESIGN.md invariant 10), so a line
-// Redis loses is rebuilt with them in it: a buyer answered 201 keeps their
-// place. A failure is answered 503 and the buyer's retry (ALREADY_WAITING)
-// saves it then; a retry of a place saved already keeps the first row. The
-// row carries an order id of its own, never the join's (which a sale of
-// several segments may have given another buyer's admission): the order
-// the buyer gets if a re-warm serves them. A buyer served or gone since
-// the join needs no row.
-func (s *Server) keepPlace(ctx context.Context, saleID int64, user string, joinedAt time.Time) error {
-	e, ok, err := s.cfg.Redis.PlaceOf(ctx, saleID, user)
-	if err != nil || !ok {
+// errPlaceGone is keepPlace's answer when the buyer's row is gone since
+// the join wrote it.
+var errPlaceGone = errors.New("the waitlist row is gone")
+
+// keepPlace fills the buyer's row (pending, written before the join) with
+// the place Redis gave them, before they are told (docs/DESIGN.md
+// invariant 10), so a line Redis loses is rebuilt with them in it: a buyer
+// answered 201 keeps their place. A failure is answered 503 and the
+// buyer's retry (ALREADY_WAITING) fills it then; a retry of a place saved
+// already keeps the first row. The row carries an order id of its own,
+// never the join's (which a sale of several segments may have given
+// another buyer's admission): the order the buyer gets if a re-warm
+// serves them. A buyer served or gone since the join needs no row (their
+// pending one is dropped). The row is only filled, never written anew:
+// when it is gone (a concurrent leave deleted it, or the line served the
+// buyer and their order's write did) the answer is 503, and a pending row
+// is put back as Redis may still hold the buyer in line, so they show as
+// a join never answered 201 and not as a lost place; the retry sorts out
+// which.
+func (s *Server) keepPlace(ctx context.Context, c *fiber.Ctx, pending seckill.WaitlistEntry) error {
+	e, ok, err := s.cfg.Redis.PlaceOf(ctx, pending.SaleID, pending.UserID)
+	if err != nil {
 		return err
+	}
+	if !ok {
+		s.dropPending(ctx, c, pending.SaleID, pending.UserID)
+		return nil
 	}
 	if e.OrderID, err = s.cfg.IDs.Next(); err != nil {
 		return err
 	}
-	e.JoinedAt = joinedAt
-	return s.cfg.Store.SaveWaitlistEntry(ctx, e)
+	e.JoinedAt = pending.JoinedAt
+	kept, err := s.cfg.Store.FillWaitlistEntry(ctx, e)
+	if err != nil || kept {
+		return err
+	}
+	if err := s.cfg.Store.PendWaitlistEntry(ctx, pending); err != nil {
+		return fmt.Errorf("%w, and no pending row is put back: %w", errPlaceGone, err)
+	}
+	return errPlaceGone
+}
+
+// dropPending deletes the buyer's pending row once Redis answered their
+// join with no place (admitted at once, refused): nothing is in flight
+// any more. A row with a place stays. A failure only leaves a pending row
+// behind, which nothing reads as a place (docs/OPERATIONS.md), so the
+// answer stands.
+func (s *Server) dropPending(ctx context.Context, c *fiber.Ctx, saleID int64, user string) {
+	if err := s.cfg.Store.DropPendingWaitlistEntry(ctx, saleID, user); err != nil {
+		s.logFor(c).Warn("the pending waitlist row is not deleted", "saleID", saleID, "error", err)
+	}
 }
 
 // buyers says n buyers in words: "1 buyer", "2 buyers".

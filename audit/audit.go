@@ -163,10 +163,14 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 
 // placesKept is invariant 10: the database keeps every waiting buyer's
 // place as Redis has it (a waitlist_entries row of the same variant,
-// quantity and place), or a Redis loss would move them. A join
-// writes its row just after Redis put the buyer in line, and a buyer
-// served meanwhile leaves both: Redis then the database are read again a
-// second later before a difference counts.
+// quantity and place), or a Redis loss would move them. A join writes its
+// buyer's row, pending (no place), before it asks Redis, and fills it
+// just after Redis put the buyer in line, before the 201; a buyer served
+// meanwhile leaves both: Redis then the database are read again a second
+// later before a difference counts. So a waiting buyer with no row at all
+// is a row that went missing; one whose row is pending was never answered
+// 201 (the join is in flight, or was answered 503, or its API stopped
+// before answering) and is not counted.
 func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 	c := Check{Invariant: 10, Name: "a place in a waiting line is kept by the database (each waiting buyer's row has their variant, quantity and place)"}
 	if !f.warmed {
@@ -176,7 +180,7 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 		UserID   string
 		SKU      string `gorm:"column:sku"`
 		Quantity int
-		Place    int64
+		Place    *int64 // nil: pending
 	}
 	missing := func() ([]string, error) {
 		waiters, err := a.Redis.Waiters(ctx, f.saleID)
@@ -195,13 +199,14 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 		var out []string
 		for _, w := range waiters {
 			r, ok := kept[w.UserID]
-			// A buyer with no row is not counted: a join whose row write
-			// failed (answered 503) or whose API stopped between Redis and
-			// the row was never answered 201, and nothing tells those from
-			// a 201 whose row went missing (docs/OPERATIONS.md).
-			if ok && (r.SKU != w.Item.SKU || r.Quantity != w.Item.Quantity || r.Place != w.Place) {
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("%s waits for %d of %s at place %d; no row keeps it",
+					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place))
+			case r.Place == nil: // a join never answered 201
+			case r.SKU != w.Item.SKU || r.Quantity != w.Item.Quantity || *r.Place != w.Place:
 				out = append(out, fmt.Sprintf("%s waits for %d of %s at place %d; the row says %d of %s at place %d",
-					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place, r.Quantity, r.SKU, r.Place))
+					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place, r.Quantity, r.SKU, *r.Place))
 			}
 		}
 		return out, nil

@@ -26,7 +26,8 @@ import (
 // claim, so such a buyer was served after Redis answered the join and
 // before this save (their order was written, and its StartOrder found no
 // row to delete); a row saved now would put them back in line at the next
-// re-warm. Bad input is an error naming the field.
+// re-warm. A pending row (PendWaitlistEntry) is replaced. Bad input is an
+// error naming the field.
 func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error {
 	item := e.Item.OrDefault()
 	switch {
@@ -46,11 +47,91 @@ func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) 
 		ON CONFLICT (sale_id, user_id) DO UPDATE SET
 			sku = excluded.sku, quantity = excluded.quantity, order_id = excluded.order_id,
 			place = excluded.place, joined_at = excluded.joined_at
-		WHERE w.place <> excluded.place OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)`,
+		WHERE w.place IS DISTINCT FROM excluded.place OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)`,
 		e.SaleID, e.UserID, item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC(),
 		e.SaleID, e.UserID, string(seckill.StatusClosed)).Error
 	if err != nil {
 		return fmt.Errorf("save the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
+	}
+	return nil
+}
+
+// PendWaitlistEntry writes userID's pending row of saleID's lines (no
+// place, no order id: migration 00022) before the join asks Redis, so a
+// buyer Redis puts in line always has a row, and a waiting buyer with none
+// is a loss the audit reports (invariant 10). A row that is there already
+// stays as it is: a retry of a buyer whose row has a place keeps it, and a
+// join in flight keeps its own. Only e's sale, user, item and joined_at
+// are read; bad input is an error naming the field.
+func (s *Store) PendWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error {
+	item := e.Item.OrDefault()
+	switch {
+	case e.UserID == "":
+		return fmt.Errorf("pend waitlist entry: user_id is empty")
+	case e.Item.Quantity < 0:
+		return fmt.Errorf("pend waitlist entry: quantity %d is below 1", e.Item.Quantity)
+	case e.JoinedAt.IsZero():
+		return fmt.Errorf("pend waitlist entry: joined_at is not set")
+	}
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO waitlist_entries (sale_id, user_id, sku, quantity, joined_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (sale_id, user_id) DO NOTHING`,
+		e.SaleID, e.UserID, item.SKU, item.Quantity, e.JoinedAt.UTC()).Error
+	if err != nil {
+		return fmt.Errorf("pend the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
+	}
+	return nil
+}
+
+// FillWaitlistEntry gives the buyer's row the place e Redis gave them (a
+// join answered WAITING or ALREADY_WAITING), before they are told 201.
+// It only fills a row that is there, by the rules of SaveWaitlistEntry: a
+// pending row, or a row of another place (they were served, or left, and
+// joined again), or whose order id has become an order, is filled with e;
+// a row of the same place keeps its order id, item and time (a retry).
+// false when the buyer has no row: a leave deleted it, or the order the
+// line gave them was written (StartOrder), since the join wrote it; the
+// buyer must not be told 201 then. Bad input is an error naming the field.
+func (s *Store) FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) (bool, error) {
+	item := e.Item.OrDefault()
+	switch {
+	case e.UserID == "":
+		return false, fmt.Errorf("fill waitlist entry: user_id is empty")
+	case e.Item.Quantity < 0:
+		return false, fmt.Errorf("fill waitlist entry: quantity %d is below 1", e.Item.Quantity)
+	case e.OrderID <= 0:
+		return false, fmt.Errorf("fill waitlist entry: order_id %d is not an order id", e.OrderID)
+	case e.JoinedAt.IsZero():
+		return false, fmt.Errorf("fill waitlist entry: joined_at is not set")
+	}
+	// The statement's snapshot is from before its UPDATE: a row of the
+	// same place, which the UPDATE leaves as it is, is seen there.
+	var kept bool
+	err := s.db.WithContext(ctx).Raw(`WITH u AS (
+			UPDATE waitlist_entries w SET sku = ?, quantity = ?, order_id = ?, place = ?, joined_at = ?
+			WHERE w.sale_id = ? AND w.user_id = ?
+			  AND (w.place IS DISTINCT FROM ? OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id))
+			RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM u)
+		    OR EXISTS (SELECT 1 FROM waitlist_entries WHERE sale_id = ? AND user_id = ? AND place = ?)`,
+		item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC(),
+		e.SaleID, e.UserID, e.Place,
+		e.SaleID, e.UserID, e.Place).Scan(&kept).Error
+	if err != nil {
+		return false, fmt.Errorf("fill the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
+	}
+	return kept, nil
+}
+
+// DropPendingWaitlistEntry deletes userID's row of saleID's lines if it
+// is still pending: their join ended without a place (admitted at once,
+// refused), so nothing is in flight. A row with a place is never touched
+// (a retry of a buyer answered 201 keeps it). No row is no error.
+func (s *Store) DropPendingWaitlistEntry(ctx context.Context, saleID int64, userID string) error {
+	err := s.db.WithContext(ctx).Exec(`DELETE FROM waitlist_entries WHERE sale_id = ? AND user_id = ? AND place IS NULL`,
+		saleID, userID).Error
+	if err != nil {
+		return fmt.Errorf("drop the pending waitlist entry of %s in sale %d: %w", userID, saleID, err)
 	}
 	return nil
 }
@@ -65,13 +146,13 @@ func (s *Store) DeleteWaitlistEntry(ctx context.Context, saleID int64, userID st
 	return nil
 }
 
-// forgetWaitlistPlace deletes userID's row of saleID's lines, if any, and
-// keeps its place in waitlist_places (migration 00021) when it is the
-// highest deleted yet, so the places a re-warm numbers new joins after
-// (WaitlistHighPlace) do not go down.
+// forgetWaitlistPlace deletes userID's row of saleID's lines, if any
+// (pending or not), and keeps its place in waitlist_places (migration
+// 00021) when it is the highest deleted yet, so the places a re-warm
+// numbers new joins after (WaitlistHighPlace) do not go down.
 func forgetWaitlistPlace(tx *gorm.DB, saleID int64, userID string) error {
 	return tx.Exec(`WITH d AS (DELETE FROM waitlist_entries WHERE sale_id = ? AND user_id = ? RETURNING sale_id, place)
-		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM d
+		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM d WHERE place IS NOT NULL
 		ON CONFLICT (sale_id) DO UPDATE SET high = excluded.high WHERE p.high < excluded.high`,
 		saleID, userID).Error
 }
@@ -80,11 +161,12 @@ func forgetWaitlistPlace(tx *gorm.DB, saleID int64, userID string) error {
 // that the database recorded: its rows' and its deleted rows' (served or
 // left). A re-warm numbers the joins after it (seckill.WarmSpec.LastPlace),
 // so a place is never given twice: a buyer who joins again is given a new
-// place and SaveWaitlistEntry replaces their old row. 0 when none.
+// place and SaveWaitlistEntry replaces their old row. A pending row has
+// no place yet. 0 when none.
 func (s *Store) WaitlistHighPlace(ctx context.Context, saleID int64) (int64, error) {
 	var high int64
 	err := s.db.WithContext(ctx).Raw(`SELECT GREATEST(
-			COALESCE((SELECT MAX(place) FROM waitlist_entries WHERE sale_id = ?), 0),
+			COALESCE((SELECT MAX(place) FROM waitlist_entries WHERE sale_id = ? AND place IS NOT NULL), 0),
 			COALESCE((SELECT high FROM waitlist_places WHERE sale_id = ?), 0))`, saleID, saleID).Scan(&high).Error
 	if err != nil {
 		return 0, fmt.Errorf("load the highest waitlist place of sale %d: %w", saleID, err)
@@ -98,7 +180,9 @@ func (s *Store) WaitlistHighPlace(ctx context.Context, saleID int64) (int64, err
 // transaction of StartOrder that writes their order, as admit.lua takes
 // any admitted buyer out of their line) or they leave, so the rows are
 // returned as they are, with no clock compared; but a row whose order id
-// has an order is left out (a re-warm served them with it).
+// has an order is left out (a re-warm served them with it), and so is a
+// pending row (PendWaitlistEntry: never answered 201, and with no place
+// to rebuild).
 func (s *Store) WaitlistEntries(ctx context.Context, saleID int64) ([]seckill.WaitlistEntry, error) {
 	var rows []struct {
 		UserID   string
@@ -110,7 +194,7 @@ func (s *Store) WaitlistEntries(ctx context.Context, saleID int64) ([]seckill.Wa
 	}
 	err := s.db.WithContext(ctx).Raw(`SELECT w.user_id, w.sku, w.quantity, w.order_id, w.place, w.joined_at
 		FROM waitlist_entries w
-		WHERE w.sale_id = ?
+		WHERE w.sale_id = ? AND w.place IS NOT NULL
 		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)
 		ORDER BY w.place, w.user_id`, saleID).Scan(&rows).Error
 	if err != nil {
