@@ -53,10 +53,12 @@ type Store interface {
 	// stays), fills it with the place Redis gave before the buyer is told
 	// (a retry of the same place keeps the first row; false when the row
 	// is gone, a leave or the buyer's order deleted it), drops it when
-	// Redis gave no place (only a pending row), and a leave deletes it.
+	// Redis gave no place (only a pending row); a leave takes the place back
+	// (the row pending) before it asks Redis, and deletes the row after.
 	PendWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error
 	FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) (bool, error)
 	DropPendingWaitlistEntry(ctx context.Context, saleID int64, userID string) error
+	WithdrawWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 	DeleteWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
@@ -98,7 +99,9 @@ func (s *Server) devCheckout(c *fiber.Ctx) error {
 
 // devDeliveryTries bounds how often the dev provider sends one event while
 // the webhook answers 503 (recorded, not yet delivered: a saga busy
-// starting), each try within the API's request timeout.
+// starting). Each try waits for the webhook's answer up to twice the API's
+// request timeout: the webhook's own work is bounded by one, so its 503
+// comes back rather than the provider giving up first.
 const devDeliveryTries = 4
 
 // sendDevEvent posts one payment event to the shop's webhook, signed anew
@@ -107,7 +110,7 @@ const devDeliveryTries = 4
 // once and delivered once). It returns the last status.
 func (s *Server) sendDevEvent(c *fiber.Ctx, body []byte) (int, error) {
 	for try := 1; ; try++ {
-		ctx, cancel := s.reqCtx(c)
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*s.cfg.RequestTimeout)
 		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.selfURL+"/api/v1/payments/webhook", bytes.NewReader(body))
 		if err != nil {
 			cancel()

@@ -144,8 +144,10 @@ var errPlaceGone = errors.New("the waitlist row is gone")
 // already keeps the first row. The row carries an order id of its own,
 // never the join's (which a sale of several segments may have given
 // another buyer's admission): the order the buyer gets if a re-warm
-// serves them. A buyer served or gone since the join needs no row (their
-// pending one is dropped). The row is only filled, never written anew:
+// serves them. A buyer served since the join needs no row (their pending
+// one is dropped); one who waits nowhere and holds no claim is answered
+// 503, their pending row kept, as is one whose segment Redis lost since
+// the join (PlaceOf: ErrNotWarmed). The row is only filled, never written anew:
 // when it is gone (a concurrent leave deleted it, or the line served the
 // buyer and their order's write did) the answer is 503, and a pending row
 // is put back as Redis may still hold the buyer in line, so they show as
@@ -157,6 +159,18 @@ func (s *Server) keepPlace(ctx context.Context, c *fiber.Ctx, pending seckill.Wa
 		return err
 	}
 	if !ok {
+		// Served since the join (the line admitted them: they hold a
+		// claim) needs no row. Otherwise they left meanwhile, or a Redis
+		// loss and a re-warm that read their row still pending came
+		// between: either way no place is kept, so they are not told 201
+		// (hostile review: a 201 with no row, lost to the re-warm).
+		claim, err := s.cfg.Redis.ClaimOf(ctx, pending.SaleID, pending.UserID)
+		if err != nil {
+			return err
+		}
+		if claim == 0 {
+			return errPlaceGone
+		}
 		s.dropPending(ctx, c, pending.SaleID, pending.UserID)
 		return nil
 	}
@@ -233,22 +247,26 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 	}
 	user := principal(c).UserID
 	// Leaving is final: a line rebuilt after a Redis loss must not bring
-	// them back, so the database forgets the place first. Either failing
-	// is a 503 and the retry does both (a place forgotten in the database
-	// but still in Redis is only lost with Redis, as the buyer asked).
-	if err := s.cfg.Store.DeleteWaitlistEntry(ctx, sale.ID, user); err != nil {
-		s.logFor(c).Warn("the waitlist place is not deleted", "saleID", sale.ID, "error", err)
+	// them back, so the database takes the place back first (the row turns
+	// pending: nobody's place), then Redis takes them out of line, then the
+	// row goes. A failure of either of the first two is a 503, and the
+	// retry does all three; a pending row left behind is nobody's place
+	// (docs/OPERATIONS.md), so the answer stands.
+	if err := s.cfg.Store.WithdrawWaitlistEntry(ctx, sale.ID, user); err != nil {
+		s.logFor(c).Warn("the waitlist place is not taken back", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
 	}
 	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
 		// Its keys not loaded: after the sale's end nobody waits any
 		// more (and its keys expire); before it, a re-warm may be putting
-		// the buyer back from rows read before the delete, so they must
-		// try again once it has (redisstore.ErrNotWarmed).
-		if errors.Is(err, seckill.ErrUnavailable) && !time.Now().Before(sale.EndsAt) {
-			return c.SendStatus(fiber.StatusNoContent)
+		// the buyer back from rows read before the place was taken back,
+		// so they must try again once it has (redisstore.ErrNotWarmed).
+		if !errors.Is(err, seckill.ErrUnavailable) || time.Now().Before(sale.EndsAt) {
+			return errWaitlistPaused
 		}
-		return errWaitlistPaused
+	}
+	if err := s.cfg.Store.DeleteWaitlistEntry(ctx, sale.ID, user); err != nil {
+		s.logFor(c).Warn("the pending waitlist row is not deleted", "saleID", sale.ID, "error", err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -238,3 +238,57 @@ func TestWaitlist_AJoinRedisMayHaveSeatedKeepsItsPendingRow(t *testing.T) {
 	require.True(t, ok)
 	require.NotNil(t, place)
 }
+
+// leaveRedis is Redis whose leave fails after its script ran or before
+// (failLeave), as a timeout or a failover does.
+type leaveRedis struct {
+	*redisstore.Store
+	failLeave bool
+}
+
+func (r *leaveRedis) Leave(ctx context.Context, saleID int64, userID string) (bool, error) {
+	if r.failLeave {
+		return false, errors.New("i/o timeout")
+	}
+	return r.Store.Leave(ctx, saleID, userID)
+}
+
+// A leave takes the place back (the row turns pending) before it asks
+// Redis: when Redis fails (503), the buyer still in Redis' line is a join
+// in flight to the audit and to a rebuild, never a kept place, and never a
+// lost one; the retry leaves and deletes the row.
+func TestWaitlist_ALeaveWhoseRedisStepFailsKeepsNoPlace(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	lr := &leaveRedis{Store: r.rs}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ids, err := idgen.New(t.Context(), r.rs.IDNodes(), log)
+	require.NoError(t, err)
+	r.srv = api.New(api.Config{Store: r.st, Redis: lr, Log: log, IDs: ids, Sagas: r.sagas, Delivery: r.delivery,
+		JWTSecret: r.jwt, WebhookSecret: r.webhookSecret})
+	saleID := r.createSale(t, 1)
+	path := "/api/v1/sales/" + strconv.FormatInt(saleID, 10) + "/waitlist"
+	r.write(t, r.claim(t, saleID, "ann"), saleID, "ann")
+	a := r.do(t, "POST", path, "bob", false, nil)
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
+	place, ok := rowOf(t, r, saleID, "bob")
+	require.True(t, ok)
+	require.NotNil(t, place, "a 201 keeps bob's place")
+
+	lr.failLeave = true
+	a = r.do(t, "DELETE", path+"/me", "bob", false, nil)
+	require.Equal(t, http.StatusServiceUnavailable, a.status, "%v", a.body)
+	place, ok = rowOf(t, r, saleID, "bob")
+	require.True(t, ok, "the row stays while Redis may still hold bob")
+	require.Nil(t, place, "but it keeps no place: bob asked to leave")
+	rows, err := r.st.WaitlistEntries(t.Context(), saleID)
+	require.NoError(t, err)
+	require.Empty(t, rows, "a rebuild puts nobody back")
+
+	lr.failLeave = false
+	a = r.do(t, "DELETE", path+"/me", "bob", false, nil)
+	require.Equal(t, http.StatusNoContent, a.status, "%v", a.body)
+	_, ok = rowOf(t, r, saleID, "bob")
+	require.False(t, ok)
+	a = r.do(t, "GET", path+"/me", "bob", false, nil)
+	require.Equal(t, http.StatusNotFound, a.status, "%v", a.body)
+}

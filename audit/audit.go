@@ -172,7 +172,7 @@ func (a *Auditor) Run(ctx context.Context, saleID int64, opts Options) (*Report,
 // 201 (the join is in flight, or was answered 503, or its API stopped
 // before answering) and is not counted.
 func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
-	c := Check{Invariant: 10, Name: "a place in a waiting line is kept by the database (each waiting buyer's row has their variant, quantity and place)"}
+	c := Check{Invariant: 10, Name: "a place in a waiting line is kept by the database (each waiting buyer's row has their variant, quantity and place, and a row keeps a place only for a buyer waiting or served)"}
 	if !f.warmed {
 		return c, nil
 	}
@@ -197,7 +197,9 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 			kept[r.UserID] = r
 		}
 		var out []string
+		waiting := make(map[string]bool, len(waiters))
 		for _, w := range waiters {
+			waiting[w.UserID] = true
 			r, ok := kept[w.UserID]
 			switch {
 			case !ok:
@@ -207,6 +209,32 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 			case r.SKU != w.Item.SKU || r.Quantity != w.Item.Quantity || *r.Place != w.Place:
 				out = append(out, fmt.Sprintf("%s waits for %d of %s at place %d; the row says %d of %s at place %d",
 					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place, r.Quantity, r.SKU, *r.Place))
+			}
+		}
+		// The other way: a row keeps a place only while its buyer waits, or
+		// until the order the line served them with is written (they hold a
+		// claim meanwhile). A place kept for a buyer in no line, with no
+		// claim and no order, is one a re-warm would give back to someone
+		// who is not waiting (or one the last re-warm already lost).
+		for _, r := range rows {
+			if r.Place == nil || waiting[r.UserID] {
+				continue
+			}
+			claim, err := a.Redis.ClaimOf(ctx, f.saleID, r.UserID)
+			if err != nil {
+				return nil, fmt.Errorf("read the claim of %s: %w", r.UserID, err)
+			}
+			if claim != 0 {
+				continue
+			}
+			var ordered bool
+			if err := a.DB.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM orders WHERE sale_id = ? AND user_id = ? AND status <> ?)`,
+				f.saleID, r.UserID, string(seckill.StatusClosed)).Scan(&ordered).Error; err != nil {
+				return nil, fmt.Errorf("read the orders of %s: %w", r.UserID, err)
+			}
+			if !ordered {
+				out = append(out, fmt.Sprintf("%s's row keeps place %d for %d of %s; they wait in no line and hold no claim or order",
+					r.UserID, *r.Place, r.Quantity, r.SKU))
 			}
 		}
 		return out, nil

@@ -15,7 +15,8 @@ import (
 // and the join sequence, their score in the line), for the durable
 // waitlist (docs/DESIGN.md invariant 10): the API and the draw write it
 // after a join answered WAITING or ALREADY_WAITING. ok is false when the
-// buyer waits in no line (served, or left, since). The entry's sale, user,
+// buyer waits in no line (served, or left, since); ErrNotWarmed when the
+// buyer's segment is not loaded (its keys lost since the join). The entry's sale, user,
 // order id and time are the caller's to fill.
 func (s *Store) PlaceOf(ctx context.Context, saleID int64, userID string) (e seckill.WaitlistEntry, ok bool, err error) {
 	k, _, err := s.userKeys(ctx, saleID, userID)
@@ -32,14 +33,28 @@ func (s *Store) PlaceOf(ctx context.Context, saleID int64, userID string) (e sec
 	} else if !errors.Is(err, redis.Nil) {
 		return e, false, fmt.Errorf("read waitlist: %w", err)
 	}
-	score, err := s.rdb.ZScore(ctx, line, userID).Result()
-	if errors.Is(err, redis.Nil) {
-		return e, false, nil
-	}
-	if err != nil {
+	// The place and whether the segment is loaded, read together: a
+	// buyer in no line of a segment Redis lost (not re-warmed yet) may be
+	// put back from the database's rows, so "not waiting" cannot be told.
+	var score *redis.FloatCmd
+	var loaded *redis.IntCmd
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		score = p.ZScore(ctx, line, userID)
+		loaded = p.Exists(ctx, k.Meta)
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return e, false, fmt.Errorf("read waitlist: %w", err)
 	}
-	return seckill.WaitlistEntry{SaleID: saleID, UserID: userID, Item: item, Place: int64(score)}, true, nil
+	if errors.Is(score.Err(), redis.Nil) {
+		if loaded.Val() == 0 {
+			return e, false, ErrNotWarmed
+		}
+		return e, false, nil
+	}
+	if score.Err() != nil {
+		return e, false, fmt.Errorf("read waitlist: %w", score.Err())
+	}
+	return seckill.WaitlistEntry{SaleID: saleID, UserID: userID, Item: item, Place: int64(score.Val())}, true, nil
 }
 
 // Waiters is every buyer waiting in saleID's lines, each as PlaceOf reads

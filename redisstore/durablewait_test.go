@@ -187,3 +187,25 @@ func TestRewarmRebuilding_OneLineOverSeveralSegments(t *testing.T) {
 	require.Equal(t, seckill.Waiting, res.Outcome)
 	require.Equal(t, int64(5), res.Position, "numbered after every place put back")
 }
+
+// PlaceOf tells "waits in no line" (served, or left) from "the segment is
+// not loaded": a buyer Redis lost since their join may be put back from the
+// database's rows, or not, so nobody may be told 201 on it (hostile
+// review: a 201 with no row, its line rebuilt without them).
+func TestPlaceOf_ABuyerOfALostSegmentIsNotWarmedNotGone(t *testing.T) {
+	t.Parallel()
+	sc := testenv.RedisStore(t)
+	ctx := t.Context()
+	spec := openSale(1)
+	warm(t, sc, spec)
+	require.Equal(t, seckill.Admitted, claim(t, sc, "ann", 1001).Outcome)
+	joinItem(t, sc, "bob", seckill.DefaultItem, 3001)
+	_, ok, err := sc.PlaceOf(ctx, saleID, "cat")
+	require.NoError(t, err)
+	require.False(t, ok, "cat never joined")
+
+	wipe(t, sc)
+	_, ok, err = sc.PlaceOf(ctx, saleID, "bob")
+	require.ErrorIs(t, err, redisstore.ErrNotWarmed)
+	require.False(t, ok)
+}

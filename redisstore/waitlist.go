@@ -309,7 +309,7 @@ func (s *Store) WaitingByVariant(ctx context.Context, saleID int64) (map[string]
 	return out, nil
 }
 
-// ErrNotWarmed is Leave's answer when the buyer's segment is not loaded
+// ErrNotWarmed is Leave's and PlaceOf's answer when the buyer's segment is not loaded
 // (lost with Redis, or the sale's keys expired): whether they wait cannot
 // be known until a re-warm, which may put them back from the database's
 // rows, so nothing was done and the leave must be tried again.

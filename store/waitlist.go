@@ -89,9 +89,11 @@ func (s *Store) PendWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) 
 // pending row, or a row of another place (they were served, or left, and
 // joined again), or whose order id has become an order, is filled with e;
 // a row of the same place keeps its order id, item and time (a retry).
-// false when the buyer has no row: a leave deleted it, or the order the
-// line gave them was written (StartOrder), since the join wrote it; the
-// buyer must not be told 201 then. Bad input is an error naming the field.
+// false when the buyer has no row since the join wrote it (a leave
+// deleted it, or the order the line gave them was written: StartOrder),
+// or holds an active order of the sale (served since the join; the row is
+// a later join's): the buyer must not be told 201 then. Bad input is an
+// error naming the field.
 func (s *Store) FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) (bool, error) {
 	item := e.Item.OrDefault()
 	switch {
@@ -104,19 +106,31 @@ func (s *Store) FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) 
 	case e.JoinedAt.IsZero():
 		return false, fmt.Errorf("fill waitlist entry: joined_at is not set")
 	}
-	// The statement's snapshot is from before its UPDATE: a row of the
-	// same place, which the UPDATE leaves as it is, is seen there.
-	var kept bool
-	err := s.db.WithContext(ctx).Raw(`WITH u AS (
-			UPDATE waitlist_entries w SET sku = ?, quantity = ?, order_id = ?, place = ?, joined_at = ?
-			WHERE w.sale_id = ? AND w.user_id = ?
-			  AND (w.place IS DISTINCT FROM ? OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id))
-			RETURNING 1)
-		SELECT EXISTS (SELECT 1 FROM u)
-		    OR EXISTS (SELECT 1 FROM waitlist_entries WHERE sale_id = ? AND user_id = ? AND place = ?)`,
+	// Nothing is filled while the buyer holds an active order of the
+	// sale: the line served them after Redis told this join their place,
+	// and their order's write deleted the row; the row there now is a
+	// later join's pending one, and a place kept in it would put them back
+	// in line at the next re-warm.
+	res := s.db.WithContext(ctx).Exec(`UPDATE waitlist_entries w SET sku = ?, quantity = ?, order_id = ?, place = ?, joined_at = ?
+		WHERE w.sale_id = ? AND w.user_id = ?
+		  AND (w.place IS DISTINCT FROM ? OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id))
+		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = ? AND o.user_id = ? AND o.status <> ?)`,
 		item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC(),
 		e.SaleID, e.UserID, e.Place,
-		e.SaleID, e.UserID, e.Place).Scan(&kept).Error
+		e.SaleID, e.UserID, string(seckill.StatusClosed))
+	if res.Error != nil {
+		return false, fmt.Errorf("fill the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, res.Error)
+	}
+	if res.RowsAffected > 0 {
+		return true, nil
+	}
+	// Filled already with this place (a retry, or a concurrent join of the
+	// same buyer): read in a statement of its own, whose snapshot sees a
+	// fill committed while the UPDATE waited for its row lock.
+	var kept bool
+	err := s.db.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM waitlist_entries WHERE sale_id = ? AND user_id = ? AND place = ?)
+		AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = ? AND o.user_id = ? AND o.status <> ?)`,
+		e.SaleID, e.UserID, e.Place, e.SaleID, e.UserID, string(seckill.StatusClosed)).Scan(&kept).Error
 	if err != nil {
 		return false, fmt.Errorf("fill the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
 	}
@@ -132,6 +146,29 @@ func (s *Store) DropPendingWaitlistEntry(ctx context.Context, saleID int64, user
 		saleID, userID).Error
 	if err != nil {
 		return fmt.Errorf("drop the pending waitlist entry of %s in sale %d: %w", userID, saleID, err)
+	}
+	return nil
+}
+
+// WithdrawWaitlistEntry takes back the place userID's row keeps in
+// saleID's lines, leaving the row pending (no place, no order id), as a
+// leave's first step: from then on a rebuilt line does not bring them
+// back, and a buyer still in Redis' line (the leave's Redis step failed,
+// answered 503) is a join in flight, not a lost place (the audit's
+// invariant 10). The place is kept in waitlist_places when it is the
+// highest taken back yet (WaitlistHighPlace). A pending row, or none, is
+// left as it is.
+func (s *Store) WithdrawWaitlistEntry(ctx context.Context, saleID int64, userID string) error {
+	err := s.db.WithContext(ctx).Exec(`WITH old AS (
+			SELECT sale_id, user_id, place FROM waitlist_entries
+			WHERE sale_id = ? AND user_id = ? AND place IS NOT NULL FOR UPDATE),
+		u AS (UPDATE waitlist_entries w SET place = NULL, order_id = NULL
+			FROM old WHERE w.sale_id = old.sale_id AND w.user_id = old.user_id)
+		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM old
+		ON CONFLICT (sale_id) DO UPDATE SET high = excluded.high WHERE p.high < excluded.high`,
+		saleID, userID).Error
+	if err != nil {
+		return fmt.Errorf("withdraw the waitlist entry of %s in sale %d: %w", userID, saleID, err)
 	}
 	return nil
 }
