@@ -198,10 +198,22 @@ type mIdem struct {
 	item    seckill.Item
 }
 
-// mWait is a buyer waiting in a variant's line for q units.
+// mWait is a buyer waiting in a variant's line for q units, at place (the
+// join sequence Redis gave them, their score in the line).
 type mWait struct {
 	user, sku string
 	q         int
+	place     int64
+}
+
+// mRow is a buyer's row of the database's waitlist_entries: the line they
+// were answered 201 in (or ALREADY_WAITING), at the place Redis gave them,
+// with the order id minted for the row (api.keepPlace).
+type mRow struct {
+	sku   string
+	q     int
+	order int64
+	place int64
 }
 
 // mRestock is a restock as the database records it: placed once Redis
@@ -249,18 +261,25 @@ type model struct {
 	active        map[string]int64 // user -> their active (unpaid or PAID) order
 	restocks      []*mRestock
 
+	// The database's waitlist rows (store.SaveWaitlistEntry, deleted as
+	// the buyer leaves or their order is written) and the highest place a
+	// row ever had (store.WaitlistHighPlace, of deleted rows too).
+	rows      map[string]mRow
+	lastPlace int64
+
 	// What Redis should hold besides the counts.
-	line   []mWait          // every variant's waitlist, in join order
+	line   []mWait          // every variant's waitlist, by place
 	held   map[mHeld]int64  // units held for a line's head
 	waited map[string]int64 // user -> order the waitlist gave (WaitStateOf.OrderID)
 	idem   map[string]mIdem // user|key -> the recorded decision
 	lost   map[int]bool     // segments whose keys are gone
 	moves  map[string]*mMove
 
-	// lostWaiting is who waited, per variant and in join order, when the
-	// loss of their segment's keys took their place: the buyers a rebuild
-	// of the lines from the database must put back, in this order.
-	lostWaiting map[string][]string
+	// lostWaiting is who waited with a row, per variant and by place, when
+	// the loss of their segment's keys took their place, less those who
+	// left since: the buyers a re-warm must put back (or serve), each in
+	// their order among their variant's waiters (the rebuild law).
+	lostWaiting map[string][]mWait
 
 	ids         int64
 	crashes     int
@@ -275,7 +294,7 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 		warmed: map[string]int64{}, dropped: map[string]int64{}, sold: map[string]int64{},
 		orders: map[int64]*mOrder{}, active: map[string]int64{}, waited: map[string]int64{},
 		held: map[mHeld]int64{}, idem: map[string]mIdem{}, lost: map[int]bool{}, moves: map[string]*mMove{},
-		lostWaiting: map[string][]string{}, ids: 1000,
+		lostWaiting: map[string][]mWait{}, rows: map[string]mRow{}, ids: 1000,
 	}
 	t.Cleanup(func() { _ = s.DropAll(context.Background()) })
 	for i := range modelUsers {
@@ -442,8 +461,12 @@ func (m *model) leaveLine(u string) {
 // admit gives user u order id for item. fromLine: a waitlist hand-over or a
 // join (admit.lua's from_waitlist), which records the order for WaitStateOf
 // whether or not they waited; a claim records it only for a waiting buyer.
+//
+// Whoever is admitted, their waitlist row goes as their order is written
+// (store.StartOrder forgets the buyer's place), here at once.
 func (m *model) admit(u string, id int64, item seckill.Item, fromLine bool) {
 	m.orders[id] = &mOrder{user: u, item: item}
+	delete(m.rows, u)
 	m.active[u] = id
 	if fromLine || m.waiting(u) {
 		m.waited[u] = id
@@ -801,16 +824,78 @@ func (m *model) join(t *rapid.T) {
 	if !wantErr && res != want {
 		t.Fatalf("join %s for %d of %s: got %+v, want %+v", u, q, sku, res, want)
 	}
+	if w := m.waitOf(u); w != nil && w.place == 0 {
+		m.placeJoin(t, w)
+	}
+	// The API saves the place before it answers 201 WAITING (or 409
+	// ALREADY_WAITING); a WAIT failure is answered 503 before it.
+	if !wantErr && (want.Outcome == seckill.Waiting || want.Outcome == seckill.AlreadyWaiting) {
+		m.keepPlace(t, u)
+	}
+}
+
+// placeJoin reads the place Redis gave w's new join. Places only grow:
+// a join is numbered after everyone waiting and after every place a row
+// of the database ever had (a re-warm's LastPlace), so no place is given
+// twice.
+func (m *model) placeJoin(t *rapid.T, w *mWait) {
+	e, ok, err := m.s.PlaceOf(m.ctx, modelSale, w.user)
+	if err != nil || !ok {
+		t.Fatalf("place of %s, who just joined %s's line: %+v %v %v", w.user, w.sku, e, ok, err)
+	}
+	for _, x := range m.line {
+		if x.user != w.user && x.place >= e.Place {
+			t.Fatalf("%s joined at place %d, not after %s's %d (the line: %v)", w.user, e.Place, x.user, x.place, m.line)
+		}
+	}
+	if e.Place <= m.lastPlace {
+		t.Fatalf("%s joined at place %d, not after %d, the highest place a row of the database had", w.user, e.Place, m.lastPlace)
+	}
+	w.place = e.Place
+}
+
+// keepPlace is api.keepPlace: the database saves the place Redis gave u
+// (PlaceOf) with an order id minted for the row, unless the row has that
+// place already (a retry keeps the first row).
+func (m *model) keepPlace(t *rapid.T, u string) {
+	e, ok, err := m.s.PlaceOf(m.ctx, modelSale, u)
+	if err != nil {
+		t.Fatalf("place of %s: %v", u, err)
+	}
+	w := m.waitOf(u)
+	if ok != (w != nil) {
+		t.Fatalf("PlaceOf %s: waiting %v (%+v), the model's %v", u, ok, e, w)
+	}
+	if !ok {
+		return
+	}
+	if e.Item != (seckill.Item{SKU: w.sku, Quantity: w.q}) || e.Place != w.place {
+		t.Fatalf("PlaceOf %s: %+v, the model's %+v", u, e, *w)
+	}
+	id := m.id()
+	if r, had := m.rows[u]; had && r.place == e.Place {
+		return
+	}
+	m.rows[u] = mRow{sku: w.sku, q: w.q, order: id, place: e.Place}
+	m.lastPlace = max(m.lastPlace, e.Place)
+	t.Logf("the database keeps %s's place %d in %s's line for %d, order %d", u, e.Place, w.sku, w.q, id)
 }
 
 func (m *model) leave(t *rapid.T) {
 	u := m.drawUser(t)
 	want := m.waiting(u)
+	// The API forgets the place in the database first: leaving is final,
+	// whatever Redis answers (api.leaveWaitlist).
+	delete(m.rows, u)
+	for sku, ws := range m.lostWaiting {
+		m.lostWaiting[sku] = slices.DeleteFunc(ws, func(w mWait) bool { return w.user == u })
+	}
 	got, err := m.s.Leave(m.ctx, modelSale, u)
 	t.Logf("leave %s: %v err=%v", u, got, err)
 	if m.lost[m.segment(u)] {
 		// Their segment's keys are lost: whether they wait is the
-		// re-warm's to tell, so nothing is done (the API answers 503).
+		// re-warm's to tell, so Redis does nothing (the API answers 503);
+		// their row is gone, so the re-warm does not put them back.
 		if !errors.Is(err, redisstore.ErrNotWarmed) {
 			t.Fatalf("leave %s from a lost segment: %v %v, want ErrNotWarmed", u, got, err)
 		}
@@ -1115,8 +1200,15 @@ func (m *model) loseSegment(t *rapid.T) {
 	m.lost[p] = true
 	inSegment := func(u string) bool { return m.segment(u) == p }
 	for _, w := range m.line {
-		if inSegment(w.user) {
-			m.lostWaiting[w.sku] = append(m.lostWaiting[w.sku], w.user)
+		if !inSegment(w.user) {
+			continue
+		}
+		// Only a buyer answered 201 has a row: one whose join's WAIT
+		// failed was answered 503 and is lost with the line.
+		if _, ok := m.rows[w.user]; ok {
+			m.lostWaiting[w.sku] = append(m.lostWaiting[w.sku], w)
+		} else {
+			t.Logf("lose segment %d: %s waited in %s's line with no row (answered 503): not put back", p, w.user, w.sku)
 		}
 	}
 	m.line = slices.DeleteFunc(m.line, func(w mWait) bool { return inSegment(w.user) })
@@ -1136,9 +1228,21 @@ func (m *model) loseSegment(t *rapid.T) {
 // rewarm loads the lost segments from the database, as warmup and
 // reconciliation do: each variant's units neither sold nor held, the
 // restocks not marked applied left out and named (store.WarmSnapshot),
-// and the claims of the active orders. Re-warm adds back what segment 0's
-// restocks record says Redis placed of them; with segment 0 lost (the
-// record with it) it loads them whole and records them placed.
+// the claims of the active orders, the waitlist rows (store.WaitlistEntries,
+// by place) and the highest place a row ever had (WarmSpec.LastPlace).
+// Re-warm adds back what segment 0's restocks record says Redis placed of
+// them; with segment 0 lost (the record with it) it loads them whole and
+// records them placed.
+//
+// The model predicts the rebuild (RewarmRebuilding, lua/rewarm.lua): the
+// lost segments share, as even as can be (the first ones one more), each
+// variant's units less what the live segments hold in stock, hold for a
+// line's head and have in flight; in each, the buyers of its rows who hold
+// no claim go back to their variant's line at their places, and its units
+// of the variant are given to that line (give_units): the heads they cover
+// are served with the order ids their rows carry, units too few for the
+// next head are held for them, and the rest, nobody left waiting, stay in
+// the stock.
 func (m *model) rewarm(t *rapid.T) {
 	var claims []seckill.ActiveClaim
 	for _, u := range m.users {
@@ -1162,10 +1266,38 @@ func (m *model) rewarm(t *rapid.T) {
 			spec.Restocks = append(spec.Restocks, seckill.Restock{ID: r.id, SaleID: modelSale, SKU: r.sku, Added: r.add})
 		}
 	}
-	loaded, err := m.s.Rewarm(m.ctx, spec, claims)
-	t.Logf("rewarm %v (unapplied restocks %v), %d claims, lost segments %v: loaded=%v err=%v", spec.Variants, spec.Restocks, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
-	if err != nil || loaded != m.anyLost() {
-		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", loaded, err, m.anyLost())
+	spec.LastPlace = m.lastPlace
+	var rows []seckill.WaitlistEntry
+	rowOrder := map[string]int64{}
+	for u, r := range m.rows {
+		rowOrder[u] = r.order
+		rows = append(rows, seckill.WaitlistEntry{SaleID: modelSale, UserID: u, Item: seckill.Item{SKU: r.sku, Quantity: r.q},
+			OrderID: r.order, Place: r.place, JoinedAt: time.Now()})
+	}
+	slices.SortFunc(rows, func(a, b seckill.WaitlistEntry) int {
+		if a.Place != b.Place {
+			return int(a.Place - b.Place)
+		}
+		return strings.Compare(a.UserID, b.UserID)
+	})
+	lost := slices.Sorted(maps.Keys(m.lost))
+	stocks := map[string][]int64{}
+	for _, sku := range m.skus {
+		stocks[sku] = m.stocks(t, sku)
+	}
+	// The rebuild law's expectation: each variant's waiters, the live
+	// segments' and the lost ones' with a row, by place.
+	before := map[string][]mWait{}
+	for _, sku := range m.skus {
+		before[sku] = append(slices.Clone(m.variantLine(sku)), m.lostWaiting[sku]...)
+		slices.SortStableFunc(before[sku], func(a, b mWait) int { return int(a.place - b.place) })
+	}
+
+	r, err := m.s.RewarmRebuilding(m.ctx, spec, claims, nil, rows, func(string) seckill.Terms { return modelTerms })
+	t.Logf("rewarm %v (unapplied restocks %v, last place %d), %d claims, %d rows, lost segments %v: %+v err=%v",
+		spec.Variants, spec.Restocks, spec.LastPlace, len(claims), len(rows), lost, r, err)
+	if err != nil || r.Loaded != m.anyLost() {
+		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", r.Loaded, err, m.anyLost())
 	}
 	// A move aimed at a lost segment may have reached it or not: re-warm
 	// drops its record, and the segment is loaded with its units.
@@ -1177,7 +1309,76 @@ func (m *model) rewarm(t *rapid.T) {
 			}
 		}
 	}
+	want := redisstore.Rewarmed{Loaded: m.anyLost()}
+	for _, sku := range m.skus {
+		shared := m.available(sku) - m.inFlight(sku)
+		for p, st := range stocks[sku] {
+			if !m.lost[p] {
+				shared -= st + m.held[mHeld{sku, p}]
+			}
+		}
+		shared = max(shared, 0)
+		for i, p := range lost {
+			units := modelShare(shared, len(lost), i)
+			for _, row := range rows {
+				if row.Item.SKU == sku && m.segment(row.UserID) == p && m.active[row.UserID] == 0 {
+					m.line = append(m.line, mWait{user: row.UserID, sku: sku, q: row.Item.Quantity, place: row.Place})
+					want.Waiting++
+				}
+			}
+			slices.SortStableFunc(m.line, func(a, b mWait) int { return int(a.place - b.place) })
+			var ids []int64
+			for _, w := range m.lineOf(sku, p) {
+				ids = append(ids, m.rows[w.user].order)
+			}
+			served, _ := m.giveUnits(sku, p, units, ids)
+			want.Served += len(served)
+			t.Logf("rewarm: segment %d gets %d of %s; back in its line %v, served %v", p, units, sku, ids, served)
+		}
+	}
+	if r != want {
+		t.Fatalf("rewarm: %+v, want %+v (the line, by place: %v)", r, want, m.line)
+	}
 	m.lost = map[int]bool{}
+
+	// The rebuild law (docs/DESIGN.md invariant 10): everyone answered 201
+	// in a lost line who has not left is back in their variant's line, or
+	// served by the re-warm with their row's order, and each variant's
+	// waiters keep their order, first come first served across the loss.
+	for _, sku := range m.skus {
+		last, lastUser := int64(0), ""
+		for _, w := range before[sku] {
+			ws, err := m.s.WaitStateOf(m.ctx, modelSale, w.user)
+			if err != nil {
+				t.Fatalf("wait state of %s: %v", w.user, err)
+			}
+			wasLost := slices.ContainsFunc(m.lostWaiting[sku], func(x mWait) bool { return x.user == w.user })
+			switch {
+			case ws.Waiting:
+				if ws.Position <= last {
+					t.Fatalf("rebuild law: %s (place %d) is %d in %s's line after the re-warm, not behind %s (%d)", w.user, w.place, ws.Position, sku, lastUser, last)
+				}
+				last, lastUser = ws.Position, w.user
+			case wasLost && ws.OrderID == 0:
+				t.Fatalf("rebuild law: %s waited in %s's lost line at place %d, answered 201, and neither waits nor was served after the re-warm", w.user, sku, w.place)
+			case wasLost && ws.OrderID != rowOrder[w.user]:
+				t.Fatalf("rebuild law: %s was served by the re-warm with order %d, not their row's %d", w.user, ws.OrderID, rowOrder[w.user])
+			case !wasLost:
+				t.Fatalf("rebuild law: %s waited in a live line at place %d and does not after the re-warm (%+v)", w.user, w.place, ws)
+			}
+		}
+	}
+	m.lostWaiting = map[string][]mWait{}
+}
+
+// modelShare is the share of units a re-warm loads into the i-th of n
+// lost segments: as even as can be, the first ones one more.
+func modelShare(units int64, n, i int) int64 {
+	q, r := units/int64(n), units%int64(n)
+	if int64(i) < r {
+		return q + 1
+	}
+	return q
 }
 
 // reconcile is reconciliation's pass over the sale's units: FinishMoves
@@ -1523,6 +1724,36 @@ func (m *model) check(t *rapid.T) {
 		}
 		if ws != want {
 			t.Fatalf("law 3: %s's wait state is %+v, want %+v (the line, first first: %v)", u, ws, want, m.line)
+		}
+	}
+
+	// Law 5: the database's rows are of buyers who wait, each at the place
+	// and for the item Redis holds (a buyer without a row is one answered
+	// 503); with every segment loaded, Redis' waiters are the model's.
+	for u, r := range m.rows {
+		if m.lost[m.segment(u)] {
+			continue
+		}
+		w := m.waitOf(u)
+		if w == nil || w.sku != r.sku || w.q != r.q || w.place != r.place {
+			t.Fatalf("law 5: %s's row %+v, yet they wait as %v", u, r, w)
+		}
+	}
+	if !m.anyLost() {
+		ws, err := m.s.Waiters(m.ctx, modelSale)
+		if err != nil {
+			t.Fatalf("waiters: %v", err)
+		}
+		got := map[string]mWait{}
+		for _, e := range ws {
+			got[e.UserID] = mWait{user: e.UserID, sku: e.Item.SKU, q: e.Item.Quantity, place: e.Place}
+		}
+		want := map[string]mWait{}
+		for _, w := range m.line {
+			want[w.user] = w
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("law 5: Redis' waiters %v, the model's %v", got, want)
 		}
 	}
 }
