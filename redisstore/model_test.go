@@ -3,8 +3,13 @@
 // of the sale in Go. The model stands in for the database: which orders are
 // active (each of one variant and a quantity), which are paid, how many
 // units of each variant the database holds, which restocks it recorded and
-// which it marked applied; Redis is the machine's real one, each case on a
-// key prefix of its own.
+// which it marked applied, and the waitlist's rows (waitlist_entries: a
+// buyer's line, quantity, place and an order id minted for the row, saved
+// as api.keepPlace saves them after a join answered WAITING or
+// ALREADY_WAITING, deleted as the buyer leaves, the API's first step, and
+// as their order is written, store.StartOrder's, here at the admission;
+// and the highest place a row ever had, store.WaitlistHighPlace); Redis is
+// the machine's real one, each case on a key prefix of its own.
 //
 // Each case warms a sale of 1..3 variants (0..12 units over all of them)
 // over 1..4 segments for 8 buyers, with a limit per buyer of 1..3, and runs
@@ -19,8 +24,10 @@
 // api/restock.go runs it: the database records the units, the Redis half
 // places them, the database marks the restock applied once Redis answers
 // that all are placed) and the API's retry of the last one, the loss of one
-// segment's keys, re-warm from the model's database figures (the restocks
-// not marked applied left out, as store.WarmSnapshot does), a
+// segment's keys (half the time one where buyers wait), re-warm from the
+// model's database figures (the restocks not marked applied left out, as
+// store.WarmSnapshot does; the waitlist's rows by place and LastPlace, as
+// warmup does, through Store.RewarmRebuilding), a
 // reconciliation pass (FinishMoves, then HandOver for each variant while
 // units sit in its stock, or are held, and buyers wait for it), crashes
 // between the scripts of a move (taken not given, given not forgotten) of
@@ -34,6 +41,18 @@
 // (give_units): the model keeps the units held for each variant's line in
 // each segment, and expects them in Redis' held counts (Store.UnitsHeld's
 // ForWaiting), out of the stock.
+//
+// A re-warm rebuilds the lost lines (docs/DESIGN.md invariant 10; lua/
+// rewarm.lua): the model predicts each lost segment's share of each
+// variant (the database's units less the live segments' stock, held units
+// and units in flight, split as evenly as can be, the first lost segments
+// one more), puts the buyers of that segment's rows who hold no claim back
+// in their variant's line at their places (each variant's one line is
+// ordered by place, the live segments' waiters merged with them), and
+// gives the share to that segment's line as units that came back: the
+// heads it covers are served with their rows' order ids, units too few
+// for the next head are held for them, the rest stays in the stock; it
+// checks Rewarmed's Waiting and Served against that.
 //
 // The laws, checked after every step, per variant and in units:
 //
@@ -64,6 +83,18 @@
 //     waits in; after a reconciliation pass over a sale whose segments are
 //     all loaded, no move is left in flight and no variant has units in
 //     stock (or held) that the head of its line could be served from.
+//  5. The database's rows are of buyers who wait, each at the place and for
+//     the item Redis holds them (PlaceOf; a buyer who waits with no row is
+//     one answered 503, their join's WAIT failed); with every segment
+//     loaded Redis' waiters (Store.Waiters) are the model's, places
+//     included. A join's place comes after every place in the lines and
+//     every place a row ever had, re-warms or not: no place is given twice
+//     to buyers who wait.
+//  6. The rebuild law, at each re-warm: every buyer answered 201 who waited
+//     in a lost segment and has not left since (m.lostWaiting) is waiting
+//     again, or was served by the re-warm with their row's order id, and
+//     each variant's waiters, the live ones and those put back, keep their
+//     order by place: first come, first served holds across the loss.
 //
 // Claim, join, release and restock answers are checked against the model's
 // too.
@@ -84,10 +115,11 @@
 // as store.WarmSnapshot names it (re-warm counts it once, whichever
 // segment was lost); the race left (a restock placed between the
 // snapshot's read and the re-warm) needs two steps at once, which the
-// model's sequential steps are not. A waiting line lost with its segment
-// stays lost (the model's re-warm passes no database rows):
-// m.lostWaiting keeps, per variant and in join order, who waited there,
-// for the rebuild law.
+// model's sequential steps are not, and so do the races of the durable
+// waitlist (a row saved after a re-warm read the rows, a served buyer's
+// order written after it: the model saves a row at the join and deletes
+// it at the admission). The draw's admissions made again
+// (RewarmAdmitting's again) are not drawn: the model has no lobby.
 //
 // `make test` runs rapid's default 100 cases; `make chaos` 20,000:
 //
