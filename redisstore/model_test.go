@@ -3,8 +3,13 @@
 // of the sale in Go. The model stands in for the database: which orders are
 // active (each of one variant and a quantity), which are paid, how many
 // units of each variant the database holds, which restocks it recorded and
-// which it marked applied; Redis is the machine's real one, each case on a
-// key prefix of its own.
+// which it marked applied, and the waitlist's rows (waitlist_entries: a
+// buyer's line, quantity, place and an order id minted for the row, saved
+// as api.keepPlace saves them after a join answered WAITING or
+// ALREADY_WAITING, deleted as the buyer leaves, the API's first step, and
+// as their order is written, store.StartOrder's, here at the admission;
+// and the highest place a row ever had, store.WaitlistHighPlace); Redis is
+// the machine's real one, each case on a key prefix of its own.
 //
 // Each case warms a sale of 1..3 variants (0..12 units over all of them)
 // over 1..4 segments for 8 buyers, with a limit per buyer of 1..3, and runs
@@ -19,8 +24,10 @@
 // api/restock.go runs it: the database records the units, the Redis half
 // places them, the database marks the restock applied once Redis answers
 // that all are placed) and the API's retry of the last one, the loss of one
-// segment's keys, re-warm from the model's database figures (the restocks
-// not marked applied left out, as store.WarmSnapshot does), a
+// segment's keys (half the time one where buyers wait), re-warm from the
+// model's database figures (the restocks not marked applied left out, as
+// store.WarmSnapshot does; the waitlist's rows by place and LastPlace, as
+// warmup does, through Store.RewarmRebuilding), a
 // reconciliation pass (FinishMoves, then HandOver for each variant while
 // units sit in its stock, or are held, and buyers wait for it), crashes
 // between the scripts of a move (taken not given, given not forgotten) of
@@ -34,6 +41,18 @@
 // (give_units): the model keeps the units held for each variant's line in
 // each segment, and expects them in Redis' held counts (Store.UnitsHeld's
 // ForWaiting), out of the stock.
+//
+// A re-warm rebuilds the lost lines (docs/DESIGN.md invariant 10; lua/
+// rewarm.lua): the model predicts each lost segment's share of each
+// variant (the database's units less the live segments' stock, held units
+// and units in flight, split as evenly as can be, the first lost segments
+// one more), puts the buyers of that segment's rows who hold no claim back
+// in their variant's line at their places (each variant's one line is
+// ordered by place, the live segments' waiters merged with them), and
+// gives the share to that segment's line as units that came back: the
+// heads it covers are served with their rows' order ids, units too few
+// for the next head are held for them, the rest stays in the stock; it
+// checks Rewarmed's Waiting and Served against that.
 //
 // The laws, checked after every step, per variant and in units:
 //
@@ -59,11 +78,25 @@
 //     destination segment's line, as give.lua documents; a join or a claim
 //     that finds its quantity in its own segment's stock takes it, as a claim
 //     does: units in stock while buyers wait are the drift reconciliation
-//     repairs.)
+//     repairs; and a re-warm gives a lost segment's reloaded units to that
+//     segment's rebuilt line, as rewarm.lua documents, though a live
+//     segment's buyer of the variant may have joined before.)
 //  4. Nothing is stranded: at every step no unit is held for a line nobody
 //     waits in; after a reconciliation pass over a sale whose segments are
 //     all loaded, no move is left in flight and no variant has units in
 //     stock (or held) that the head of its line could be served from.
+//  5. The database's rows are of buyers who wait, each at the place and for
+//     the item Redis holds them (PlaceOf; a buyer who waits with no row is
+//     one answered 503, their join's WAIT failed); with every segment
+//     loaded Redis' waiters (Store.Waiters) are the model's, places
+//     included. A join's place comes after every place in the lines and
+//     every place a row ever had, re-warms or not: no place is given twice
+//     to buyers who wait.
+//  6. The rebuild law, at each re-warm: every buyer answered 201 who waited
+//     in a lost segment and has not left since (m.lostWaiting) is waiting
+//     again, or was served by the re-warm with their row's order id, and
+//     each variant's waiters, the live ones and those put back, keep their
+//     order by place: first come, first served holds across the loss.
 //
 // Claim, join, release and restock answers are checked against the model's
 // too.
@@ -84,10 +117,11 @@
 // as store.WarmSnapshot names it (re-warm counts it once, whichever
 // segment was lost); the race left (a restock placed between the
 // snapshot's read and the re-warm) needs two steps at once, which the
-// model's sequential steps are not. A waiting line lost with its segment
-// stays lost (the model's re-warm passes no database rows):
-// m.lostWaiting keeps, per variant and in join order, who waited there,
-// for the rebuild law.
+// model's sequential steps are not, and so do the races of the durable
+// waitlist (a row saved after a re-warm read the rows, a served buyer's
+// order written after it: the model saves a row at the join and deletes
+// it at the admission). The draw's admissions made again
+// (RewarmAdmitting's again) are not drawn: the model has no lobby.
 //
 // `make test` runs rapid's default 100 cases; `make chaos` 20,000:
 //
@@ -144,7 +178,13 @@ func TestModel_EveryStepKeepsTheScriptsAndTheModelInAgreement(t *testing.T) {
 		m := newModel(rt, rdb, prefix+":m"+strconv.FormatInt(cases.Add(1), 10))
 		rt.Repeat(m.actions())
 	})
+	t.Logf("re-warms that put buyers back in line: %d (%d buyers), that served some at once: %d (%d buyers)",
+		rebuilds.lines.Load(), rebuilds.waiting.Load(), rebuilds.served.Load(), rebuilds.servedBuyers.Load())
 }
+
+// rebuilds counts, over a run, what the re-warms rebuilt (go test -v shows
+// it): the rebuild law is checked only as often as lines are lost.
+var rebuilds struct{ lines, waiting, served, servedBuyers atomic.Int64 }
 
 // actions are the steps a case draws from, the common ones twice as often.
 func (m *model) actions() map[string]func(*rapid.T) {
@@ -198,10 +238,22 @@ type mIdem struct {
 	item    seckill.Item
 }
 
-// mWait is a buyer waiting in a variant's line for q units.
+// mWait is a buyer waiting in a variant's line for q units, at place (the
+// join sequence Redis gave them, their score in the line).
 type mWait struct {
 	user, sku string
 	q         int
+	place     int64
+}
+
+// mRow is a buyer's row of the database's waitlist_entries: the line they
+// were answered 201 in (or ALREADY_WAITING), at the place Redis gave them,
+// with the order id minted for the row (api.keepPlace).
+type mRow struct {
+	sku   string
+	q     int
+	order int64
+	place int64
 }
 
 // mRestock is a restock as the database records it: placed once Redis
@@ -249,18 +301,25 @@ type model struct {
 	active        map[string]int64 // user -> their active (unpaid or PAID) order
 	restocks      []*mRestock
 
+	// The database's waitlist rows (store.SaveWaitlistEntry, deleted as
+	// the buyer leaves or their order is written) and the highest place a
+	// row ever had (store.WaitlistHighPlace, of deleted rows too).
+	rows      map[string]mRow
+	lastPlace int64
+
 	// What Redis should hold besides the counts.
-	line   []mWait          // every variant's waitlist, in join order
+	line   []mWait          // every variant's waitlist, by place
 	held   map[mHeld]int64  // units held for a line's head
 	waited map[string]int64 // user -> order the waitlist gave (WaitStateOf.OrderID)
 	idem   map[string]mIdem // user|key -> the recorded decision
 	lost   map[int]bool     // segments whose keys are gone
 	moves  map[string]*mMove
 
-	// lostWaiting is who waited, per variant and in join order, when the
-	// loss of their segment's keys took their place: the buyers a rebuild
-	// of the lines from the database must put back, in this order.
-	lostWaiting map[string][]string
+	// lostWaiting is who waited with a row, per variant and by place, when
+	// the loss of their segment's keys took their place, less those who
+	// left since: the buyers a re-warm must put back (or serve), each in
+	// their order among their variant's waiters (the rebuild law).
+	lostWaiting map[string][]mWait
 
 	ids         int64
 	crashes     int
@@ -275,7 +334,7 @@ func newModel(t *rapid.T, rdb *redis.Client, prefix string) *model {
 		warmed: map[string]int64{}, dropped: map[string]int64{}, sold: map[string]int64{},
 		orders: map[int64]*mOrder{}, active: map[string]int64{}, waited: map[string]int64{},
 		held: map[mHeld]int64{}, idem: map[string]mIdem{}, lost: map[int]bool{}, moves: map[string]*mMove{},
-		lostWaiting: map[string][]string{}, ids: 1000,
+		lostWaiting: map[string][]mWait{}, rows: map[string]mRow{}, ids: 1000,
 	}
 	t.Cleanup(func() { _ = s.DropAll(context.Background()) })
 	for i := range modelUsers {
@@ -442,8 +501,12 @@ func (m *model) leaveLine(u string) {
 // admit gives user u order id for item. fromLine: a waitlist hand-over or a
 // join (admit.lua's from_waitlist), which records the order for WaitStateOf
 // whether or not they waited; a claim records it only for a waiting buyer.
+//
+// Whoever is admitted, their waitlist row goes as their order is written
+// (store.StartOrder forgets the buyer's place), here at once.
 func (m *model) admit(u string, id int64, item seckill.Item, fromLine bool) {
 	m.orders[id] = &mOrder{user: u, item: item}
+	delete(m.rows, u)
 	m.active[u] = id
 	if fromLine || m.waiting(u) {
 		m.waited[u] = id
@@ -801,16 +864,78 @@ func (m *model) join(t *rapid.T) {
 	if !wantErr && res != want {
 		t.Fatalf("join %s for %d of %s: got %+v, want %+v", u, q, sku, res, want)
 	}
+	if w := m.waitOf(u); w != nil && w.place == 0 {
+		m.placeJoin(t, w)
+	}
+	// The API saves the place before it answers 201 WAITING (or 409
+	// ALREADY_WAITING); a WAIT failure is answered 503 before it.
+	if !wantErr && (want.Outcome == seckill.Waiting || want.Outcome == seckill.AlreadyWaiting) {
+		m.keepPlace(t, u)
+	}
+}
+
+// placeJoin reads the place Redis gave w's new join. Places only grow:
+// a join is numbered after everyone waiting and after every place a row
+// of the database ever had (a re-warm's LastPlace), so no place is given
+// twice.
+func (m *model) placeJoin(t *rapid.T, w *mWait) {
+	e, ok, err := m.s.PlaceOf(m.ctx, modelSale, w.user)
+	if err != nil || !ok {
+		t.Fatalf("place of %s, who just joined %s's line: %+v %v %v", w.user, w.sku, e, ok, err)
+	}
+	for _, x := range m.line {
+		if x.user != w.user && x.place >= e.Place {
+			t.Fatalf("%s joined at place %d, not after %s's %d (the line: %v)", w.user, e.Place, x.user, x.place, m.line)
+		}
+	}
+	if e.Place <= m.lastPlace {
+		t.Fatalf("%s joined at place %d, not after %d, the highest place a row of the database had", w.user, e.Place, m.lastPlace)
+	}
+	w.place = e.Place
+}
+
+// keepPlace is api.keepPlace: the database saves the place Redis gave u
+// (PlaceOf) with an order id minted for the row, unless the row has that
+// place already (a retry keeps the first row).
+func (m *model) keepPlace(t *rapid.T, u string) {
+	e, ok, err := m.s.PlaceOf(m.ctx, modelSale, u)
+	if err != nil {
+		t.Fatalf("place of %s: %v", u, err)
+	}
+	w := m.waitOf(u)
+	if ok != (w != nil) {
+		t.Fatalf("PlaceOf %s: waiting %v (%+v), the model's %v", u, ok, e, w)
+	}
+	if !ok {
+		return
+	}
+	if e.Item != (seckill.Item{SKU: w.sku, Quantity: w.q}) || e.Place != w.place {
+		t.Fatalf("PlaceOf %s: %+v, the model's %+v", u, e, *w)
+	}
+	id := m.id()
+	if r, had := m.rows[u]; had && r.place == e.Place {
+		return
+	}
+	m.rows[u] = mRow{sku: w.sku, q: w.q, order: id, place: e.Place}
+	m.lastPlace = max(m.lastPlace, e.Place)
+	t.Logf("the database keeps %s's place %d in %s's line for %d, order %d", u, e.Place, w.sku, w.q, id)
 }
 
 func (m *model) leave(t *rapid.T) {
 	u := m.drawUser(t)
 	want := m.waiting(u)
+	// The API forgets the place in the database first: leaving is final,
+	// whatever Redis answers (api.leaveWaitlist).
+	delete(m.rows, u)
+	for sku, ws := range m.lostWaiting {
+		m.lostWaiting[sku] = slices.DeleteFunc(ws, func(w mWait) bool { return w.user == u })
+	}
 	got, err := m.s.Leave(m.ctx, modelSale, u)
 	t.Logf("leave %s: %v err=%v", u, got, err)
 	if m.lost[m.segment(u)] {
 		// Their segment's keys are lost: whether they wait is the
-		// re-warm's to tell, so nothing is done (the API answers 503).
+		// re-warm's to tell, so Redis does nothing (the API answers 503);
+		// their row is gone, so the re-warm does not put them back.
 		if !errors.Is(err, redisstore.ErrNotWarmed) {
 			t.Fatalf("leave %s from a lost segment: %v %v, want ErrNotWarmed", u, got, err)
 		}
@@ -950,7 +1075,8 @@ func (m *model) doRestock(t *rapid.T, r *mRestock) {
 	nextID := func() (int64, error) { id := m.id(); nextIDs = append(nextIDs, id); return id, nil }
 	want := seckill.Restocked{}
 	var grants []grant
-	drawn := int64(0) // the order ids the restock draws
+	drawn := int64(0)  // the order ids the restock draws
+	notWarmed := false // a parked move's destination is lost
 	switch {
 	case m.lost[0]:
 		want.Outcome = seckill.RestockNotWarmed
@@ -970,6 +1096,13 @@ func (m *model) doRestock(t *rapid.T, r *mRestock) {
 				drawn++
 				ids[i] = base + drawn
 			}
+			if m.lost[mv.dest] {
+				// Its destination's keys are lost: the landing stops
+				// there (its ids drawn), the restock is answered with
+				// the error and not marked; the re-warm drops the move.
+				notWarmed = true
+				break
+			}
 			g, _ := m.giveUnits(r.sku, mv.dest, mv.units, ids)
 			grants = append(grants, g...)
 			delete(m.moves, id)
@@ -988,6 +1121,15 @@ func (m *model) doRestock(t *rapid.T, r *mRestock) {
 		t.Fatalf("restock %d drew order ids %v, want %d", r.id, nextIDs, drawn)
 	}
 	m.ids = max(m.ids, base+drawn)
+	if notWarmed {
+		if err == nil || !strings.Contains(err.Error(), "not warmed") {
+			t.Fatalf("restock %d landing a move into a lost segment: %v, want not warmed", r.id, err)
+		}
+		if got := grantsOf(res.HandedTo); !slices.Equal(got, grants) {
+			t.Fatalf("restock %d: units handed to %v before the lost segment, want %v", r.id, got, grants)
+		}
+		return
+	}
 	if slow && want.Outcome == seckill.RestockAppliedNow {
 		expectErr(t, "restock", err, true)
 		if m.n > 1 {
@@ -1094,8 +1236,22 @@ func (m *model) restockPlan(r *mRestock) (owed, served []int64, final bool) {
 
 // loseSegment deletes every key of one segment, as a Cluster primary lost with
 // no replica (or, for a sale of one segment, a Redis restarted empty).
+//
+// Half the time it is a segment where buyers wait, when there is one: the
+// rebuild of lost lines is what a re-warm has most to get right.
 func (m *model) loseSegment(t *rapid.T) {
-	p := rapid.IntRange(0, m.n-1).Draw(t, "segment")
+	var waitedIn []int
+	for p := range m.n {
+		if !m.lost[p] && slices.ContainsFunc(m.line, func(w mWait) bool { return m.segment(w.user) == p }) {
+			waitedIn = append(waitedIn, p)
+		}
+	}
+	var p int
+	if len(waitedIn) > 0 && rapid.Bool().Draw(t, "whereBuyersWait") {
+		p = rapid.SampledFrom(waitedIn).Draw(t, "segment")
+	} else {
+		p = rapid.IntRange(0, m.n-1).Draw(t, "segment")
+	}
 	tag := strings.TrimSuffix(m.s.SegmentKeys(modelSale, p).Stock, "stock")
 	keys, err := m.s.Client().Keys(m.ctx, tag+"*").Result()
 	if err != nil {
@@ -1115,8 +1271,15 @@ func (m *model) loseSegment(t *rapid.T) {
 	m.lost[p] = true
 	inSegment := func(u string) bool { return m.segment(u) == p }
 	for _, w := range m.line {
-		if inSegment(w.user) {
-			m.lostWaiting[w.sku] = append(m.lostWaiting[w.sku], w.user)
+		if !inSegment(w.user) {
+			continue
+		}
+		// Only a buyer answered 201 has a row: one whose join's WAIT
+		// failed was answered 503 and is lost with the line.
+		if _, ok := m.rows[w.user]; ok {
+			m.lostWaiting[w.sku] = append(m.lostWaiting[w.sku], w)
+		} else {
+			t.Logf("lose segment %d: %s waited in %s's line with no row (answered 503): not put back", p, w.user, w.sku)
 		}
 	}
 	m.line = slices.DeleteFunc(m.line, func(w mWait) bool { return inSegment(w.user) })
@@ -1136,9 +1299,21 @@ func (m *model) loseSegment(t *rapid.T) {
 // rewarm loads the lost segments from the database, as warmup and
 // reconciliation do: each variant's units neither sold nor held, the
 // restocks not marked applied left out and named (store.WarmSnapshot),
-// and the claims of the active orders. Re-warm adds back what segment 0's
-// restocks record says Redis placed of them; with segment 0 lost (the
-// record with it) it loads them whole and records them placed.
+// the claims of the active orders, the waitlist rows (store.WaitlistEntries,
+// by place) and the highest place a row ever had (WarmSpec.LastPlace).
+// Re-warm adds back what segment 0's restocks record says Redis placed of
+// them; with segment 0 lost (the record with it) it loads them whole and
+// records them placed.
+//
+// The model predicts the rebuild (RewarmRebuilding, lua/rewarm.lua): the
+// lost segments share, as even as can be (the first ones one more), each
+// variant's units less what the live segments hold in stock, hold for a
+// line's head and have in flight; in each, the buyers of its rows who hold
+// no claim go back to their variant's line at their places, and its units
+// of the variant are given to that line (give_units): the heads they cover
+// are served with the order ids their rows carry, units too few for the
+// next head are held for them, and the rest, nobody left waiting, stay in
+// the stock.
 func (m *model) rewarm(t *rapid.T) {
 	var claims []seckill.ActiveClaim
 	for _, u := range m.users {
@@ -1162,10 +1337,38 @@ func (m *model) rewarm(t *rapid.T) {
 			spec.Restocks = append(spec.Restocks, seckill.Restock{ID: r.id, SaleID: modelSale, SKU: r.sku, Added: r.add})
 		}
 	}
-	loaded, err := m.s.Rewarm(m.ctx, spec, claims)
-	t.Logf("rewarm %v (unapplied restocks %v), %d claims, lost segments %v: loaded=%v err=%v", spec.Variants, spec.Restocks, len(claims), slices.Sorted(maps.Keys(m.lost)), loaded, err)
-	if err != nil || loaded != m.anyLost() {
-		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", loaded, err, m.anyLost())
+	spec.LastPlace = m.lastPlace
+	var rows []seckill.WaitlistEntry
+	rowOrder := map[string]int64{}
+	for u, r := range m.rows {
+		rowOrder[u] = r.order
+		rows = append(rows, seckill.WaitlistEntry{SaleID: modelSale, UserID: u, Item: seckill.Item{SKU: r.sku, Quantity: r.q},
+			OrderID: r.order, Place: r.place, JoinedAt: time.Now()})
+	}
+	slices.SortFunc(rows, func(a, b seckill.WaitlistEntry) int {
+		if a.Place != b.Place {
+			return int(a.Place - b.Place)
+		}
+		return strings.Compare(a.UserID, b.UserID)
+	})
+	lost := slices.Sorted(maps.Keys(m.lost))
+	stocks := map[string][]int64{}
+	for _, sku := range m.skus {
+		stocks[sku] = m.stocks(t, sku)
+	}
+	// The rebuild law's expectation: each variant's waiters, the live
+	// segments' and the lost ones' with a row, by place.
+	before := map[string][]mWait{}
+	for _, sku := range m.skus {
+		before[sku] = append(slices.Clone(m.variantLine(sku)), m.lostWaiting[sku]...)
+		slices.SortStableFunc(before[sku], func(a, b mWait) int { return int(a.place - b.place) })
+	}
+
+	r, err := m.s.RewarmRebuilding(m.ctx, spec, claims, nil, rows, func(string) seckill.Terms { return modelTerms })
+	t.Logf("rewarm %v (unapplied restocks %v, last place %d), %d claims, %d rows, lost segments %v: %+v err=%v",
+		spec.Variants, spec.Restocks, spec.LastPlace, len(claims), len(rows), lost, r, err)
+	if err != nil || r.Loaded != m.anyLost() {
+		t.Fatalf("rewarm: loaded %v, %v; want loaded %v", r.Loaded, err, m.anyLost())
 	}
 	// A move aimed at a lost segment may have reached it or not: re-warm
 	// drops its record, and the segment is loaded with its units.
@@ -1177,7 +1380,84 @@ func (m *model) rewarm(t *rapid.T) {
 			}
 		}
 	}
+	want := redisstore.Rewarmed{Loaded: m.anyLost()}
+	for _, sku := range m.skus {
+		shared := m.available(sku) - m.inFlight(sku)
+		for p, st := range stocks[sku] {
+			if !m.lost[p] {
+				shared -= st + m.held[mHeld{sku, p}]
+			}
+		}
+		shared = max(shared, 0)
+		for i, p := range lost {
+			units := modelShare(shared, len(lost), i)
+			for _, row := range rows {
+				if row.Item.SKU == sku && m.segment(row.UserID) == p && m.active[row.UserID] == 0 {
+					m.line = append(m.line, mWait{user: row.UserID, sku: sku, q: row.Item.Quantity, place: row.Place})
+					want.Waiting++
+				}
+			}
+			slices.SortStableFunc(m.line, func(a, b mWait) int { return int(a.place - b.place) })
+			var ids []int64
+			for _, w := range m.lineOf(sku, p) {
+				ids = append(ids, m.rows[w.user].order)
+			}
+			served, _ := m.giveUnits(sku, p, units, ids)
+			want.Served += len(served)
+			t.Logf("rewarm: segment %d gets %d of %s; back in its line %v, served %v", p, units, sku, ids, served)
+		}
+	}
+	if r != want {
+		t.Fatalf("rewarm: %+v, want %+v (the line, by place: %v)", r, want, m.line)
+	}
+	if r.Waiting > 0 {
+		rebuilds.lines.Add(1)
+		rebuilds.waiting.Add(int64(r.Waiting))
+	}
+	if r.Served > 0 {
+		rebuilds.served.Add(1)
+		rebuilds.servedBuyers.Add(int64(r.Served))
+	}
 	m.lost = map[int]bool{}
+
+	// The rebuild law (docs/DESIGN.md invariant 10): everyone answered 201
+	// in a lost line who has not left is back in their variant's line, or
+	// served by the re-warm with their row's order, and each variant's
+	// waiters keep their order, first come first served across the loss.
+	for _, sku := range m.skus {
+		last, lastUser := int64(0), ""
+		for _, w := range before[sku] {
+			ws, err := m.s.WaitStateOf(m.ctx, modelSale, w.user)
+			if err != nil {
+				t.Fatalf("wait state of %s: %v", w.user, err)
+			}
+			wasLost := slices.ContainsFunc(m.lostWaiting[sku], func(x mWait) bool { return x.user == w.user })
+			switch {
+			case ws.Waiting:
+				if ws.Position <= last {
+					t.Fatalf("rebuild law: %s (place %d) is %d in %s's line after the re-warm, not behind %s (%d)", w.user, w.place, ws.Position, sku, lastUser, last)
+				}
+				last, lastUser = ws.Position, w.user
+			case wasLost && ws.OrderID == 0:
+				t.Fatalf("rebuild law: %s waited in %s's lost line at place %d, answered 201, and neither waits nor was served after the re-warm", w.user, sku, w.place)
+			case wasLost && ws.OrderID != rowOrder[w.user]:
+				t.Fatalf("rebuild law: %s was served by the re-warm with order %d, not their row's %d", w.user, ws.OrderID, rowOrder[w.user])
+			case !wasLost:
+				t.Fatalf("rebuild law: %s waited in a live line at place %d and does not after the re-warm (%+v)", w.user, w.place, ws)
+			}
+		}
+	}
+	m.lostWaiting = map[string][]mWait{}
+}
+
+// modelShare is the share of units a re-warm loads into the i-th of n
+// lost segments: as even as can be, the first ones one more.
+func modelShare(units int64, n, i int) int64 {
+	q, r := units/int64(n), units%int64(n)
+	if int64(i) < r {
+		return q + 1
+	}
+	return q
 }
 
 // reconcile is reconciliation's pass over the sale's units: FinishMoves
@@ -1523,6 +1803,36 @@ func (m *model) check(t *rapid.T) {
 		}
 		if ws != want {
 			t.Fatalf("law 3: %s's wait state is %+v, want %+v (the line, first first: %v)", u, ws, want, m.line)
+		}
+	}
+
+	// Law 5: the database's rows are of buyers who wait, each at the place
+	// and for the item Redis holds (a buyer without a row is one answered
+	// 503); with every segment loaded, Redis' waiters are the model's.
+	for u, r := range m.rows {
+		if m.lost[m.segment(u)] {
+			continue
+		}
+		w := m.waitOf(u)
+		if w == nil || w.sku != r.sku || w.q != r.q || w.place != r.place {
+			t.Fatalf("law 5: %s's row %+v, yet they wait as %v", u, r, w)
+		}
+	}
+	if !m.anyLost() {
+		ws, err := m.s.Waiters(m.ctx, modelSale)
+		if err != nil {
+			t.Fatalf("waiters: %v", err)
+		}
+		got := map[string]mWait{}
+		for _, e := range ws {
+			got[e.UserID] = mWait{user: e.UserID, sku: e.Item.SKU, q: e.Item.Quantity, place: e.Place}
+		}
+		want := map[string]mWait{}
+		for _, w := range m.line {
+			want[w.user] = w
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("law 5: Redis' waiters %v, the model's %v", got, want)
 		}
 	}
 }
