@@ -79,7 +79,7 @@ chaos: services stripe-mock ## fault-injection suite, 3 seeds per variant: one R
 # and under the draw by the lobby run; the plain Sentinel run and the one
 # Redis wiped are make chaos's (the e2e test TestRedisLoss_* wipes Redis in
 # make test), which keeps CI under its 20 minutes.
-chaos-short: services ## two short chaos runs (what CI runs): 4 segments + waitlist on Sentinel, and a lobby and its draw on Sentinel; 60 units, 600 buyers, 20 s of faults
+chaos-short: services ## two short chaos runs (before a release; CI ran them until issue 32): 4 segments + waitlist on Sentinel, and a lobby and its draw on Sentinel; 60 units, 600 buyers, 20 s of faults
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --segments 4 --waitlist 0.5 --redis sentinel
 	$(GO) run ./chaos --seeds 1 --buyers 600 --units 60 --faults-for 20s --lobby --redis sentinel
 
