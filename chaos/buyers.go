@@ -78,6 +78,13 @@ func (s *shop) quantity(i int) int {
 	return itemOf(s.seed, i, s.o.variants, s.o.quantityMax).Quantity
 }
 
+// amountCents is what buyer i pays for their order: their quantity of
+// units at the one price every chaos sale's variants have (an order of
+// several units paid one unit's price is a mismatch, refunded).
+func (s *shop) amountCents(i int) int64 {
+	return unitPriceCents * int64(s.quantity(i))
+}
+
 // admittedUnits is the units of the 202s.
 func (s *shop) admittedUnits() int64 {
 	s.mu.Lock()
@@ -347,7 +354,7 @@ func (s *shop) pay(orderID string, i int, fail bool, delay time.Duration) {
 	}
 	id, _ := strconv.ParseInt(orderID, 10, 64)
 	body := api.EventBody(seckill.PaymentEvent{
-		EventID: "evt_" + orderID, Type: typ, PaymentIntentID: intent, AmountCents: 990, Currency: "usd",
+		EventID: "evt_" + orderID, Type: typ, PaymentIntentID: intent, AmountCents: s.amountCents(i), Currency: "usd",
 	}, id, time.Now())
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {

@@ -11,6 +11,9 @@ import (
 // skus are the run's variants, in the sale's order: "default" first, so a
 // run of one variant is a v3 sale and the referee's stock key (the
 // "default" variant's) is the first variant's in every run.
+// unitPriceCents is the price of a unit of every chaos sale's variants.
+const unitPriceCents = 990
+
 func skus(variants int) []string {
 	out := []string{seckill.DefaultSKU}
 	for i := 2; i <= variants; i++ {
@@ -65,7 +68,7 @@ func (o options) saleVariants() []map[string]any {
 	var out []map[string]any
 	for i, units := range splitUnits(o.units, o.variants) {
 		sku := skus(o.variants)[i]
-		out = append(out, map[string]any{"sku": sku, "name": "chaos " + sku, "price_cents": 990, "stock": units})
+		out = append(out, map[string]any{"sku": sku, "name": "chaos " + sku, "price_cents": unitPriceCents, "stock": units})
 	}
 	return out
 }

@@ -83,6 +83,21 @@ func TestShop_AdmittedUnitsCountEachOrdersQuantity(t *testing.T) {
 	require.Greater(t, want, int64(10), "10 orders of 1..3 units")
 }
 
+// A buyer pays their order's amount: their quantity at the unit price (the
+// driver paid one unit's price for every order, so every order of several
+// units was a mismatch, refunded, and never PAID).
+func TestShop_ABuyerPaysTheirQuantitysAmount(t *testing.T) {
+	sh := &shop{o: options{variants: 3, quantityMax: 3}, seed: 1}
+	several := false
+	for i := range 20 {
+		require.Equal(t, int64(unitPriceCents*sh.quantity(i)), sh.amountCents(i))
+		several = several || sh.quantity(i) > 1
+	}
+	require.True(t, several, "some of 20 buyers take several units")
+	one := &shop{o: options{}, seed: 1}
+	require.Equal(t, int64(unitPriceCents), one.amountCents(7))
+}
+
 func TestStrand_CountsUnitsPerVariantAndHeldUnitsAreNotStranded(t *testing.T) {
 	variant := func(sku string, available, remaining int64) audit.VariantStock {
 		return audit.VariantStock{SKU: sku, Stock: seckill.Stock{Available: available, Remaining: remaining}}

@@ -175,7 +175,7 @@ func createLobbySale(base, admin string, o options, p lobbyPlan) (string, time.T
 	now := time.Now().UTC()
 	startsAt := now.Add(p.window)
 	fields := map[string]any{
-		"name": "chaos lobby", "price_cents": 990, "stock": o.units,
+		"name": "chaos lobby", "price_cents": unitPriceCents, "stock": o.units,
 		"lobby_opens_at":          now.Add(-time.Second).Format(time.RFC3339Nano),
 		"starts_at":               startsAt.Format(time.RFC3339Nano),
 		"ends_at":                 startsAt.Add(p.endsAfter).Format(time.RFC3339Nano),

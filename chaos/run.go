@@ -623,7 +623,7 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 func createSale(base, admin string, o options) (string, error) {
 	now := time.Now().UTC()
 	fields := map[string]any{
-		"name": "chaos", "price_cents": 990, "stock": o.units,
+		"name": "chaos", "price_cents": unitPriceCents, "stock": o.units,
 		"starts_at": now.Add(-time.Minute).Format(time.RFC3339), "ends_at": now.Add(time.Hour).Format(time.RFC3339),
 		"payment_timeout_seconds": int(o.timeout / time.Second),
 	}
