@@ -387,11 +387,25 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 
 // keepPlace saves in the database where the draw queued userID, with an
 // order id of its own (the one a re-warm serves them with); nothing when
-// they wait nowhere now (served since).
+// the line served them since (they hold a claim). An entrant in no line
+// who holds no claim was lost with Redis since the join (re-warmed from
+// rows without theirs), or left at once: the step fails, and its retry
+// queues them again (ALREADY_WAITING if they are in line after all), so
+// nobody is recorded WAITING who waits nowhere (hostile review).
 func (a *Activities) keepPlace(ctx context.Context, saleID int64, userID string, joinedAt time.Time) error {
 	e, ok, err := a.drawPass.PlaceOf(ctx, saleID, userID)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		claim, err := a.redis.ClaimOf(ctx, saleID, userID)
+		if err != nil {
+			return err
+		}
+		if claim == 0 {
+			return fmt.Errorf("queue %s in sale %d: they wait in no line and hold no claim (Redis lost the line since the join?); trying again", userID, saleID)
+		}
+		return nil
 	}
 	if e.OrderID, err = a.ids.Next(); err != nil {
 		return err

@@ -59,7 +59,7 @@ type Store interface {
 	FillWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) (bool, error)
 	DropPendingWaitlistEntry(ctx context.Context, saleID int64, userID string) error
 	WithdrawWaitlistEntry(ctx context.Context, saleID int64, userID string) error
-	DeleteWaitlistEntry(ctx context.Context, saleID int64, userID string) error
+	DeleteLeftWaitlistEntry(ctx context.Context, saleID int64, userID string, place int64) error
 }
 
 // Redis is the API's view of the Redis hot path (redisstore.Store): the

@@ -249,12 +249,18 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 	// Leaving is final: a line rebuilt after a Redis loss must not bring
 	// them back, so the database takes the place back first (the row turns
 	// pending: nobody's place), then Redis takes them out of line, then the
-	// row goes. A failure of either of the first two is a 503, and the
+	// row goes unless a join of theirs filled it with a later place. A failure of either of the first two is a 503, and the
 	// retry does all three; a pending row left behind is nobody's place
 	// (docs/OPERATIONS.md), so the answer stands.
 	if err := s.cfg.Store.WithdrawWaitlistEntry(ctx, sale.ID, user); err != nil {
 		s.logFor(c).Warn("the waitlist place is not taken back", "saleID", sale.ID, "error", err)
 		return errWaitlistPaused
+	}
+	// The place Redis takes out; a join of the buyer's seated after it
+	// (a later place) keeps its row.
+	var place int64
+	if e, ok, err := s.cfg.Redis.PlaceOf(ctx, sale.ID, user); err == nil && ok {
+		place = e.Place
 	}
 	if _, err := s.cfg.Redis.Leave(ctx, sale.ID, user); err != nil {
 		// Its keys not loaded: after the sale's end nobody waits any
@@ -265,7 +271,7 @@ func (s *Server) leaveWaitlist(c *fiber.Ctx) error {
 			return errWaitlistPaused
 		}
 	}
-	if err := s.cfg.Store.DeleteWaitlistEntry(ctx, sale.ID, user); err != nil {
+	if err := s.cfg.Store.DeleteLeftWaitlistEntry(ctx, sale.ID, user, place); err != nil {
 		s.logFor(c).Warn("the pending waitlist row is not deleted", "saleID", sale.ID, "error", err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -8,12 +8,12 @@ import (
 	"github.com/seckill/seckill"
 )
 
-// skus are the run's variants, in the sale's order: "default" first, so a
-// run of one variant is a v3 sale and the referee's stock key (the
-// "default" variant's) is the first variant's in every run.
 // unitPriceCents is the price of a unit of every chaos sale's variants.
 const unitPriceCents = 990
 
+// skus are the run's variants, in the sale's order: "default" first, so a
+// run of one variant is a v3 sale and the referee's stock key (the
+// "default" variant's) is the first variant's in every run.
 func skus(variants int) []string {
 	out := []string{seckill.DefaultSKU}
 	for i := 2; i <= variants; i++ {

@@ -159,16 +159,37 @@ func (s *Store) DropPendingWaitlistEntry(ctx context.Context, saleID int64, user
 // highest taken back yet (WaitlistHighPlace). A pending row, or none, is
 // left as it is.
 func (s *Store) WithdrawWaitlistEntry(ctx context.Context, saleID int64, userID string) error {
+	// The row is locked whatever its place: a fill of it in flight (a
+	// pending row in this statement's snapshot) is waited for, and its
+	// place taken back, not missed.
 	err := s.db.WithContext(ctx).Exec(`WITH old AS (
 			SELECT sale_id, user_id, place FROM waitlist_entries
-			WHERE sale_id = ? AND user_id = ? AND place IS NOT NULL FOR UPDATE),
+			WHERE sale_id = ? AND user_id = ? FOR UPDATE),
 		u AS (UPDATE waitlist_entries w SET place = NULL, order_id = NULL
 			FROM old WHERE w.sale_id = old.sale_id AND w.user_id = old.user_id)
-		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM old
+		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM old WHERE place IS NOT NULL
 		ON CONFLICT (sale_id) DO UPDATE SET high = excluded.high WHERE p.high < excluded.high`,
 		saleID, userID).Error
 	if err != nil {
 		return fmt.Errorf("withdraw the waitlist entry of %s in sale %d: %w", userID, saleID, err)
+	}
+	return nil
+}
+
+// DeleteLeftWaitlistEntry is a leave's last step, once Redis took userID
+// out of saleID's line at place (0 when they waited nowhere): it deletes
+// their row if it is pending (WithdrawWaitlistEntry) or keeps that place
+// or an earlier one (a retry of their join filled it again meanwhile); a
+// row of a later place is a join of theirs seated after the leave, and
+// answered 201: it stays (hostile review).
+func (s *Store) DeleteLeftWaitlistEntry(ctx context.Context, saleID int64, userID string, place int64) error {
+	err := s.db.WithContext(ctx).Exec(`WITH d AS (DELETE FROM waitlist_entries
+			WHERE sale_id = ? AND user_id = ? AND (place IS NULL OR place <= ?) RETURNING sale_id, place)
+		INSERT INTO waitlist_places AS p (sale_id, high) SELECT sale_id, place FROM d WHERE place IS NOT NULL
+		ON CONFLICT (sale_id) DO UPDATE SET high = excluded.high WHERE p.high < excluded.high`,
+		saleID, userID, place).Error
+	if err != nil {
+		return fmt.Errorf("delete the left waitlist entry of %s in sale %d: %w", userID, saleID, err)
 	}
 	return nil
 }
