@@ -9,6 +9,7 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/cloudflare/circl v1.6.5
 	github.com/exaring/otelpgx v0.13.0
 	github.com/go-jose/go-jose/v4 v4.1.6
 	github.com/gofiber/contrib/otelfiber/v2 v2.1.1
