@@ -98,8 +98,13 @@ func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
 		"the saga made the PaymentIntent")
 	o = s.waitOrder(unpaid, "bob", seckill.StatusClosed, 30*time.Second)
 	require.Equal(t, seckill.ClosePaymentTimeout, *o.CloseReason)
-	require.Equal(t, []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}, s.localActivities(unpaid),
-		"the PaymentIntent is cancelled before the unit is given back")
+	// The local activities' markers are recorded when their workflow task
+	// completes, a moment after ReleaseOrder wrote CLOSED: wait for it.
+	want := []string{"StartOrder", "MakePaymentIntent", "CancelPaymentIntent", "ReleaseOrder"}
+	var ran []string
+	require.Eventually(t, func() bool { ran = s.localActivities(unpaid); return len(ran) >= len(want) }, 10*time.Second, 50*time.Millisecond,
+		"the saga's workflow task that closed the order completed")
+	require.Equal(t, want, ran, "the PaymentIntent is cancelled before the unit is given back")
 	s.requireAudit(short)
 
 	// The shop page with Stripe: Pay makes the PaymentIntent and says
