@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/store"
@@ -71,20 +70,7 @@ func TestWaitlist_ARejoinBetweenTheLeavesRedisStepAndItsDeleteKeepsItsPlace(t *t
 
 	// And so a Redis loss and the worker's re-warm lose him.
 	require.NoError(t, r.rs.DropAll(ctx))
-	snap, err := r.st.WarmSnapshot(ctx, saleID)
-	require.NoError(t, err)
-	claims := make([]seckill.ActiveClaim, len(snap.Claims))
-	for i, c := range snap.Claims {
-		claims[i] = seckill.ActiveClaim{UserID: c.UserID, OrderID: c.OrderID, Item: c.Item}
-	}
-	rows, err := r.st.WaitlistEntries(ctx, saleID)
-	require.NoError(t, err)
-	spec := seckill.WarmSpecOf(snap.Sale, snap.Units)
-	spec.Restocks = snap.Restocks
-	spec.LastPlace, err = r.st.WaitlistHighPlace(ctx, saleID)
-	require.NoError(t, err)
-	_, err = r.rs.RewarmRebuilding(ctx, spec, claims, nil, rows, seckill.TermsBySKU(*snap.Sale))
-	require.NoError(t, err)
+	rewarmFromDatabase(t, r, saleID)
 	ws, err = r.rs.WaitStateOf(ctx, saleID, "bob")
 	require.NoError(t, err)
 	require.True(t, ws.Waiting, "bob, answered 201 WAITING, waits nowhere after the re-warm")

@@ -63,6 +63,21 @@ func TestWaitlist_A201SurvivesARedisLossBetweenTheJoinAndThePlaceRead(t *testing
 	require.Equal(t, "WAITING", a.body["status"], "%v", a.body)
 
 	// The worker's re-warm (warmup.rewarm), from the database.
+	rewarmFromDatabase(t, r, saleID)
+
+	ws, err := r.rs.WaitStateOf(ctx, saleID, "bob")
+	require.NoError(t, err)
+	place, ok := rowOf(t, r, saleID, "bob")
+	require.True(t, ws.Waiting, "bob was answered 201 WAITING; after the Redis loss and the re-warm he waits nowhere "+
+		"(row: %v, place %v)", ok, place)
+}
+
+// rewarmFromDatabase re-warms saleID's lost keys from the database as the
+// worker does (warmup): the snapshot's units and claims, the waitlist's
+// rows and the highest place given.
+func rewarmFromDatabase(t *testing.T, r *handlerRig, saleID int64) {
+	t.Helper()
+	ctx := t.Context()
 	snap, err := r.st.WarmSnapshot(ctx, saleID)
 	require.NoError(t, err)
 	claims := make([]seckill.ActiveClaim, len(snap.Claims))
@@ -77,10 +92,4 @@ func TestWaitlist_A201SurvivesARedisLossBetweenTheJoinAndThePlaceRead(t *testing
 	require.NoError(t, err)
 	_, err = r.rs.RewarmRebuilding(ctx, spec, claims, nil, rows, seckill.TermsBySKU(*snap.Sale))
 	require.NoError(t, err)
-
-	ws, err := r.rs.WaitStateOf(ctx, saleID, "bob")
-	require.NoError(t, err)
-	place, ok := rowOf(t, r, saleID, "bob")
-	require.True(t, ws.Waiting, "bob was answered 201 WAITING; after the Redis loss and the re-warm he waits nowhere "+
-		"(row: %v, place %v)", ok, place)
 }
