@@ -28,6 +28,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/stripe/stripe-go/v84 v84.4.1
 	github.com/temporalio/ui-server/v2 v2.55.0
+	github.com/transparency-dev/merkle v0.0.2
 	github.com/valyala/fasthttp v1.51.0
 	github.com/zitadel/oidc/v3 v3.51.17
 	go.opentelemetry.io/otel v1.46.0
