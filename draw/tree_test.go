@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"slices"
@@ -163,6 +164,7 @@ func TestTree_IsRFC6962sWithItsChunkSize(t *testing.T) {
 func TestRoot_OfNothingIsSHA256OfNothing(t *testing.T) {
 	require.Equal(t, sha256.Sum256(nil), draw.Root(nil))
 	require.Equal(t, sha256.Sum256(nil), draw.NewTreeBuilder().Tree().Root)
+	require.Equal(t, sha256.Sum256(nil), draw.NewEntryList(0).Root())
 }
 
 func TestVerifyInclusion_FailsWhenAnythingIsTampered(t *testing.T) {
@@ -360,7 +362,64 @@ func TestLine_IsThePublishedLine(t *testing.T) {
 	require.Equal(t, 1, l.Len(), "well-formed")
 }
 
-// The figure at 1,000,000 entries: building the summary at close.
+func TestEntryList_RootIsTheRootOfTheLinesAsPublished(t *testing.T) {
+	tc := newTreeCase(23, 19)
+	lines := slices.Clone(tc.lines)
+	// What the root commits to is the list as published, malformed
+	// lines included.
+	lines[3] = []byte("not an entry")
+	lines[7] = []byte{}
+	lines[9] = append(slices.Clone(lines[9]), " trailing"...)
+	strs := make([]string, len(lines))
+	for i, l := range lines {
+		strs[i] = string(l)
+	}
+	want := draw.Root(lines)
+	require.Equal(t, mth(lines), want[:])
+
+	require.Equal(t, want, draw.EntriesOf(strs...).Root())
+	for _, body := range []string{strings.Join(strs, "\n") + "\n", strings.Join(strs, "\n")} {
+		l, err := draw.ReadEntries(strings.NewReader(body), 0)
+		require.NoError(t, err)
+		require.Equal(t, int64(len(lines)), l.Lines())
+		require.Equal(t, want, l.Root())
+	}
+
+	// A "\r" before the newline is part of the line published: the
+	// root is over it, while the entry still parses.
+	crlf, err := draw.ReadEntries(strings.NewReader(strings.Join(strs, "\r\n")+"\r\n"), 0)
+	require.NoError(t, err)
+	withCR := make([][]byte, len(lines))
+	for i, l := range lines {
+		withCR[i] = append(slices.Clone(l), '\r')
+	}
+	require.Equal(t, draw.Root(withCR), crlf.Root())
+	require.NotEqual(t, want, crlf.Root())
+	require.Equal(t, len(lines)-3, crlf.Len(), "the well-formed lines still parse")
+
+	// After every line, the root of the lines so far: a root asked for
+	// midway does not disturb the ones after it.
+	long := newTreeCase(70, 23)
+	grown := draw.NewEntryList(0)
+	for n := range 71 {
+		root := grown.Root()
+		require.Equal(t, mth(long.lines[:n]), root[:], "after %d lines", n)
+		if n < 70 {
+			grown.Add(string(long.lines[n]))
+		}
+	}
+
+	// The tree of the well-formed lines is the one the list's root is
+	// of, when every line is well-formed.
+	all := make([]string, len(tc.lines))
+	for i, l := range tc.lines {
+		all[i] = string(l)
+	}
+	require.Equal(t, tc.tree(t).Root, draw.EntriesOf(all...).Root())
+}
+
+// The figures at 1,000,000 entries: building the summary at close, and
+// the root `seckill draw verify` computes over the published list.
 const benchEntries = 1_000_000
 
 func BenchmarkTree_1M(b *testing.B) {
@@ -376,6 +435,26 @@ func BenchmarkTree_1M(b *testing.B) {
 		}
 		if t.Tree().Chunks() != (benchEntries+draw.ChunkSize-1)/draw.ChunkSize {
 			b.Fatal("wrong number of chunks")
+		}
+	}
+}
+
+func BenchmarkEntryList_Root_1M(b *testing.B) {
+	tc := newTreeCase(benchEntries, 1)
+	var body bytes.Buffer
+	for _, l := range tc.lines {
+		body.Write(l)
+		body.WriteByte('\n')
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l, err := draw.ReadEntries(bytes.NewReader(body.Bytes()), benchEntries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := l.Root(); r == ([32]byte{}) {
+			b.Fatal(fmt.Sprintf("root %x", r))
 		}
 	}
 }

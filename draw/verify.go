@@ -94,6 +94,10 @@ type EntryList struct {
 	nMalformed int64
 	unsorted   []string // where an entry is smaller than the one before
 	nUnsorted  int64
+	// tree is the compact range of every line read, malformed or not,
+	// as the leaves of the entries tree: the root of the published list
+	// in O(log n) memory, without keeping the lines.
+	tree rootRange
 }
 
 // NewEntryList returns an empty list with room for n entries (a hint).
@@ -159,6 +163,7 @@ func EntriesOf(lines ...string) *EntryList {
 func ReadEntries(r io.Reader, sizeHint int) (*EntryList, error) {
 	l := NewEntryList(sizeHint)
 	sc := bufio.NewScanner(r)
+	sc.Split(scanLines)
 	for sc.Scan() {
 		l.add(sc.Bytes())
 	}
@@ -168,6 +173,24 @@ func ReadEntries(r io.Reader, sizeHint int) (*EntryList, error) {
 	return l, nil
 }
 
+// scanLines is bufio.ScanLines without its dropping of a "\r" before the
+// "\n": the entries root commits to each line as published, up to its
+// newline, so a "\r" is part of the leaf (add trims it to parse).
+func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// Root is the RFC 6962 root of the lines as they were added, each a leaf
+// (without its newline, malformed or not): the entries_root the
+// published list must have.
+func (l *EntryList) Root() [32]byte { return l.tree.root() }
+
 // Add takes the next published line. A line is well-formed when it is
 // exactly what the API publishes: `<entry> <sku> <quantity>`, the entry
 // 32 lowercase hex characters, the sku 1..64 of [A-Za-z0-9._-], the
@@ -176,6 +199,7 @@ func (l *EntryList) Add(line string) { l.add([]byte(line)) }
 
 func (l *EntryList) add(line []byte) {
 	l.lines++
+	l.tree.append(line)
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	var e [EntrySize]byte
 	bad := func(why string) {
