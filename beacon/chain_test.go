@@ -2,6 +2,7 @@ package beacon_test
 
 import (
 	"encoding/hex"
+	"math"
 	"testing"
 	"time"
 
@@ -97,4 +98,16 @@ func TestQuicknet_ARealSignatureDoesNotVerifyForAnotherRealRound(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A round beyond time.Duration's range is far in the future, not wrapped
+// into the past.
+func TestChain_AHugeRoundIsInTheFuture(t *testing.T) {
+	c := beacon.Quicknet
+	future := time.Now().Add(200 * 365 * 24 * time.Hour)
+	for _, r := range []uint64{1 << 62, 1<<63 + 5, ^uint64(0)} {
+		require.True(t, c.RoundTime(r).After(future), "round %d at %s", r, c.RoundTime(r))
+	}
+	last := uint64(math.MaxInt64/int64(c.Period)) + 1
+	require.Equal(t, c.Genesis.Add(time.Duration(last-1)*c.Period), c.RoundTime(last), "the last exact round")
 }
