@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -50,7 +51,13 @@ func NewClient(urls []string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	return &Client{urls: append([]string(nil), urls...), hc: hc}
+	c := &Client{hc: hc}
+	for _, u := range urls {
+		// A trailing slash would double the one before the chain hash,
+		// which some relays answer 404 ("not yet") to.
+		c.urls = append(c.urls, strings.TrimRight(u, "/"))
+	}
+	return c
 }
 
 // Fetch returns round of chain, verified with chain.Verify against the

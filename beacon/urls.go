@@ -58,7 +58,7 @@ func parseBaseURL(s string) (string, error) {
 	if u.Host == "" {
 		return "", fmt.Errorf("no host")
 	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return "", fmt.Errorf("a base URL takes no query, fragment or user info")
 	}
 	return strings.TrimRight(s, "/"), nil

@@ -36,6 +36,7 @@ func TestParseURLs_RefusesWhatIsNotABaseURL(t *testing.T) {
 		"https://a.example,,https://b.example",
 		"none,https://a.example",
 		"https://a.example?x=1",
+		"https://a.example/?",
 		"https://a.example/#top",
 		"https://user:pw@a.example",
 		"http://[::1",
