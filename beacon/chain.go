@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cloudflare/circl/sign/bls"
@@ -90,11 +91,18 @@ func (c Chain) Verify(round uint64, sig []byte) error {
 func Randomness(sig []byte) [32]byte { return sha256.Sum256(sig) }
 
 // RoundTime is when round is published: genesis + (round - 1) x period.
+// A round too far for time.Duration (some 292 years of rounds) is placed at
+// genesis + the longest Duration: still in the future, never wrapped round
+// into the past, where a beacon would serve it and a client ask for it.
 func (c Chain) RoundTime(round uint64) time.Time {
 	if round == 0 {
 		return c.Genesis
 	}
-	return c.Genesis.Add(time.Duration(round-1) * c.Period)
+	n := round - 1
+	if c.Period > 0 && n > uint64(math.MaxInt64/int64(c.Period)) {
+		return c.Genesis.Add(math.MaxInt64)
+	}
+	return c.Genesis.Add(time.Duration(n) * c.Period)
 }
 
 // FirstRoundAt is the first round published at or after t (round 1 for any

@@ -2,6 +2,7 @@ package beacon_test
 
 import (
 	"encoding/hex"
+	"math"
 	"testing"
 	"time"
 
@@ -10,16 +11,23 @@ import (
 	"github.com/seckill/seckill/beacon"
 )
 
-// quicknetRounds are real quicknet rounds, kept as test vectors. Source:
-// round 123 as drand's public API serves it
-// (https://api3.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971/public/123),
-// the vector drand-verify (noislabs/drand-verify, src/verify.rs,
-// verify_works_for_g1g2_swapped_rfc) checks quicknet with.
+// quicknetRounds are real quicknet rounds, kept as test vectors; each
+// verifies against the pinned key. Sources:
+//   - 123: as drand's public API serves it
+//     (https://api3.drand.sh/52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971/public/123),
+//     the vector drand-verify (noislabs/drand-verify, src/verify.rs,
+//     verify_works_for_g1g2_swapped_rfc) checks quicknet with.
+//   - 42: drand's documentation, "Our HTTP API" (drand/drand-docs,
+//     docs/developer/06-HTTP-API.md: curl api.drand.sh/v2/beacons/quicknet/rounds/42).
+//   - 12040883: tlock's deterministic quicknet vector (drand/tlock,
+//     tlock_test.go, TestDeterministicEncryptionDecryption "quicknet-g1 round 12040883").
 var quicknetRounds = []struct {
 	round uint64
 	sig   string
 }{
 	{123, "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92"},
+	{42, "95a9f9f5b231b7714de1553105d8ffdf3dcda24cfdb1e689319bccf79a9c8ce430a91b811fbfaf763900bc998b5d686a"},
+	{12040883, "929906c959032ab363c9f26570d215d66f5c06cb0c44fe508c12bb5839f04ec895bb6868e5b9ff13ab289bdb5266b394"},
 }
 
 func sigOf(t *testing.T, s string) []byte {
@@ -80,3 +88,26 @@ func TestChain_RoundTimes(t *testing.T) {
 }
 
 const wantRandomness123 = "fb8f7bc29bf24db51871ec8c79f3a1e4bd0557bc0dfcee9ed1d924e69d1c60dc"
+
+// Each real signature is its own round's only: it fails for every other one.
+func TestQuicknet_ARealSignatureDoesNotVerifyForAnotherRealRound(t *testing.T) {
+	for _, v := range quicknetRounds {
+		for _, w := range quicknetRounds {
+			if v.round != w.round {
+				require.ErrorIs(t, beacon.Quicknet.Verify(w.round, sigOf(t, v.sig)), beacon.ErrBadSignature, "round %d's signature for round %d", v.round, w.round)
+			}
+		}
+	}
+}
+
+// A round beyond time.Duration's range is far in the future, not wrapped
+// into the past.
+func TestChain_AHugeRoundIsInTheFuture(t *testing.T) {
+	c := beacon.Quicknet
+	future := time.Now().Add(200 * 365 * 24 * time.Hour)
+	for _, r := range []uint64{1 << 62, 1<<63 + 5, ^uint64(0)} {
+		require.True(t, c.RoundTime(r).After(future), "round %d at %s", r, c.RoundTime(r))
+	}
+	last := uint64(math.MaxInt64/int64(c.Period)) + 1
+	require.Equal(t, c.Genesis.Add(time.Duration(last-1)*c.Period), c.RoundTime(last), "the last exact round")
+}
