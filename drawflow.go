@@ -23,6 +23,12 @@ type DrawInput struct {
 	WaitlistMax int
 }
 
+// DrawCommit is what CommitDraw answers: when the beacon round the ranks
+// wait for is published (zero: the draw waits for none).
+type DrawCommit struct {
+	RoundAt time.Time
+}
+
 // DrawStep is one call of the draw's settle activity: the draw's input
 // and what the calls before it found.
 type DrawStep struct {

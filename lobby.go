@@ -60,6 +60,15 @@ type Draw struct {
 	// then the number of entries that fit ranked before it.
 	EndedAtRank int
 	DrawnAt     *time.Time
+	// Beacon is the round the ranks wait for (nil: the seed alone).
+	Beacon *DrawBeacon
+	// Tree is the closed lobby's entries tree (draw.Tree, marshalled),
+	// set once the lobby is committed: from then on the entries never
+	// change.
+	Tree []byte
+	// BeaconSignature is round Beacon.Round's signature, verified, set
+	// before the first rank.
+	BeaconSignature []byte
 }
 
 // DrawOrder is an order the draw gave: the entry that won it and its
@@ -101,6 +110,31 @@ type PublishedDrawJSON struct {
 	// draw does not change it) and the entries it admitted, so a
 	// verifier recomputes each variant's admitted entries.
 	Variants []DrawVariantJSON `json:"variants,omitempty"`
+	// EntriesRoot is the RFC 6962 root of the entry lines, committed when
+	// the lobby closed; Beacon the round the seed was mixed with, its
+	// signature and randomness (null: the secret seed alone). Both are
+	// absent from a draw made before v4, which had neither.
+	EntriesRoot string           `json:"entries_root,omitempty"`
+	Beacon      *BeaconRoundJSON `json:"beacon"`
+}
+
+// CommittedDrawJSON is GET /api/v1/sales/{id}/draw once the lobby is
+// closed and its entries committed, before the ranks are published: the
+// commitment to the seed, the entries' root and count, and the beacon
+// round the ranks wait for (null: none).
+type CommittedDrawJSON struct {
+	Commitment  string           `json:"commitment"`
+	EntriesRoot string           `json:"entries_root"`
+	Entries     int64            `json:"entries"`
+	Beacon      *BeaconRoundJSON `json:"beacon"`
+}
+
+// InclusionProofJSON is an entry's RFC 6962 inclusion proof in the
+// entries' tree (GET /lobby/me once the lobby is committed).
+type InclusionProofJSON struct {
+	LeafIndex uint64   `json:"leaf_index"`
+	TreeSize  uint64   `json:"tree_size"`
+	AuditPath []string `json:"audit_path"`
 }
 
 // DrawVariantJSON is one variant of PublishedDrawJSON.
@@ -136,4 +170,7 @@ type LobbyEntryJSON struct {
 	Position int64  `json:"position,omitempty"`
 	SKU      string `json:"sku,omitempty"`
 	Quantity int    `json:"quantity,omitempty"`
+	// InclusionProof: once the lobby is committed, the entry's proof of
+	// inclusion in the entries' tree.
+	InclusionProof *InclusionProofJSON `json:"inclusion_proof,omitempty"`
 }

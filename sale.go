@@ -49,6 +49,18 @@ type NewSale struct {
 	// Presale, when set, opens the sale early to the buyers whose token
 	// carries its claim (docs/API.md "Presale"). Never with a lobby.
 	Presale *Presale
+	// Beacon, with a lobby, is the beacon round its draw waits for
+	// (docs/API.md "A draw nobody can bias"); nil: the draw uses its
+	// secret seed alone (SECKILL_BEACON_URLS=none).
+	Beacon *DrawBeacon
+}
+
+// DrawBeacon is the public randomness a draw's ranks depend on: round
+// Round of the drand chain whose hash is Chain, published at RoundAt.
+type DrawBeacon struct {
+	Chain   string
+	Round   uint64
+	RoundAt time.Time
 }
 
 // Presale is a sale's members' window: from StartsAt (before the sale's
@@ -101,6 +113,8 @@ type Sale struct {
 	// DrawCommitment is the hex SHA-256 of the draw's seed, published
 	// from LobbyOpensAt on ("" without a lobby).
 	DrawCommitment string
+	// DrawBeacon is the beacon round the draw waits for (nil: none).
+	DrawBeacon *DrawBeacon
 	// LimitPerBuyer is the most units one buyer's active order may hold
 	// (0 in sales read before v4: Limit says 1).
 	LimitPerBuyer int
@@ -203,7 +217,18 @@ type ProofOfWorkJSON struct {
 
 // DrawJSON is the sale object's view of its draw.
 type DrawJSON struct {
-	Commitment string `json:"commitment"`
+	Commitment string           `json:"commitment"`
+	Beacon     *BeaconRoundJSON `json:"beacon,omitempty"`
+}
+
+// BeaconRoundJSON names a beacon round: the sale object shows the round
+// its draw waits for; GET /draw adds the round's signature and its
+// randomness once the draw has used it.
+type BeaconRoundJSON struct {
+	ChainHash  string `json:"chain_hash"`
+	Round      uint64 `json:"round"`
+	Signature  string `json:"signature,omitempty"`
+	Randomness string `json:"randomness,omitempty"`
 }
 
 // JSON returns the wire form of s at now.
@@ -234,6 +259,9 @@ func (s *Sale) JSON(now time.Time) SaleJSON {
 	}
 	if s.LobbyOpensAt != nil && !now.Before(*s.LobbyOpensAt) && s.DrawCommitment != "" {
 		j.Draw = &DrawJSON{Commitment: s.DrawCommitment}
+		if b := s.DrawBeacon; b != nil {
+			j.Draw.Beacon = &BeaconRoundJSON{ChainHash: b.Chain, Round: b.Round}
+		}
 	}
 	return j
 }

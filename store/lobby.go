@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -143,8 +144,14 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		DrawAdmitted *int
 		DrawEndedAt  *int `gorm:"column:draw_ended_at_rank"`
 		DrawnAt      *time.Time
+		BeaconChain  *string    `gorm:"column:draw_beacon_chain"`
+		BeaconRound  *int64     `gorm:"column:draw_beacon_round"`
+		BeaconAt     *time.Time `gorm:"column:draw_beacon_round_at"`
+		Tree         []byte     `gorm:"column:draw_entries_tree"`
+		Signature    []byte     `gorm:"column:draw_beacon_signature"`
 	}
-	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, draw_ended_at_rank, drawn_at
+	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, draw_ended_at_rank, drawn_at,
+		draw_beacon_chain, draw_beacon_round, draw_beacon_round_at, draw_entries_tree, draw_beacon_signature
 		FROM sales WHERE id = ?`, saleID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && row.DrawState == nil) {
 		return nil, seckill.ErrNotFound
@@ -152,7 +159,8 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	if err != nil {
 		return nil, fmt.Errorf("read the draw of sale %d: %w", saleID, err)
 	}
-	d := &seckill.Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt)}
+	d := &seckill.Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt),
+		Beacon: beaconOf(row.BeaconChain, row.BeaconRound, row.BeaconAt), Tree: row.Tree, BeaconSignature: row.Signature}
 	if row.DrawEntries != nil {
 		d.Entries = *row.DrawEntries
 	}
@@ -180,6 +188,39 @@ func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
 	return nil
 }
 
+// CommitEntries records the closed lobby's entries tree (draw.Tree,
+// marshalled) and returns the one recorded: the first written stays, so a
+// retry that built the same tree again changes nothing, and the root once
+// published never changes. The lobby must be closed (CloseLobby).
+func (s *Store) CommitEntries(ctx context.Context, saleID int64, tree []byte) ([]byte, error) {
+	var kept []byte
+	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_entries_tree = COALESCE(draw_entries_tree, ?)
+		WHERE id = ? AND draw_state <> ? RETURNING draw_entries_tree`, tree, saleID, seckill.DrawOpen).Row().Scan(&kept)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("commit the entries of sale %d: its lobby is not closed", saleID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commit the entries of sale %d: %w", saleID, err)
+	}
+	return kept, nil
+}
+
+// SetBeaconSignature records the verified signature of the round the
+// sale's draw waits for and returns the one recorded (the first written
+// stays: a round has one signature).
+func (s *Store) SetBeaconSignature(ctx context.Context, saleID int64, sig []byte) ([]byte, error) {
+	var kept []byte
+	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_beacon_signature = COALESCE(draw_beacon_signature, ?)
+		WHERE id = ? AND draw_beacon_chain IS NOT NULL RETURNING draw_beacon_signature`, sig, saleID).Row().Scan(&kept)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("record the beacon of sale %d: its draw waits for no beacon", saleID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record the beacon of sale %d: %w", saleID, err)
+	}
+	return kept, nil
+}
+
 // ListedEntry is one line of a sale's lobby as the draw reads it and GET
 // /draw/entries publishes it (`<entry hex> <sku> <quantity>`).
 type ListedEntry = seckill.EntryLine
@@ -196,11 +237,29 @@ func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, li
 	if err := q.Order("entry").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the lobby of sale %d: %w", saleID, err)
 	}
+	return listed(rows), nil
+}
+
+func listed(rows []lobbyEntryRow) []ListedEntry {
 	out := make([]ListedEntry, len(rows))
 	for i, r := range rows {
 		out[i] = ListedEntry{Entry: r.Entry, Item: seckill.Item{SKU: r.SKU, Quantity: r.Quantity}}
 	}
-	return out, nil
+	return out
+}
+
+// LobbyEntriesFrom returns up to limit entries of the sale from the entry
+// first on (inclusive), ascending by entry, with their items: one chunk
+// of the entries' tree (draw.Tree.ChunkFirst), as an inclusion proof
+// reads it.
+func (s *Store) LobbyEntriesFrom(ctx context.Context, saleID int64, first []byte, limit int) ([]ListedEntry, error) {
+	var rows []lobbyEntryRow
+	err := s.db.WithContext(ctx).Model(&lobbyEntryRow{}).Select("entry", "sku", "quantity").
+		Where("sale_id = ? AND entry >= ?", saleID, first).Order("entry").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the lobby of sale %d: %w", saleID, err)
+	}
+	return listed(rows), nil
 }
 
 // SetRanks writes the ranks of some entries (one batch of the draw), and

@@ -28,6 +28,9 @@ type saleRow struct {
 	PresaleClaim          *string
 	DrawSeed              []byte
 	DrawState             *string
+	DrawBeaconChain       *string
+	DrawBeaconRound       *int64
+	DrawBeaconRoundAt     *time.Time
 	DrawnAt               *time.Time `gorm:"->"` // set by the draw only
 	CreatedAt             time.Time  `gorm:"->"`
 	SoldOutAt             *time.Time `gorm:"->"` // set by MarkSoldOut only
@@ -65,6 +68,14 @@ func commitment(seed []byte) string {
 	return draw.Commitment(seed)
 }
 
+// beaconOf is the beacon round of a draw's columns (nil: none).
+func beaconOf(chain *string, round *int64, at *time.Time) *seckill.DrawBeacon {
+	if chain == nil || round == nil || at == nil {
+		return nil
+	}
+	return &seckill.DrawBeacon{Chain: *chain, Round: uint64(*round), RoundAt: at.UTC()}
+}
+
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -91,6 +102,7 @@ func (r *saleRow) sale(variants []variantRow) *seckill.Sale {
 		LimitPerBuyer:   r.LimitPerBuyer,
 		Variants:        make([]seckill.Variant, len(variants)),
 	}
+	s.DrawBeacon = beaconOf(r.DrawBeaconChain, r.DrawBeaconRound, r.DrawBeaconRoundAt)
 	if r.PresaleStartsAt != nil && r.PresaleClaim != nil {
 		s.Presale = &seckill.Presale{StartsAt: r.PresaleStartsAt.UTC(), Claim: *r.PresaleClaim}
 	}
@@ -178,6 +190,10 @@ func (s *Store) CreateSale(ctx context.Context, n seckill.NewSale, within func(*
 		at := n.LobbyOpensAt.UTC()
 		open := seckill.DrawOpen
 		row.LobbyOpensAt, row.DrawSeed, row.DrawState = &at, draw.NewSeed(), &open
+		if b := n.Beacon; b != nil {
+			round, roundAt := int64(b.Round), b.RoundAt.UTC()
+			row.DrawBeaconChain, row.DrawBeaconRound, row.DrawBeaconRoundAt = &b.Chain, &round, &roundAt
+		}
 	}
 	if n.Presale != nil {
 		at, claim := n.Presale.StartsAt.UTC(), n.Presale.Claim
