@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/store"
 	"github.com/seckill/seckill/tracing"
 )
@@ -35,6 +36,11 @@ type Activities struct {
 	// one sale's row is a single hot row, and past a few concurrent
 	// updaters Postgres spends its time on lock waits, not commits.
 	stockSlots chan struct{}
+	// beacon reads the rounds draws wait for (nil: none, so a draw that
+	// waits for one cannot run); chains are the chains trusted besides
+	// the pinned ones (WithBeacon).
+	beacon Beacon
+	chains []beacon.Chain
 }
 
 // Redis is what the activities ask of the Redis hot path (redisstore.Store):

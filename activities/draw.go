@@ -23,12 +23,16 @@ const (
 	DrawLostBatch   = 50_000
 )
 
-// RankDraw closes the sale's lobby, gives every entry its rank and decides
+// RankDraw closes the sale's lobby and commits its entries (CommitDraw),
+// waits for the beacon round the ranks depend on (rankSeed), gives every
+// entry its rank and decides
 // which entries fit (draw.Fitter): in rank order, the entries whose
 // variant still has their quantity, from each variant's stock fixed now
 // (store.FreezeDrawStock). Its result is the same however often it runs
 // (the seed and the stock are fixed, the lobby closed before it is read):
-// a retry after a crash writes the same ranks and the same fits.
+// a retry after a crash writes the same ranks and the same fits. With the
+// entries committed and the round's signature recorded before the first
+// rank is written, a retry ranks the same entries under the same seed.
 func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckill.DrawProgress, error) {
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
@@ -40,8 +44,12 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	case seckill.DrawRanked:
 		return seckill.DrawProgress{Entries: d.Entries, NextRank: d.NextRank}, nil
 	}
-	// Every entry answered 201 is in the table once the lobby is closed.
-	if err := a.store.CloseLobby(ctx, in.SaleID); err != nil {
+	tree, err := a.commit(ctx, d)
+	if err != nil {
+		return seckill.DrawProgress{}, err
+	}
+	seed, err := a.rankSeed(ctx, d, tree)
+	if err != nil {
 		return seckill.DrawProgress{}, err
 	}
 	stock, err := a.store.FreezeDrawStock(ctx, in.SaleID)
@@ -68,7 +76,7 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		}
 		after = batch[len(batch)-1].Entry
 	}
-	ranked := draw.Rank(d.Seed, entries)
+	ranked := draw.Rank(seed, entries)
 	fitter := draw.NewFitter(stock)
 	for i := range ranked {
 		it := items[[draw.EntrySize]byte(ranked[i].Entry)]

@@ -40,6 +40,13 @@ func newDrawRig(t *testing.T, stock int64, entrants int) *drawRig {
 // newSegmentedDrawRig is newDrawRig with the stock split into segments.
 func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *drawRig {
 	t.Helper()
+	return newDrawRigOf(t, stock, entrants, segments, nil)
+}
+
+// newDrawRigOf is newSegmentedDrawRig of a sale whose draw waits for the
+// beacon round b (nil: none), with the activities given opts.
+func newDrawRigOf(t *testing.T, stock int64, entrants, segments int, b *seckill.DrawBeacon, opts ...activities.Option) *drawRig {
+	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, pfx := testenv.Redis(t)
 	rs := redisstore.New(rdb, pfx)
@@ -49,7 +56,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	// The lobby stays open however slow the machine: a test that needs the
 	// sale ended ends it (end), after everyone entered.
 	sale, err := st.CreateSale(ctx, seckill.NewSale{Name: "draw", Currency: "usd", Variants: testenv.DefaultVariant("draw", 990, stock),
-		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby, StockSegments: segments}, nil)
+		StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby, StockSegments: segments, Beacon: b}, nil)
 	require.NoError(t, err)
 	_, err = rs.Warm(ctx, seckill.WarmSpec{SaleID: sale.ID, Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: stock}}, StartsAt: seckill.ClaimsOpenAt(sale), EndsAt: sale.EndsAt, Segments: segments})
 	require.NoError(t, err)
@@ -62,7 +69,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 	require.Zero(t, failed.Load(), "entries refused")
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
-		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2),
+		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2, opts...),
 		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
 	r.env.RegisterActivity(r.acts)
 	return r

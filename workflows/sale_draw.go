@@ -11,7 +11,8 @@ import (
 
 // SaleDraw is the draw of a sale with a lobby (docs/API.md "Fair start"),
 // started when the sale is created. It sleeps until starts_at, then closes
-// the lobby and ranks every entry (RankDraw), settles the ranks in batches
+// the lobby and commits its entries (CommitDraw), sleeps until the beacon
+// round the ranks wait for is published, ranks every entry (RankDraw), settles the ranks in batches
 // (SettleDraw: winners admitted as claims are, then the waitlist in rank
 // order, then the rest lost) and opens the sale to claims (FinishDraw).
 // Every step is idempotent and records its progress in the database, so
@@ -30,6 +31,21 @@ func SaleDraw(ctx workflow.Context, in seckill.DrawInput) error {
 		// The draw must finish: retried without end, as the outbox relay is.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	})
+	// Histories begun before v4 go straight to RankDraw, which commits
+	// the entries and waits for the beacon itself.
+	if workflow.GetVersion(ctx, "commit-then-beacon", workflow.DefaultVersion, 1) == 1 {
+		var c seckill.DrawCommit
+		if err := workflow.ExecuteActivity(ctx, a.CommitDraw, in).Get(ctx, &c); err != nil {
+			return err
+		}
+		// The round is not published before its time: asking earlier
+		// would only fail and back off past it.
+		if wait := c.RoundAt.Sub(workflow.Now(ctx)); wait > 0 {
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+	}
 	var p seckill.DrawProgress
 	if err := workflow.ExecuteActivity(ctx, a.RankDraw, in).Get(ctx, &p); err != nil {
 		return err
