@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/pow"
 )
@@ -69,6 +71,11 @@ type Config struct {
 	IPLimit IPLimit
 	// Dev turns on the demo sign-in and the dev checkout (off by default).
 	Dev DevTools
+	// Beacon is the randomness beacon a new sale's draw waits for
+	// (docs/API.md "A draw nobody can bias"): its round is fixed when the
+	// sale is created. Nil: a draw uses its secret seed alone
+	// (SECKILL_BEACON_URLS=none, v3).
+	Beacon *beacon.Chain
 	// WaitlistMax bounds each sale's waitlist [DefaultWaitlistMax].
 	WaitlistMax int
 	// ProofKey signs and checks proof-of-work challenges (docs/API.md
@@ -100,6 +107,9 @@ type Server struct {
 	watchers *orderWatchers
 	funnel   *funnel
 	pow      *pow.Key // issues and checks proof-of-work challenges
+	// trees keeps each sale's committed entries tree (*draw.Tree) once
+	// read: it never changes, and every entrant's proof needs it.
+	trees sync.Map
 	// draining is set when Serve is asked to stop: /readyz answers 503
 	// and every answer closes its connection.
 	draining atomic.Bool

@@ -36,6 +36,7 @@ type Store interface {
 	LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*seckill.LobbyEntry, error)
 	DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 	LobbyEntries(ctx context.Context, saleID int64, after []byte, limit int) ([]seckill.EntryLine, error)
+	LobbyEntriesFrom(ctx context.Context, saleID int64, first []byte, limit int) ([]seckill.EntryLine, error)
 	DrawOrders(ctx context.Context, saleID int64) ([]seckill.DrawOrder, error)
 	DrawVariants(ctx context.Context, saleID int64) ([]seckill.DrawVariant, error)
 	// Restock is the database half of a restock (docs/API.md

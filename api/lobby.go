@@ -2,15 +2,19 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/draw"
 )
 
@@ -99,6 +103,9 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 		return err
 	}
 	out := seckill.LobbyEntryJSON{Status: e.Outcome, Rank: e.Rank}
+	if out.InclusionProof, err = s.inclusionProof(ctx, sale.ID, e); err != nil {
+		return err
+	}
 	switch e.Outcome {
 	case "":
 		out.Status, out.Entry, out.Rank = lobbyEntered, hex.EncodeToString(e.Entry), 0
@@ -124,6 +131,78 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
+// inclusionProof is e's proof of inclusion in its sale's committed
+// entries (nil before the lobby is committed): the tree's summary, kept
+// once read (it never changes), and the one chunk of entries, or the few,
+// the proof needs.
+func (s *Server) inclusionProof(ctx context.Context, saleID int64, e *seckill.LobbyEntry) (*seckill.InclusionProofJSON, error) {
+	t, err := s.entriesTree(ctx, saleID)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	chunk := t.ChunkOf(e.Entry)
+	if chunk < 0 {
+		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
+	}
+	read := make(map[int][]seckill.EntryLine, 2) // the proof reads the entry's chunk again
+	chunkOf := func(c int) ([]seckill.EntryLine, error) {
+		if l, ok := read[c]; ok {
+			return l, nil
+		}
+		l, err := s.cfg.Store.LobbyEntriesFrom(ctx, saleID, t.ChunkFirst(c), draw.ChunkSize)
+		read[c] = l
+		return l, err
+	}
+	lines := func(c int) ([][]byte, error) {
+		batch, err := chunkOf(c)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]byte, len(batch))
+		for i, l := range batch {
+			it := l.Item.OrDefault()
+			out[i] = draw.Line(l.Entry, it.SKU, it.Quantity)
+		}
+		return out, nil
+	}
+	chunkLines, err := chunkOf(chunk)
+	if err != nil {
+		return nil, err
+	}
+	at := slices.IndexFunc(chunkLines, func(l seckill.EntryLine) bool { return bytes.Equal(l.Entry, e.Entry) })
+	if at < 0 {
+		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
+	}
+	index := uint64(chunk)*draw.ChunkSize + uint64(at)
+	path, err := t.Proof(index, lines)
+	if err != nil {
+		return nil, err
+	}
+	p := &seckill.InclusionProofJSON{LeafIndex: index, TreeSize: t.Size, AuditPath: make([]string, len(path))}
+	for i, h := range path {
+		p.AuditPath[i] = hex.EncodeToString(h)
+	}
+	return p, nil
+}
+
+// entriesTree is the sale's committed entries tree (nil: not committed
+// yet), read once and kept: once committed it never changes.
+func (s *Server) entriesTree(ctx context.Context, saleID int64) (*draw.Tree, error) {
+	if t, ok := s.trees.Load(saleID); ok {
+		return t.(*draw.Tree), nil
+	}
+	d, err := s.cfg.Store.DrawOf(ctx, saleID)
+	if err != nil || d.Tree == nil {
+		return nil, err
+	}
+	t, err := draw.UnmarshalTree(d.Tree)
+	if err != nil {
+		return nil, fmt.Errorf("the entries tree of sale %d: %w", saleID, err)
+	}
+	s.trees.Store(saleID, t)
+	return t, nil
+}
+
 // doneDraw is the sale's draw once done; DRAW_IN_PROGRESS (with a
 // Retry-After) before, NO_LOBBY for a sale without one.
 func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, error) {
@@ -143,7 +222,7 @@ func (s *Server) doneDraw(ctx context.Context, c *fiber.Ctx) (*seckill.Draw, err
 	}
 	if d.State != seckill.DrawDone {
 		c.Set(fiber.HeaderRetryAfter, "5")
-		return nil, seckill.Errorf(seckill.CodeDrawInProgress, "the draw is not done: its seed is published when it is")
+		return d, seckill.Errorf(seckill.CodeDrawInProgress, "the draw is not done: its seed is published when it is")
 	}
 	return d, nil
 }
@@ -156,6 +235,10 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	d, err := s.doneDraw(ctx, c)
+	var inProgress *seckill.Error
+	if errors.As(err, &inProgress) && inProgress.Code == seckill.CodeDrawInProgress && d != nil && d.Tree != nil {
+		return s.committedDraw(c, d)
+	}
 	if err != nil {
 		return err
 	}
@@ -168,6 +251,34 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	for i, v := range vs {
 		out.Variants[i] = seckill.DrawVariantJSON{SKU: v.SKU, Stock: v.Stock, Admitted: int64(v.Admitted)}
 	}
+	if d.Tree != nil {
+		t, err := draw.UnmarshalTree(d.Tree)
+		if err != nil {
+			return err
+		}
+		out.EntriesRoot = hex.EncodeToString(t.Root[:])
+	}
+	if b := d.Beacon; b != nil {
+		r := beacon.Randomness(d.BeaconSignature)
+		out.Beacon = &seckill.BeaconRoundJSON{ChainHash: b.Chain, Round: b.Round,
+			Signature: hex.EncodeToString(d.BeaconSignature), Randomness: hex.EncodeToString(r[:])}
+	}
+	return c.JSON(out)
+}
+
+// committedDraw answers GET /draw between the lobby's close and the
+// draw's end: the entries' root and count, committed before the beacon
+// round exists, and the round the ranks wait for. No seed yet.
+func (s *Server) committedDraw(c *fiber.Ctx, d *seckill.Draw) error {
+	t, err := draw.UnmarshalTree(d.Tree)
+	if err != nil {
+		return err
+	}
+	out := seckill.CommittedDrawJSON{Commitment: draw.Commitment(d.Seed), EntriesRoot: hex.EncodeToString(t.Root[:]), Entries: int64(t.Size)}
+	if b := d.Beacon; b != nil {
+		out.Beacon = &seckill.BeaconRoundJSON{ChainHash: b.Chain, Round: b.Round}
+	}
+	c.Response().Header.Del(fiber.HeaderRetryAfter)
 	return c.JSON(out)
 }
 

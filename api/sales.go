@@ -293,6 +293,10 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if n.LobbyOpensAt != nil && s.cfg.Beacon != nil {
+		round := s.cfg.Beacon.DrawRound(n.StartsAt)
+		n.Beacon = &seckill.DrawBeacon{Chain: s.cfg.Beacon.Hash, Round: round, RoundAt: s.cfg.Beacon.RoundTime(round)}
+	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()
 	var warmErr error

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/opsmetrics"
@@ -229,7 +230,7 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 		Delivery:  &delivery.Deliverer{Store: d.Store, Redis: d.Redis, Sagas: sagas, Log: cfg.Log, Hold: cfg.PaymentHold},
 		JWTSecret: cfg.JWTSecret, WebhookSecret: cfg.WebhookSecret, ProofKey: cfg.ProofKey, Log: cfg.Log, IPLimit: cfg.IPRate,
 		Registry: d.Metrics, Dev: api.DevTools{SignIn: cfg.DevTools && !cfg.UsesProvider(), Checkout: cfg.DevTools && intents == nil}, WaitlistMax: cfg.WaitlistMax,
-		Payments: intents, Tracing: cfg.Tracing,
+		Payments: intents, Tracing: cfg.Tracing, Beacon: cfg.Beacon(),
 		ShutdownDelay: cfg.ShutdownDelay, ShutdownTimeout: cfg.ShutdownTimeout,
 	})
 	// The id node's lease is renewed until the last request has its
@@ -272,6 +273,9 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 			cfg.Log.Warn("SECKILL_EVENTS_RETRY_FOR is under the 3 days docs/API.md promises the shop", "retryFor", cfg.EventsRetryFor.String())
 		}
 		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
+	}
+	if cfg.BeaconURLs != nil {
+		opts = append(opts, activities.WithBeacon(beacon.NewClient(cfg.BeaconURLs, nil), cfg.BeaconChain))
 	}
 	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/internal/cli"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/payments/stripepay"
@@ -118,6 +119,18 @@ type Config struct {
 	// WaitlistMax bounds each sale's waitlist (SECKILL_WAITLIST_MAX).
 	WaitlistMax int
 
+	// The randomness beacon a lobby's draw waits for (docs/API.md "A
+	// draw nobody can bias"). BeaconURLs (SECKILL_BEACON_URLS: drand's
+	// public endpoints by default; "none": nil, a draw uses its secret
+	// seed alone) are where rounds are read, each tried in turn;
+	// BeaconChain (SECKILL_BEACON_CHAIN: quicknet [default], or dev for
+	// seckill's development beacon) the chain new sales' draws wait for.
+	// BeaconLocal: SECKILL_BEACON_URLS was unset, so `seckill dev` serves
+	// its own development beacon and uses it.
+	BeaconURLs  []string
+	BeaconChain beacon.Chain
+	BeaconLocal bool
+
 	// On SIGTERM the API stays up, not ready, for ShutdownDelay
 	// (SECKILL_SHUTDOWN_DELAY [0s]) so load balancers stop sending it
 	// requests, then waits up to ShutdownTimeout (SECKILL_SHUTDOWN_TIMEOUT
@@ -156,6 +169,16 @@ const (
 	DevJWTSecret     = "seckill-dev-jwt-secret-do-not-use-in-production"
 	DevWebhookSecret = "whsec_seckill_dev_do_not_use_in_production"
 )
+
+// Beacon is the chain new sales' draws wait for; nil when no beacon is
+// read (SECKILL_BEACON_URLS=none).
+func (c *Config) Beacon() *beacon.Chain {
+	if c.BeaconURLs == nil {
+		return nil
+	}
+	chain := c.BeaconChain
+	return &chain
+}
 
 // FromEnv reads the configuration with getenv (os.Getenv). Secrets are
 // not checked here: see RequireSecrets and WithDevSecrets.
@@ -304,6 +327,19 @@ func fromEnv(getenv func(string) string, note func(name, def string)) (Config, e
 		}
 	}
 	c.DevTools = flag("SECKILL_DEV_TOOLS", false)
+	urls := get("SECKILL_BEACON_URLS")
+	if c.BeaconURLs, err = beacon.ParseURLs(urls); err != nil {
+		errs = append(errs, fmt.Errorf("SECKILL_BEACON_URLS: %w", err))
+	}
+	c.BeaconLocal = urls == ""
+	switch chain := str("SECKILL_BEACON_CHAIN", "quicknet"); chain {
+	case "quicknet":
+		c.BeaconChain = beacon.Quicknet
+	case "dev":
+		c.BeaconChain = beacon.Dev
+	default:
+		errs = append(errs, fmt.Errorf("SECKILL_BEACON_CHAIN must be quicknet or dev, got %q", chain))
+	}
 	c.RelayRate = float64(num("SECKILL_RELAY_RATE", 0, 0, 100000))
 	c.EagerStart = flag("SECKILL_EAGER_START", true)
 	if c.ClaimRate.Max, c.ClaimRate.Window, err = parseRate(str("SECKILL_CLAIM_RATE", "10/10s")); err != nil {

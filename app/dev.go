@@ -20,9 +20,22 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/devserver"
 	"github.com/seckill/seckill/saga"
 )
+
+// serveDevBeacon serves the development beacon (beacon.DevSigner) over
+// drand's HTTP API on a free loopback port.
+func serveDevBeacon() (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("serve the development beacon: %w", err)
+	}
+	srv := &http.Server{Handler: beacon.NewServer(beacon.DevSigner()), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
 
 // DevInfo is what `seckill dev` prints once everything runs.
 type DevInfo struct {
@@ -174,6 +187,16 @@ func Dev(ctx context.Context, cfg Config, opts DevOptions, ready func(DevInfo)) 
 	defer func() { _ = ln.Close() }()
 	if err := checkRedis(ctx, cfg, step); err != nil {
 		return err
+	}
+	if cfg.BeaconLocal {
+		// No internet needed: draws wait for rounds of seckill's own
+		// development chain, served here (`seckill draw verify` names it).
+		url, stop, err := serveDevBeacon()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.BeaconURLs, cfg.BeaconChain = []string{url}, beacon.Dev
 	}
 	if cfg.TemporalAddress == "" {
 		// Its own server is on loopback, without TLS: settings for a

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/devserver"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/redisstore"
@@ -219,9 +221,17 @@ func childEnv(cfg app.Config, extra ...string) []string {
 		"REDIS_URL="+cfg.RedisURL, "SECKILL_REDIS_PREFIX="+cfg.RedisPrefix, "DATABASE_URL="+cfg.DatabaseURL,
 		"TEMPORAL_ADDRESS="+cfg.TemporalAddress, "TEMPORAL_NAMESPACE="+cfg.Namespace,
 		"SECKILL_JWT_SECRET="+string(cfg.JWTSecret), "SECKILL_WEBHOOK_SECRET="+string(cfg.WebhookSecret),
-		"SECKILL_CLAIM_RATE=0", "SECKILL_DB_MAX_CONNS="+strconv.Itoa(childDBConns))
+		"SECKILL_CLAIM_RATE=0", "SECKILL_DB_MAX_CONNS="+strconv.Itoa(childDBConns),
+		"SECKILL_BEACON_URLS="+devBeaconURL(), "SECKILL_BEACON_CHAIN=dev")
 	return append(env, extra...)
 }
+
+// devBeaconURL is the development beacon the children read their draws'
+// rounds from, served by this test process as `seckill dev` serves its
+// own (started once, for every test).
+var devBeaconURL = sync.OnceValue(func() string {
+	return httptest.NewServer(beacon.NewServer(beacon.DevSigner())).URL
+})
 
 // childSystem is a system whose API is at apiURL (a child process or a
 // load balancer), for the harness's helpers.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/auth"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/internal/redistopo"
 	"github.com/seckill/seckill/store"
@@ -142,6 +144,11 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The draws wait for rounds of the development beacon, served by the
+	// driver (never faulted: a beacon down is make test's
+	// TestLobby_DrawWaitsForABeaconThatIsDown).
+	devBeacon := httptest.NewServer(beacon.NewServer(beacon.DevSigner()))
+	defer devBeacon.Close()
 	direct := []string{
 		"REDIS_URL=" + redisURL,
 		"DATABASE_URL=postgres://postgres@127.0.0.1:5432/" + dbName + "?sslmode=disable",
@@ -168,6 +175,8 @@ func runSeed(ctx context.Context, o options, seed uint64) (*result, error) {
 		"SECKILL_PAYMENT_HOLD=1m",
 		"SECKILL_CLAIM_RATE=0",
 		"SECKILL_LOG_LEVEL=warn",
+		"SECKILL_BEACON_URLS=" + devBeacon.URL,
+		"SECKILL_BEACON_CHAIN=dev",
 	}
 	if o.lobby {
 		res.plan = planLobby(o, seed)
