@@ -56,6 +56,15 @@ type Published struct {
 	// read (OrdersUnavailable says why): their checks are then skipped.
 	Orders            []Order
 	OrdersUnavailable string
+	// EntriesRoot and Beacon are the draw's "entries_root" and "beacon"
+	// (v4; nil: null). SaleBeacon is the round the sale object showed from
+	// the lobby's opening (nil: none, or not known), SaleStartsAt its
+	// starts_at (zero: not known): the round must be the first at least
+	// beacon.DrawDelay after it.
+	EntriesRoot  string
+	Beacon       *PublishedBeacon
+	SaleBeacon   *PublishedBeacon
+	SaleStartsAt time.Time
 }
 
 // Order is one admitted order as listed. Rank is the rank the list
@@ -284,9 +293,13 @@ type Report struct {
 	// EndedAtRank: the rank where the draw declares the sale's end cut
 	// it, when the cut checks out (K is then the entries that fit ranked
 	// before it).
-	EndedAtRank int64   `json:"ended_at_rank,omitempty"`
-	Orders      int     `json:"orders"`
-	Checks      []Check `json:"checks"`
+	EndedAtRank int64 `json:"ended_at_rank,omitempty"`
+	Orders      int   `json:"orders"`
+	// Beacon names the randomness the ranks depend on: the beacon's chain
+	// and round (a development chain named as such), or the secret seed
+	// alone.
+	Beacon string  `json:"beacon,omitempty"`
+	Checks []Check `json:"checks"`
 }
 
 // VariantReport is one variant of a Report.
@@ -331,6 +344,9 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "draw of sale %s: %d entries, stock %d, so%s %d admitted (%s); %d orders listed\n",
 		r.SaleID, r.Entries, r.Stock, cut, r.Admitted, strings.Join(vs, "; "), r.Orders)
+	if r.Beacon != "" {
+		fmt.Fprintf(&b, "  %s\n", r.Beacon)
+	}
 	for _, c := range r.Checks {
 		mark := "ok  "
 		switch {
@@ -417,7 +433,8 @@ func Verify(p Published) Report {
 	}
 	l := p.Entries
 	stock, stockCheck := drawStock(p)
-	seed, commitment := checkSeed(p)
+	secret, commitment := checkSeed(p)
+	seed, beacon, note := beaconChecks(p, secret)
 	var fits []fit // in rank order
 	if seed != nil {
 		fits = fitting(seed, l, stock)
@@ -428,7 +445,7 @@ func Verify(p Published) Report {
 	if cut {
 		k = fits[:countBefore(fits, p.EndedAtRank)]
 	}
-	rep := Report{SaleID: p.SaleID, Entries: l.lines, Admitted: int64(len(k)), Orders: len(p.Orders)}
+	rep := Report{SaleID: p.SaleID, Entries: l.lines, Admitted: int64(len(k)), Orders: len(p.Orders), Beacon: note}
 	if cut {
 		rep.EndedAtRank = p.EndedAtRank
 	}
@@ -449,6 +466,7 @@ func Verify(p Published) Report {
 		perSKU[l.skus[f.item.sku]].Admitted++
 	}
 	rep.Checks = append(rep.Checks, commitment)
+	rep.Checks = append(rep.Checks, beacon...)
 	rep.Checks = append(rep.Checks, checkEntries(p)...)
 	rep.Checks = append(rep.Checks, stockCheck, ended, checkAdmitted(p, rep, cut))
 	rep.Checks = append(rep.Checks, checkOrders(p, seed, k)...)

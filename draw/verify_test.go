@@ -97,7 +97,7 @@ func TestVerify_GoodDraw(t *testing.T) {
 			rep := draw.Verify(p.get())
 			require.True(t, rep.OK(), "%s", rep.String())
 			require.Equal(t, int64(min(tc.n, tc.stock)), rep.Admitted)
-			require.Len(t, rep.Checks, 14)
+			require.Len(t, rep.Checks, 16)
 			s := rep.String()
 			require.NotContains(t, s, "FAIL")
 			require.Contains(t, s, "  ok   "+draw.CheckCommitment+"\n")

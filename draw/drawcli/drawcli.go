@@ -163,6 +163,14 @@ func (c *Client) Fetch(ctx context.Context, saleID string) (draw.Published, erro
 	}
 	if s.Draw != nil {
 		p.SaleCommitment = s.Draw.Commitment
+		if b := s.Draw.Beacon; b != nil {
+			p.SaleBeacon = &draw.PublishedBeacon{ChainHash: b.ChainHash, Round: b.Round}
+		}
+	}
+	p.SaleStartsAt = s.StartsAt
+	p.EntriesRoot = d.EntriesRoot
+	if b := d.Beacon; b != nil {
+		p.Beacon = &draw.PublishedBeacon{ChainHash: b.ChainHash, Round: b.Round, Signature: b.Signature, Randomness: b.Randomness}
 	}
 
 	resp, err := c.get(ctx, base+"/draw/entries", "")
@@ -193,6 +201,14 @@ func (c *Client) Draw(ctx context.Context, saleID string) (seckill.PublishedDraw
 	err := c.getJSON(ctx, "/api/v1/sales/"+url.PathEscape(saleID)+"/draw", "", &d)
 	var ae *apiError
 	switch {
+	case err == nil && d.Seed == "":
+		// Committed, not drawn: the entries' root is out, the ranks wait
+		// for the beacon round.
+		round := ""
+		if d.Beacon != nil {
+			round = fmt.Sprintf(", waiting for beacon round %d", d.Beacon.Round)
+		}
+		return d, fmt.Errorf("sale %s has not drawn yet: its %d entries are committed (root %s)%s; try again once the draw is done", saleID, d.Entries, d.EntriesRoot, round)
 	case err == nil:
 		return d, nil
 	case errors.As(err, &ae) && ae.Code == seckill.CodeDrawInProgress:

@@ -163,7 +163,7 @@ func TestDrawVerify_Good(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &rep), buf.String())
 	require.True(t, rep.OK())
 	require.Equal(t, int64(20), rep.Admitted)
-	require.Len(t, rep.Checks, 14)
+	require.Len(t, rep.Checks, 16)
 }
 
 func TestDrawVerify_Tampered(t *testing.T) {

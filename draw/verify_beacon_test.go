@@ -1,0 +1,213 @@
+package draw_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/beacon"
+	"github.com/seckill/seckill/draw"
+)
+
+// A draw that waits for a beacon round (docs/API.md "A draw nobody can
+// bias"), published as the API publishes it.
+type beaconDraw struct {
+	seed     []byte
+	entries  []string // sorted
+	stock    int64
+	startsAt time.Time
+	round    uint64
+	sig      []byte
+	root     [32]byte
+}
+
+func newBeaconDraw(t *testing.T, n int, stock int64, signer *beacon.Signer) *beaconDraw {
+	t.Helper()
+	b := &beaconDraw{seed: draw.NewSeed(), stock: stock, startsAt: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	for range n {
+		b.entries = append(b.entries, hex.EncodeToString(draw.NewEntry()))
+	}
+	slices.Sort(b.entries)
+	chain := signer.Chain()
+	b.round = chain.DrawRound(b.startsAt)
+	b.sig = signer.Sign(b.round)
+	b.root = draw.Root(lineBytes(b.entries))
+	return b
+}
+
+func lineBytes(entries []string) [][]byte {
+	out := make([][]byte, len(entries))
+	for i, l := range defaults(entries) {
+		out[i] = []byte(l)
+	}
+	return out
+}
+
+// rankSeed is the seed the ranks use: SHA-256(seed ‖ randomness ‖ root).
+func (b *beaconDraw) rankSeed() []byte {
+	r := beacon.Randomness(b.sig)
+	return draw.BeaconSeed(b.seed, r[:], b.root[:])
+}
+
+func (b *beaconDraw) get(chain beacon.Chain) draw.Published {
+	raw := make([][]byte, len(b.entries))
+	for i, e := range b.entries {
+		raw[i], _ = hex.DecodeString(e)
+	}
+	var orders []draw.Order
+	for i, r := range draw.Rank(b.rankSeed(), raw)[:min(int(b.stock), len(raw))] {
+		orders = append(orders, draw.Order{ID: strconv.Itoa(500 + i), Entry: hex.EncodeToString(r.Entry), Rank: int64(r.Rank)})
+	}
+	randomness := beacon.Randomness(b.sig)
+	commit := draw.Commitment(b.seed)
+	pb := &draw.PublishedBeacon{ChainHash: chain.Hash, Round: b.round, Signature: hex.EncodeToString(b.sig), Randomness: hex.EncodeToString(randomness[:])}
+	return draw.Published{
+		SaleID: "7", SaleCommitment: commit, Commitment: commit, Seed: hex.EncodeToString(b.seed),
+		DeclaredEntries: int64(len(b.entries)), Admitted: min(b.stock, int64(len(b.entries))),
+		Entries: draw.EntriesOf(defaults(b.entries)...), Stock: b.stock, Orders: orders,
+		EntriesRoot: hex.EncodeToString(b.root[:]), Beacon: pb,
+		SaleBeacon: &draw.PublishedBeacon{ChainHash: chain.Hash, Round: b.round}, SaleStartsAt: b.startsAt,
+	}
+}
+
+func TestVerifyBeacon_AGoodDrawFromTheDevelopmentChainChecksOutAndSaysSo(t *testing.T) {
+	b := newBeaconDraw(t, 40, 7, beacon.DevSigner())
+	rep := draw.Verify(b.get(beacon.Dev))
+	require.True(t, rep.OK(), "%s", rep.String())
+	require.Contains(t, rep.Beacon, "DEVELOPMENT CHAIN")
+	require.Contains(t, rep.String(), "DEVELOPMENT CHAIN")
+	t.Logf("\n%s", rep.String())
+}
+
+// A real quicknet round checks out offline, named as quicknet's: round
+// 123 (beacon/chain_test.go's vector) is the round of a sale that started
+// 10 s before it.
+func TestVerifyBeacon_ARealQuicknetRoundChecksOut(t *testing.T) {
+	sig, err := hex.DecodeString("b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92")
+	require.NoError(t, err)
+	b := newBeaconDraw(t, 25, 4, beacon.DevSigner())
+	b.startsAt = beacon.Quicknet.RoundTime(123).Add(-beacon.DrawDelay)
+	b.round, b.sig = 123, sig
+	rep := draw.Verify(b.get(beacon.Quicknet))
+	require.True(t, rep.OK(), "%s", rep.String())
+	require.Contains(t, rep.Beacon, "quicknet round 123")
+}
+
+// Tampering with any piece the ranks depend on fails verification: the
+// round, the signature, the randomness, the root, an entry, the seed.
+func TestVerifyBeacon_TamperingFails(t *testing.T) {
+	b := newBeaconDraw(t, 40, 7, beacon.DevSigner())
+	for name, tc := range map[string]struct {
+		tamper func(p *draw.Published)
+		fails  []string
+	}{
+		"the round": {func(p *draw.Published) { p.Beacon.Round++ }, []string{draw.CheckBeacon}},
+		"the round, signed too (another round than the one fixed)": {func(p *draw.Published) {
+			p.Beacon.Round++
+			sig := beacon.DevSigner().Sign(p.Beacon.Round)
+			r := beacon.Randomness(sig)
+			p.Beacon.Signature, p.Beacon.Randomness = hex.EncodeToString(sig), hex.EncodeToString(r[:])
+		}, []string{draw.CheckBeacon, draw.CheckTopK, draw.CheckStated, draw.CheckEachRank}},
+		"the signature": {func(p *draw.Published) {
+			s := []byte(p.Beacon.Signature)
+			s[10] ^= 1
+			p.Beacon.Signature = string(s)
+		}, []string{draw.CheckBeacon}},
+		"the randomness": {func(p *draw.Published) { p.Beacon.Randomness = hex.EncodeToString(make([]byte, 32)) }, []string{draw.CheckBeacon}},
+		"the root": {func(p *draw.Published) {
+			r := sha256.Sum256([]byte("another root"))
+			p.EntriesRoot = hex.EncodeToString(r[:])
+		}, []string{draw.CheckRoot}},
+		"an entry": {func(p *draw.Published) {
+			lines := defaults(b.entries)
+			lines[3] = lines[3][:31] + "0 default 1"
+			if lines[3] == defaults(b.entries)[3] {
+				lines[3] = lines[3][:31] + "1 default 1"
+			}
+			p.Entries = draw.EntriesOf(lines...)
+		}, []string{draw.CheckRoot}},
+		"the seed": {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
+		"no beacon published for a sale that showed one": {func(p *draw.Published) { p.Beacon = nil }, []string{draw.CheckBeacon}},
+		"another chain than the sale showed": {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},
+		"an unpinned chain": {func(p *draw.Published) {
+			p.Beacon.ChainHash = hex.EncodeToString(make([]byte, 32))
+			p.SaleBeacon.ChainHash = p.Beacon.ChainHash
+		}, []string{draw.CheckBeacon}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := b.get(beacon.Dev)
+			tc.tamper(&p)
+			rep := draw.Verify(p)
+			require.False(t, rep.OK(), "%s", rep.String())
+			for _, c := range tc.fails {
+				require.Contains(t, rep.Failed(), c, "%s", rep.String())
+			}
+		})
+	}
+}
+
+// The operator knows the secret seed during the lobby and makes the entry
+// tokens. Against v3's draw (ranks by SHA-256(seed ‖ entry)) an insider
+// who grinds tokens takes every winning rank. With the beacon the ranks
+// are SHA-256(SHA-256(seed ‖ randomness ‖ root) ‖ entry): a function of a
+// round's randomness that nobody knows when the root is committed. Over
+// many rounds the ground entries win at the rate of any entries, as if
+// they were picked at random.
+func TestBeaconSeed_AnInsiderWhoKnowsTheSeedCannotPredictTheRanks(t *testing.T) {
+	const (
+		honest  = 950
+		insider = 50
+		k       = 10 // units
+		rounds  = 300
+	)
+	// Fixed inputs, so the test says the same every run.
+	token := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:draw.EntrySize] }
+	seed := sha256.Sum256([]byte("the operator's secret seed"))
+	var entries [][]byte
+	for i := range honest {
+		entries = append(entries, token("honest "+strconv.Itoa(i)))
+	}
+	// The insider grinds: of 100,000 candidate tokens, keeps the 50 that
+	// rank first under the seed alone.
+	var candidates [][]byte
+	for i := range 100_000 {
+		candidates = append(candidates, token("candidate "+strconv.Itoa(i)))
+	}
+	ground := draw.Rank(seed[:], candidates)[:insider]
+	isInsider := map[string]bool{}
+	for _, g := range ground {
+		entries = append(entries, g.Entry)
+		isInsider[string(g.Entry)] = true
+	}
+
+	// v3: the seed alone. The insider holds every winning rank.
+	for _, r := range draw.Rank(seed[:], entries)[:k] {
+		require.True(t, isInsider[string(r.Entry)], "v3: rank %d is the insider's", r.Rank)
+	}
+
+	// v4: the root is committed, then the round's randomness decides.
+	lines := make([][]byte, len(entries))
+	sorted := slices.Clone(entries)
+	slices.SortFunc(sorted, func(a, b []byte) int { return slices.Compare(a, b) })
+	for i, e := range sorted {
+		lines[i] = draw.Line(e, "default", 1)
+	}
+	root := draw.Root(lines)
+	wins := 0
+	for i := range rounds {
+		randomness := sha256.Sum256([]byte("a round nobody knew: " + strconv.Itoa(i)))
+		for _, r := range draw.Rank(draw.BeaconSeed(seed[:], randomness[:], root[:]), entries)[:k] {
+			if isInsider[string(r.Entry)] {
+				wins++
+			}
+		}
+	}
+	// Expected: rounds × k × 50/1000 = 150 (standard deviation about 12).
+	t.Logf("the insider's 50 of 1000 entries won %d of %d winning ranks over %d rounds (fair: %d)", wins, rounds*k, rounds, rounds*k*insider/(honest+insider))
+	require.InDelta(t, rounds*k*insider/(honest+insider), wins, 60, "the ground entries win as often as any")
+}
