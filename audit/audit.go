@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/payments/delivery"
 	"github.com/seckill/seckill/redisstore"
@@ -776,6 +777,44 @@ func paidInTime(f *facts) Check {
 	return c
 }
 
+// drawBeaconRow is what a sale's row records of its draw's beacon.
+type drawBeaconRow struct {
+	DrawState           *string
+	DrawBeaconChain     *string
+	DrawBeaconRound     *int64
+	Committed           bool
+	DrawBeaconSignature []byte
+}
+
+// beaconViolations: a draw that waits for a beacon round ranks nobody
+// before its entries are committed and the round's signature, recorded,
+// verifies against the pinned chain's key (docs/API.md "A draw nobody can
+// bias"); a signature that does not verify is never used.
+func (d drawBeaconRow) beaconViolations() []string {
+	ranked := d.DrawState != nil && (*d.DrawState == seckill.DrawRanked || *d.DrawState == seckill.DrawDone)
+	if d.DrawBeaconChain == nil || d.DrawBeaconRound == nil {
+		return nil
+	}
+	var v []string
+	if ranked && !d.Committed {
+		v = append(v, "the draw ranked its entries without committing them (no entries tree recorded)")
+	}
+	if d.DrawBeaconSignature == nil {
+		if ranked {
+			v = append(v, fmt.Sprintf("the draw ranked its entries without beacon round %d (no signature recorded)", *d.DrawBeaconRound))
+		}
+		return v
+	}
+	chain, ok := beacon.Lookup(*d.DrawBeaconChain)
+	if !ok {
+		return append(v, fmt.Sprintf("the draw waits for chain %s, which is not a pinned chain", *d.DrawBeaconChain))
+	}
+	if err := chain.Verify(uint64(*d.DrawBeaconRound), d.DrawBeaconSignature); err != nil {
+		v = append(v, fmt.Sprintf("the beacon round %d recorded for the draw does not verify: %v", *d.DrawBeaconRound, err))
+	}
+	return v
+}
+
 // drawToldTheTruth checks invariant 9 on a sale whose draw is done: every
 // entrant told WON names an order of theirs holding the item they entered
 // for, and every order the draw admitted (orders.drawn) is the one its
@@ -785,11 +824,13 @@ func paidInTime(f *facts) Check {
 // batch being settled holds admissions not yet recorded: not checked.
 func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, error) {
 	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, of its variant and quantity; LOST and WAITING hold no order of the draw's)"}
-	var state *string
-	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state FROM sales WHERE id = ?`, saleID).Scan(&state).Error; err != nil {
+	var d drawBeaconRow
+	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state, draw_beacon_chain, draw_beacon_round, draw_entries_tree IS NOT NULL AS committed, draw_beacon_signature
+		FROM sales WHERE id = ?`, saleID).Scan(&d).Error; err != nil {
 		return c, fmt.Errorf("read the draw's state: %w", err)
 	}
-	if state == nil || *state != "DONE" {
+	c.Violations = append(c.Violations, d.beaconViolations()...)
+	if d.DrawState == nil || *d.DrawState != "DONE" {
 		return c, nil
 	}
 	var wonEmpty []struct {

@@ -23,6 +23,10 @@
 //     holds nowhere: the sale's total less Redis' stock (units stuck
 //     between segments left out) and its claims (one unit each, queued,
 //     awaiting payment or paid); negative when Redis holds more;
+//   - seckill_draw_beacon_late_seconds{sale}: how long past its time the
+//     beacon round a sale's draw waits for is, while it is not recorded
+//     (the beacon is down, or no worker reads it): the sale stays
+//     DRAWING meanwhile;
 //   - seckill_health_scrape_ok{check}: 0 when one check's read failed or
 //     timed out (its gauges are then missing from the scrape).
 //
@@ -53,10 +57,11 @@ const (
 	CheckPayments      = "payments"
 	CheckRedisReplicas = "redis_replicas"
 	CheckStranded      = "stranded_units"
+	CheckBeacons       = "draw_beacons"
 )
 
 // Checks lists every check.
-var Checks = []string{CheckOutbox, CheckOrders, CheckRefunds, CheckPayments, CheckRedisReplicas, CheckStranded}
+var Checks = []string{CheckOutbox, CheckOrders, CheckRefunds, CheckPayments, CheckRedisReplicas, CheckStranded, CheckBeacons}
 
 // Options tune the collector. Zero values take the defaults in brackets.
 type Options struct {
@@ -86,6 +91,7 @@ type Database interface {
 	PendingRefunds(ctx context.Context) (store.Backlog, error)
 	UndeliveredPayments(ctx context.Context) (map[bool]store.Backlog, error)
 	SaleTotals(ctx context.Context, ids []int64) (map[int64]int64, error)
+	LateBeacons(ctx context.Context) (map[int64]time.Duration, error)
 }
 
 // Redis is what the gauges read of Redis (redisstore.Store implements it).
@@ -106,7 +112,7 @@ type Collector struct {
 
 	outboxAge, overdue, overdueAge, refunds, refundAge *prometheus.Desc
 	undelivered, undeliveredAge, replicas, minReplicas *prometheus.Desc
-	stranded, ok                                       *prometheus.Desc
+	stranded, beaconLate, ok                           *prometheus.Desc
 
 	logMu  sync.Mutex
 	logged map[string]time.Time // check -> when its last failure was logged
@@ -149,6 +155,8 @@ func New(st Database, rs Redis, opts Options) *Collector {
 			"Replicas every admission must reach (SECKILL_REDIS_MIN_REPLICAS, resolved).", nil, nil),
 		stranded: prometheus.NewDesc("seckill_sale_stranded_units",
 			"Units of a live sale Redis holds nowhere: the sale's total less Redis' stock (units stuck between segments left out) and its claims; negative: Redis holds more units than the sale has.", []string{"sale"}, nil),
+		beaconLate: prometheus.NewDesc("seckill_draw_beacon_late_seconds",
+			"How long past its time the beacon round the sale's draw waits for is, while not recorded (the sale stays DRAWING).", []string{"sale"}, nil),
 		ok: prometheus.NewDesc("seckill_health_scrape_ok",
 			"1 when the check's gauges could be read at this scrape, 0 when Redis or the database failed or timed out.", []string{"check"}, nil),
 	}
@@ -160,7 +168,7 @@ func (c *Collector) Register(reg prometheus.Registerer) error { return reg.Regis
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.outboxAge, c.overdue, c.overdueAge, c.refunds, c.refundAge,
-		c.undelivered, c.undeliveredAge, c.replicas, c.minReplicas, c.stranded, c.ok} {
+		c.undelivered, c.undeliveredAge, c.replicas, c.minReplicas, c.stranded, c.beaconLate, c.ok} {
 		ch <- d
 	}
 }
@@ -175,6 +183,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		CheckPayments:      c.payments,
 		CheckRedisReplicas: c.redisReplicas,
 		CheckStranded:      c.strandedUnits,
+		CheckBeacons:       c.lateBeacons,
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -249,6 +258,19 @@ func (c *Collector) orders(ctx context.Context) ([]prometheus.Metric, error) {
 		return nil, err
 	}
 	return []prometheus.Metric{gauge(c.overdue, float64(b.Count)), gauge(c.overdueAge, b.Oldest.Seconds())}, nil
+}
+
+// lateBeacons: the draws waiting for a beacon round past its time.
+func (c *Collector) lateBeacons(ctx context.Context) ([]prometheus.Metric, error) {
+	late, err := c.store.LateBeacons(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ms := make([]prometheus.Metric, 0, len(late))
+	for _, id := range slices.Sorted(maps.Keys(late)) {
+		ms = append(ms, gauge(c.beaconLate, late[id].Seconds(), sale(id)))
+	}
+	return ms, nil
 }
 
 func (c *Collector) pendingRefunds(ctx context.Context) ([]prometheus.Metric, error) {

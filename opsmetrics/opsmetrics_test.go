@@ -506,7 +506,7 @@ func TestHealthScrapeOK_ReportsAFailedCheck(t *testing.T) {
 	var logged strings.Builder
 	c := opsmetrics.New(broken, rs, opsmetrics.Options{Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	m := scrape(t, c)
-	for _, check := range []string{opsmetrics.CheckOrders, opsmetrics.CheckRefunds, opsmetrics.CheckPayments} {
+	for _, check := range []string{opsmetrics.CheckOrders, opsmetrics.CheckRefunds, opsmetrics.CheckPayments, opsmetrics.CheckBeacons} {
 		require.Equal(t, 0.0, m["seckill_health_scrape_ok"]["check="+check], check)
 	}
 	require.Equal(t, 1.0, m["seckill_health_scrape_ok"]["check="+opsmetrics.CheckOutbox])
@@ -514,7 +514,7 @@ func TestHealthScrapeOK_ReportsAFailedCheck(t *testing.T) {
 	require.NotContains(t, m, "seckill_orders_payment_overdue")
 	require.NotContains(t, m, "seckill_refunds_pending")
 	require.Contains(t, m, "seckill_redis_replicas")
-	require.Equal(t, 3, strings.Count(logged.String(), "health metrics: check failed"), "each failed check logged: %s", logged.String())
+	require.Equal(t, 4, strings.Count(logged.String(), "health metrics: check failed"), "each failed check logged: %s", logged.String())
 	scrape(t, c)
-	require.Equal(t, 3, strings.Count(logged.String(), "health metrics: check failed"), "and not again within the minute")
+	require.Equal(t, 4, strings.Count(logged.String(), "health metrics: check failed"), "and not again within the minute")
 }
