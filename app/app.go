@@ -22,8 +22,8 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
-	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/opsmetrics"
 	"github.com/seckill/seckill/payments/delivery"

@@ -133,7 +133,7 @@ func TestVerifyBeacon_TamperingFails(t *testing.T) {
 		}, []string{draw.CheckRoot}},
 		"the seed": {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
 		"no beacon published for a sale that showed one": {func(p *draw.Published) { p.Beacon = nil }, []string{draw.CheckBeacon}},
-		"another chain than the sale showed": {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},
+		"another chain than the sale showed":             {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},
 		"an unpinned chain": {func(p *draw.Published) {
 			p.Beacon.ChainHash = hex.EncodeToString(make([]byte, 32))
 			p.SaleBeacon.ChainHash = p.Beacon.ChainHash
