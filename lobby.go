@@ -69,6 +69,8 @@ type Draw struct {
 	// BeaconSignature is round Beacon.Round's signature, verified, set
 	// before the first rank.
 	BeaconSignature []byte
+	// BeaconAt is when the signature was recorded: the randomness used.
+	BeaconAt *time.Time
 }
 
 // DrawOrder is an order the draw gave: the entry that won it and its

@@ -102,13 +102,16 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := seckill.LobbyEntryJSON{Status: e.Outcome, Rank: e.Rank}
+	// The entry, its sku and quantity in every answer: with the proof,
+	// what a buyer checks their line in the draw with.
+	it := e.Item.OrDefault()
+	out := seckill.LobbyEntryJSON{Status: e.Outcome, Rank: e.Rank, Entry: hex.EncodeToString(e.Entry), SKU: it.SKU, Quantity: it.Quantity}
 	if out.InclusionProof, err = s.inclusionProof(ctx, sale.ID, e); err != nil {
 		return err
 	}
 	switch e.Outcome {
 	case "":
-		out.Status, out.Entry, out.Rank = lobbyEntered, hex.EncodeToString(e.Entry), 0
+		out.Status, out.Rank = lobbyEntered, 0
 	case seckill.EntryWon:
 		out.OrderID = strconv.FormatInt(e.OrderID, 10)
 	case seckill.EntryWaiting:

@@ -66,7 +66,9 @@ import (
 //     SeckillOutboxStuck, SeckillRelayStartErrors,
 //     SeckillPaymentSignalErrors, SeckillOrdersPaymentOverdue,
 //     SeckillPaymentUndelivered (both order labels), and still
-//     SeckillRefundPending and SeckillUnitsStranded;
+//     SeckillRefundPending and SeckillUnitsStranded; and a lobby's draw
+//     whose beacon round cannot be read (drand's endpoints are out of
+//     reach here): SeckillDrawBeaconLate;
 //   - worker-down: the worker stopped, its scrape fails:
 //     SeckillTargetDown;
 //   - redis-replica-lost: a Redis primary with SECKILL_REDIS_MIN_REPLICAS=1
@@ -306,6 +308,11 @@ func liveTemporal(t *testing.T, base app.Config, defs alertDefs) []liveGroup {
 	requireGauge(t, sB.worker, "seckill_sale_stranded_units", map[string]string{"sale": sale}, 1)
 	requireGauge(t, sB.worker, "seckill_refunds_pending", nil, 1)
 
+	// A lobby's draw whose beacon round cannot be read: the workers here
+	// read drand's public endpoints (SECKILL_BEACON_URLS unset), which this
+	// machine cannot reach. Its round is due 10 to 13 s after starts_at.
+	lobby := s.createLobbySale(1, time.Second, time.Minute, 1)
+
 	// temporal-unreachable: Temporal cut off from the API and the worker.
 	proxy.cut()
 	r = s.claim(sale, "stuck") // admitted in Redis; no saga can start
@@ -322,8 +329,9 @@ func liveTemporal(t *testing.T, base app.Config, defs alertDefs) []liveGroup {
 	var s1, s2 liveScrape
 	waitFor(t, 60*time.Second, time.Second, func() bool {
 		s1 = sys.scrape(t)
-		return value(s1.api, "seckill_payment_signal_errors_total", nil) >= 2 && value(s1.worker, "seckill_relay_start_errors_total", nil) >= 1
-	}, "the webhook's signals and the relay's starts fail")
+		return value(s1.api, "seckill_payment_signal_errors_total", nil) >= 2 && value(s1.worker, "seckill_relay_start_errors_total", nil) >= 1 &&
+			value(s1.worker, "seckill_draw_beacon_late_seconds", map[string]string{"sale": lobby}) > 0
+	}, "the webhook's signals and the relay's starts fail, the lobby's beacon round is late")
 	waitFor(t, 60*time.Second, time.Second, func() bool {
 		s2 = sys.scrape(t)
 		return s2.at.Sub(s1.at) >= 5*time.Second &&
@@ -341,6 +349,7 @@ func liveTemporal(t *testing.T, base app.Config, defs alertDefs) []liveGroup {
 	tu.fires(defs, "SeckillPaymentUndelivered", map[string]string{"order": "unwritten"})
 	tu.fires(defs, "SeckillRefundPending", nil)
 	tu.fires(defs, "SeckillUnitsStranded", map[string]string{"sale": sale})
+	tu.fires(defs, "SeckillDrawBeaconLate", map[string]string{"sale": lobby})
 	requireGauge(t, s2.worker, "seckill_orders_payment_overdue", nil, 1)
 	requireGauge(t, s2.worker, "seckill_payment_events_undelivered", map[string]string{"order": "written"}, 1)
 	requireGauge(t, s2.worker, "seckill_payment_events_undelivered", map[string]string{"order": "unwritten"}, 1)

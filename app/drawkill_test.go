@@ -15,11 +15,12 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/idgen"
 )
 
-// The draw survives a SIGKILL of its worker in the middle of settling its
-// ranks: a second worker goes on from the recorded rank, nobody is
+// The draw survives a SIGKILL of its worker while it waits for its beacon
+// round, and another in the middle of settling its ranks: a second worker goes on from the recorded rank, nobody is
 // admitted twice, no unit is given twice, every winner holds exactly one
 // order, the orders follow the ranks, and the audit passes.
 func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
@@ -65,6 +66,21 @@ func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
 	wg.Wait()
 	require.False(t, t.Failed())
 
+	// SIGKILL the worker while the draw waits for its beacon round: the
+	// entries committed, nothing ranked. The next worker goes on with
+	// the same root and the same round.
+	var committed *seckill.Draw
+	require.Eventually(t, func() bool {
+		d, err := s.store.DrawOf(context.Background(), saleID)
+		committed = d
+		return err == nil && d.Tree != nil && d.State == seckill.DrawClosed && d.BeaconSignature == nil
+	}, time.Minute, 5*time.Millisecond, "the draw never committed its entries before its round")
+	require.NoError(t, worker.cmd.Process.Kill())
+	<-worker.done
+	t.Logf("worker killed with the entries committed, waiting for beacon round %d", committed.Beacon.Round)
+	worker = startSeckill(t, bin, "worker", env)
+	worker.waitLog(t, "worker and relay running", time.Minute)
+
 	// SIGKILL the worker once the draw has settled some ranks, not all.
 	require.Eventually(t, func() bool {
 		d, err := s.store.DrawOf(context.Background(), saleID)
@@ -84,6 +100,8 @@ func TestLobby_DrawResumesAfterItsWorkerIsKilled(t *testing.T) {
 	}, 3*time.Minute, 100*time.Millisecond, "the draw never finished after the restart")
 	require.Equal(t, entrants, d.Entries)
 	require.Equal(t, stock, d.Admitted)
+	require.Equal(t, committed.Tree, d.Tree, "the root committed before the kills is the one drawn")
+	require.Equal(t, beacon.DevSigner().Sign(committed.Beacon.Round), d.BeaconSignature, "drawn with the round fixed at creation")
 
 	// Each winner once, each with its own order; orders in rank order.
 	orders, err := s.store.DrawOrders(context.Background(), saleID)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/draw"
 )
 
@@ -35,6 +36,19 @@ func (s *system) createLobbySale(stock int, startIn, timeout time.Duration, segm
 	r := s.mustDo("POST", "/api/v1/sales", s.token("admin", true), body)
 	require.Equal(s.t, http.StatusCreated, r.status, "%s", r.body)
 	return r.json(s.t)["id"].(string)
+}
+
+// drawDone reports whether the sale's draw is published: GET /draw
+// answers its seed (200 without one: the entries are committed, the draw
+// waits for its beacon round).
+func (s *system) drawDone(sale string) bool {
+	s.t.Helper()
+	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
+	if r.status != http.StatusOK {
+		return false
+	}
+	seed, _ := r.json(s.t)["seed"].(string)
+	return seed != ""
 }
 
 type lobbyMe struct {
@@ -95,8 +109,15 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 
 	// The draw runs at starts_at; claims wait for it.
 	var d struct {
-		Commitment string `json:"commitment"`
-		Seed       string `json:"seed"`
+		Commitment  string `json:"commitment"`
+		Seed        string `json:"seed"`
+		EntriesRoot string `json:"entries_root"`
+		Beacon      struct {
+			ChainHash  string `json:"chain_hash"`
+			Round      uint64 `json:"round"`
+			Signature  string `json:"signature"`
+			Randomness string `json:"randomness"`
+		} `json:"beacon"`
 		Entries    int    `json:"entries"`
 		Admitted   int    `json:"admitted"`
 	}
@@ -109,7 +130,7 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 			return false
 		}
 		require.NoError(t, json.Unmarshal(r.body, &d))
-		return true
+		return d.Seed != "" // before: the committed entries, waiting for the beacon round
 	}, time.Minute, 100*time.Millisecond, "the draw never finished")
 	require.Equal(t, commitment, d.Commitment)
 	require.Equal(t, entrants, d.Entries)
@@ -117,6 +138,24 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 	seed, err := draw.ParseSeed(d.Seed)
 	require.NoError(t, err)
 	require.Equal(t, commitment, draw.Commitment(seed), "the seed is the one committed to")
+	// seckill dev's own beacon: the development chain's round, verified;
+	// the ranks are those of SHA-256(seed ‖ randomness ‖ entries_root).
+	require.Equal(t, beacon.Dev.Hash, d.Beacon.ChainHash)
+	sig, err := hex.DecodeString(d.Beacon.Signature)
+	require.NoError(t, err)
+	require.NoError(t, beacon.Dev.Verify(d.Beacon.Round, sig))
+	root, err := hex.DecodeString(d.EntriesRoot)
+	require.NoError(t, err)
+	randomness := beacon.Randomness(sig)
+	require.Equal(t, hex.EncodeToString(randomness[:]), d.Beacon.Randomness)
+	seed = draw.BeaconSeed(seed, randomness[:], root)
+	recorded, err := s.store.DrawOf(context.Background(), mustInt(t, sale))
+	require.NoError(t, err)
+	sold, err := s.store.Sale(context.Background(), mustInt(t, sale))
+	require.NoError(t, err)
+	t.Logf("beacon round %d due %s after starts_at; its randomness used %s after starts_at (%s after the round's time)",
+		d.Beacon.Round, recorded.Beacon.RoundAt.Sub(sold.StartsAt), recorded.BeaconAt.Sub(sold.StartsAt), recorded.BeaconAt.Sub(recorded.Beacon.RoundAt))
+	require.False(t, recorded.BeaconAt.Before(recorded.Beacon.RoundAt), "no round is read before its time")
 
 	// Every rank, recomputed from the published seed and entries.
 	r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw/entries", "", nil)
@@ -196,7 +235,7 @@ func TestLobby_UnitsLeftAfterTheDrawAreOpenToClaims(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	}
 	require.Eventually(t, func() bool {
-		return s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil).status == http.StatusOK
+		return s.drawDone(sale)
 	}, time.Minute, 100*time.Millisecond)
 	for i := range 2 {
 		status, me := s.lobbyMe(sale, fmt.Sprintf("few-%d", i))
@@ -254,8 +293,9 @@ func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
-		return r.status == http.StatusOK
+		return s.drawDone(sale)
 	}, time.Minute, 100*time.Millisecond, "the draw is published")
+	r = s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
 	require.NoError(t, json.Unmarshal(r.body, &published))
 	ctx := browser(t)
 	tabs["lobby-cy"] = ctx
@@ -343,7 +383,7 @@ func TestLobby_ATerminatedDrawIsStartedAgain(t *testing.T) {
 		return err == nil && d.WorkflowExecutionInfo.Execution.RunId != first.WorkflowExecutionInfo.Execution.RunId
 	}, 30*time.Second, 200*time.Millisecond, "the terminated draw was never started again")
 	require.Eventually(t, func() bool {
-		return s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil).status == http.StatusOK
+		return s.drawDone(sale)
 	}, time.Minute, 200*time.Millisecond, "the sale never got its draw")
 	status, me := s.lobbyMe(sale, "patient")
 	require.Equal(t, http.StatusOK, status)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/store"
 )
@@ -55,6 +57,9 @@ type System struct {
 	PProf map[string]string
 	procs []*proc.Proc
 	keep  bool
+	// beacon is the development beacon the system's draws read their
+	// rounds from, as `seckill dev` serves its own.
+	beacon *httptest.Server
 }
 
 // Launch starts a fresh system on a new database and Redis prefix.
@@ -85,7 +90,9 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 	cfg.HTTPAddr = "127.0.0.1:" + strconv.Itoa(apiPort)
 	cfg.JWTSecret, cfg.WebhookSecret = []byte(secret()), []byte("whsec_"+secret())
 
+	devBeacon := httptest.NewServer(beacon.NewServer(beacon.DevSigner()))
 	env := append([]string{
+		"SECKILL_BEACON_URLS=" + devBeacon.URL, "SECKILL_BEACON_CHAIN=dev", // o.Env may name another
 		"DATABASE_URL=" + cfg.DatabaseURL,
 		"REDIS_URL=" + cfg.RedisURL,
 		"SECKILL_REDIS_PREFIX=" + cfg.RedisPrefix,
@@ -103,9 +110,10 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 	migrate.Env = append(os.Environ(), env...)
 	migrate.Stdout, migrate.Stderr = o.Log, o.Log
 	if err := migrate.Run(); err != nil {
+		devBeacon.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	s := &System{APIURL: "http://" + cfg.HTTPAddr, Config: cfg, keep: o.Keep, PProf: map[string]string{}}
+	s := &System{APIURL: "http://" + cfg.HTTPAddr, Config: cfg, keep: o.Keep, PProf: map[string]string{}, beacon: devBeacon}
 	for _, name := range []string{"temporal", "worker", "api"} {
 		args := []string{name}
 		if name == "temporal" {
@@ -159,6 +167,7 @@ func (s *System) Stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		s.procs[i].Stop()
 	}
+	s.beacon.Close()
 	if s.keep {
 		return
 	}

@@ -1,6 +1,7 @@
 package draw_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -210,4 +211,52 @@ func TestBeaconSeed_AnInsiderWhoKnowsTheSeedCannotPredictTheRanks(t *testing.T) 
 	// Expected: rounds × k × 50/1000 = 150 (standard deviation about 12).
 	t.Logf("the insider's 50 of 1000 entries won %d of %d winning ranks over %d rounds (fair: %d)", wins, rounds*k, rounds, rounds*k*insider/(honest+insider))
 	require.InDelta(t, rounds*k*insider/(honest+insider), wins, 60, "the ground entries win as often as any")
+}
+
+// BenchmarkVerify_1M is `seckill draw verify` on a draw of 1,000,000
+// entries and 1,000 units, from the published body on: reading the
+// entries (with their RFC 6962 root, computed as they stream), the
+// commitment, the ranks and the orders, with the seed alone (v3) and with
+// the root and the beacon round's BLS signature (v4).
+func BenchmarkVerify_1M(b *testing.B) {
+	const n, stock = 1_000_000, 1_000
+	bd := &beaconDraw{seed: draw.NewSeed(), stock: stock, startsAt: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	for range n {
+		bd.entries = append(bd.entries, hex.EncodeToString(draw.NewEntry()))
+	}
+	slices.Sort(bd.entries)
+	signer := beacon.DevSigner()
+	bd.round = signer.Chain().DrawRound(bd.startsAt)
+	bd.sig = signer.Sign(bd.round)
+	bd.root = draw.Root(lineBytes(bd.entries))
+	var body []byte
+	for _, l := range defaults(bd.entries) {
+		body = append(append(body, l...), '\n')
+	}
+	v4 := bd.get(beacon.Dev)
+	v3 := v4
+	v3.EntriesRoot, v3.Beacon, v3.SaleBeacon = "", nil, nil
+	v3.Orders = nil
+	raw := make([][]byte, n)
+	for i, e := range bd.entries {
+		raw[i], _ = hex.DecodeString(e)
+	}
+	for i, r := range draw.Rank(bd.seed, raw)[:stock] {
+		v3.Orders = append(v3.Orders, draw.Order{ID: strconv.Itoa(500 + i), Entry: hex.EncodeToString(r.Entry), Rank: int64(r.Rank)})
+	}
+	for name, p := range map[string]draw.Published{"v3 seed alone": v3, "v4 root and beacon": v4} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := draw.ReadEntries(bytes.NewReader(body), n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Entries = l
+				if rep := draw.Verify(p); !rep.OK() {
+					b.Fatal(rep.String())
+				}
+			}
+		})
+	}
 }

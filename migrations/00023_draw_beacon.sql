@@ -11,13 +11,15 @@
 -- draw_entries_tree is the closed lobby's tree summary (draw.Tree: size,
 -- root, a hash and first entry per 1024 leaves), written once when the
 -- lobby closes; draw_beacon_signature the round's signature, written once
--- it has been fetched and verified, before any rank.
+-- it has been fetched and verified, before any rank, and draw_beacon_at
+-- when (the delay from starts_at to the randomness used, measured).
 ALTER TABLE sales
     ADD COLUMN draw_beacon_chain     text,
     ADD COLUMN draw_beacon_round     bigint,
     ADD COLUMN draw_beacon_round_at  timestamptz,
     ADD COLUMN draw_entries_tree     bytea,
     ADD COLUMN draw_beacon_signature bytea,
+    ADD COLUMN draw_beacon_at        timestamptz,
     ADD CONSTRAINT sales_draw_beacon CHECK (
         (draw_beacon_chain IS NULL) = (draw_beacon_round IS NULL)
         AND (draw_beacon_chain IS NULL) = (draw_beacon_round_at IS NULL)
@@ -26,6 +28,7 @@ ALTER TABLE sales
 -- +goose Down
 ALTER TABLE sales
     DROP CONSTRAINT sales_draw_beacon,
+    DROP COLUMN draw_beacon_at,
     DROP COLUMN draw_beacon_signature,
     DROP COLUMN draw_entries_tree,
     DROP COLUMN draw_beacon_round_at,

@@ -146,12 +146,13 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		DrawnAt      *time.Time
 		BeaconChain  *string    `gorm:"column:draw_beacon_chain"`
 		BeaconRound  *int64     `gorm:"column:draw_beacon_round"`
-		BeaconAt     *time.Time `gorm:"column:draw_beacon_round_at"`
+		RoundAt      *time.Time `gorm:"column:draw_beacon_round_at"`
 		Tree         []byte     `gorm:"column:draw_entries_tree"`
 		Signature    []byte     `gorm:"column:draw_beacon_signature"`
+		SignedAt     *time.Time `gorm:"column:draw_beacon_at"`
 	}
 	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, draw_ended_at_rank, drawn_at,
-		draw_beacon_chain, draw_beacon_round, draw_beacon_round_at, draw_entries_tree, draw_beacon_signature
+		draw_beacon_chain, draw_beacon_round, draw_beacon_round_at, draw_entries_tree, draw_beacon_signature, draw_beacon_at
 		FROM sales WHERE id = ?`, saleID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && row.DrawState == nil) {
 		return nil, seckill.ErrNotFound
@@ -160,7 +161,7 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		return nil, fmt.Errorf("read the draw of sale %d: %w", saleID, err)
 	}
 	d := &seckill.Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt),
-		Beacon: beaconOf(row.BeaconChain, row.BeaconRound, row.BeaconAt), Tree: row.Tree, BeaconSignature: row.Signature}
+		Beacon: beaconOf(row.BeaconChain, row.BeaconRound, row.RoundAt), Tree: row.Tree, BeaconSignature: row.Signature, BeaconAt: utcPtr(row.SignedAt)}
 	if row.DrawEntries != nil {
 		d.Entries = *row.DrawEntries
 	}
@@ -207,10 +208,11 @@ func (s *Store) CommitEntries(ctx context.Context, saleID int64, tree []byte) ([
 
 // SetBeaconSignature records the verified signature of the round the
 // sale's draw waits for and returns the one recorded (the first written
-// stays: a round has one signature).
+// stays: a round has one signature), noting when it was first recorded.
 func (s *Store) SetBeaconSignature(ctx context.Context, saleID int64, sig []byte) ([]byte, error) {
 	var kept []byte
-	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_beacon_signature = COALESCE(draw_beacon_signature, ?)
+	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_beacon_signature = COALESCE(draw_beacon_signature, ?),
+		draw_beacon_at = COALESCE(draw_beacon_at, now())
 		WHERE id = ? AND draw_beacon_chain IS NOT NULL RETURNING draw_beacon_signature`, sig, saleID).Row().Scan(&kept)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("record the beacon of sale %d: its draw waits for no beacon", saleID)
