@@ -118,8 +118,8 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 			Signature  string `json:"signature"`
 			Randomness string `json:"randomness"`
 		} `json:"beacon"`
-		Entries    int    `json:"entries"`
-		Admitted   int    `json:"admitted"`
+		Entries  int `json:"entries"`
+		Admitted int `json:"admitted"`
 	}
 	require.Eventually(t, func() bool {
 		r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
