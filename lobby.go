@@ -66,6 +66,8 @@ type Draw struct {
 	// set once the lobby is committed: from then on the entries never
 	// change.
 	Tree []byte
+	// CommittedAt is when Tree was recorded, by the database's clock.
+	CommittedAt *time.Time
 	// BeaconSignature is round Beacon.Round's signature, verified, set
 	// before the first rank.
 	BeaconSignature []byte
@@ -116,7 +118,11 @@ type PublishedDrawJSON struct {
 	// the lobby closed; Beacon the round the seed was mixed with, its
 	// signature and randomness (null: the secret seed alone). Both are
 	// absent from a draw made before v4, which had neither.
-	EntriesRoot string           `json:"entries_root,omitempty"`
+	EntriesRoot string `json:"entries_root,omitempty"`
+	// CommittedAt is when the root was committed (the database's clock):
+	// before the beacon round's time, or the draw cannot prove the
+	// randomness was unknown then.
+	CommittedAt *time.Time       `json:"committed_at,omitempty"`
 	Beacon      *BeaconRoundJSON `json:"beacon"`
 }
 
@@ -128,6 +134,7 @@ type CommittedDrawJSON struct {
 	Commitment  string           `json:"commitment"`
 	EntriesRoot string           `json:"entries_root"`
 	Entries     int64            `json:"entries"`
+	CommittedAt *time.Time       `json:"committed_at,omitempty"`
 	Beacon      *BeaconRoundJSON `json:"beacon"`
 }
 

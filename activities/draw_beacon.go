@@ -17,6 +17,10 @@ import (
 // wait for a beacon round published after that, so nobody, the operator
 // included, knows the ranks before the entries are fixed.
 
+// BeaconFetchTimeout bounds one attempt to read a round from every
+// endpoint (the draw's activities heartbeat every 30 s).
+const BeaconFetchTimeout = 20 * time.Second
+
 // Beacon fetches a chain's round, its signature verified against the
 // chain's key (beacon.Client). An error wrapping beacon.ErrNotYet: the
 // round is not published yet.
@@ -25,8 +29,11 @@ type Beacon interface {
 }
 
 // WithBeacon makes the draw read the rounds it waits for from b. chains
-// are the chains trusted besides the pinned ones (beacon.Lookup: quicknet
-// and the development chain); a test's own chain, for one. Without it a
+// are the chains trusted besides quicknet: the development chain where
+// the worker is configured with it (SECKILL_BEACON_CHAIN=dev), a test's
+// own. A round of any other chain is never used, not even the
+// development chain's when the worker is not configured with it: its key
+// is public. Without it a
 // draw that waits for a round cannot run: it stays DRAWING, retried, and
 // the worker's gauge of late beacons raises the alert.
 func WithBeacon(b Beacon, chains ...beacon.Chain) Option {
@@ -40,10 +47,14 @@ func (a *Activities) chain(hash string) (beacon.Chain, bool) {
 			return c, true
 		}
 	}
-	return beacon.Lookup(hash)
+	if hash == beacon.Quicknet.Hash {
+		return beacon.Quicknet, true
+	}
+	return beacon.Chain{}, false
 }
 
-// CommitDraw closes the sale's lobby and commits its entries: the tree of
+// CommitDraw closes the sale's lobby, fixes each variant's units
+// (store.FreezeDrawStock) and commits its entries: the tree of
 // their lines (draw.Tree), whose root GET /draw publishes from now on and
 // whose inclusion proofs GET /lobby/me gives. It answers when the beacon
 // round the ranks wait for is published (zero: the draw waits for none),
@@ -70,6 +81,11 @@ func (a *Activities) commit(ctx context.Context, d *seckill.Draw) (*draw.Tree, e
 	if d.Tree == nil {
 		// Every entry answered 201 is in the table once the lobby is closed.
 		if err := a.store.CloseLobby(ctx, d.SaleID); err != nil {
+			return nil, err
+		}
+		// The units each variant draws are fixed now too, before anyone
+		// knows the randomness (RankDraw reads the same).
+		if _, err := a.store.FreezeDrawStock(ctx, d.SaleID); err != nil {
 			return nil, err
 		}
 		b := draw.NewTreeBuilder()
@@ -118,17 +134,22 @@ func (a *Activities) rankSeed(ctx context.Context, d *seckill.Draw, tree *draw.T
 	if d.Beacon == nil {
 		return d.Seed, nil
 	}
+	sig := d.BeaconSignature
+	if sig == nil && a.beacon == nil {
+		return nil, fmt.Errorf("the draw of sale %d waits for round %d of chain %s, and this worker reads no beacon (SECKILL_BEACON_URLS=none)",
+			d.SaleID, d.Beacon.Round, d.Beacon.Chain)
+	}
 	chain, ok := a.chain(d.Beacon.Chain)
 	if !ok {
 		return nil, fmt.Errorf("the draw of sale %d waits for chain %s, which this worker does not trust", d.SaleID, d.Beacon.Chain)
 	}
-	sig := d.BeaconSignature
 	if sig == nil {
-		if a.beacon == nil {
-			return nil, fmt.Errorf("the draw of sale %d waits for round %d of chain %s, and this worker reads no beacon (SECKILL_BEACON_URLS=none)",
-				d.SaleID, d.Beacon.Round, chain.Hash)
-		}
-		r, err := a.beacon.Fetch(ctx, chain, d.Beacon.Round)
+		// Bounded well within the activity's heartbeat timeout, however
+		// many endpoints hang: the next attempt starts again.
+		activity.RecordHeartbeat(ctx, "beacon")
+		fctx, cancel := context.WithTimeout(ctx, BeaconFetchTimeout)
+		r, err := a.beacon.Fetch(fctx, chain, d.Beacon.Round)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("the draw of sale %d waits for round %d (due %s): %w", d.SaleID, d.Beacon.Round, d.Beacon.RoundAt.Format(time.RFC3339), err)
 		}

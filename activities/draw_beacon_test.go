@@ -35,7 +35,7 @@ func beaconRig(t *testing.T, stock int64, entrants int) (*drawRig, *beacon.Serve
 	web := httptest.NewServer(srv)
 	t.Cleanup(web.Close)
 	return newDrawRigOf(t, stock, entrants, 1, publishedRound(beacon.Dev),
-		activities.WithBeacon(beacon.NewClient([]string{web.URL}, nil))), srv
+		activities.WithBeacon(beacon.NewClient([]string{web.URL}, nil), beacon.Dev)), srv
 }
 
 // The beacon is down when the draw wants its round: the lobby is closed
@@ -115,7 +115,7 @@ func TestRankDraw_NeverUsesASignatureThatDoesNotVerify(t *testing.T) {
 		"another round": {round: func(r uint64) uint64 { return r - 1 }, signer: beacon.DevSigner()},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := newDrawRigOf(t, 3, 5, 1, publishedRound(beacon.Dev), activities.WithBeacon(f))
+			r := newDrawRigOf(t, 3, 5, 1, publishedRound(beacon.Dev), activities.WithBeacon(f, beacon.Dev))
 			_, err := r.env.ExecuteActivity(r.acts.RankDraw, r.in)
 			require.Error(t, err)
 			require.Equal(t, 1, f.fetchedAt)
@@ -134,7 +134,7 @@ func TestRankDraw_ARoundNotYetPublishedRanksNothing(t *testing.T) {
 	t.Cleanup(web.Close)
 	future := beacon.Dev.FirstRoundAt(time.Now().Add(time.Hour))
 	r := newDrawRigOf(t, 3, 5, 1, &seckill.DrawBeacon{Chain: beacon.Dev.Hash, Round: future, RoundAt: beacon.Dev.RoundTime(future)},
-		activities.WithBeacon(beacon.NewClient([]string{web.URL}, nil)))
+		activities.WithBeacon(beacon.NewClient([]string{web.URL}, nil), beacon.Dev))
 	_, err := r.env.ExecuteActivity(r.acts.RankDraw, r.in)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), beacon.ErrNotYet.Error())
@@ -185,4 +185,36 @@ func TestCommitDraw_CommitsTheEntriesOnce(t *testing.T) {
 	again, err := r.st.DrawOf(t.Context(), r.sale.ID)
 	require.NoError(t, err)
 	require.Equal(t, d.Tree, again.Tree)
+}
+
+// A worker configured for quicknet never uses a round of the development
+// chain, whose key anyone can derive, though the round verifies.
+func TestRankDraw_AWorkerTrustsOnlyItsChainAndQuicknet(t *testing.T) {
+	web := httptest.NewServer(beacon.NewServer(beacon.DevSigner()))
+	t.Cleanup(web.Close)
+	r := newDrawRigOf(t, 3, 5, 1, publishedRound(beacon.Dev), activities.WithBeacon(beacon.NewClient([]string{web.URL}, nil)))
+	_, err := r.env.ExecuteActivity(r.acts.RankDraw, r.in)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "does not trust")
+	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
+	require.NoError(t, err)
+	require.Nil(t, d.BeaconSignature)
+	require.Equal(t, seckill.DrawClosed, d.State)
+}
+
+// An entry slipped into the table after the commit (an insider's, once
+// the randomness is known) is never ranked: RankDraw ranks the committed
+// entries or nothing.
+func TestRankDraw_RanksNothingButTheCommittedEntries(t *testing.T) {
+	r, _ := beaconRig(t, 3, 6)
+	_, err := r.env.ExecuteActivity(r.acts.CommitDraw, r.in)
+	require.NoError(t, err)
+	require.NoError(t, r.st.Gorm().Exec(`INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity) VALUES (?, 'insider', ?, 'default', 1)`,
+		r.sale.ID, draw.NewEntry()).Error)
+	_, err = r.env.ExecuteActivity(r.acts.RankDraw, r.in)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "not those committed")
+	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, seckill.DrawClosed, d.State, "nothing ranked")
 }

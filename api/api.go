@@ -110,6 +110,8 @@ type Server struct {
 	// trees keeps each sale's committed entries tree (*draw.Tree) once
 	// read: it never changes, and every entrant's proof needs it.
 	trees sync.Map
+	// chunks keeps the tree chunks the proofs read.
+	chunks *chunkCache
 	// draining is set when Serve is asked to stop: /readyz answers 503
 	// and every answer closes its connection.
 	draining atomic.Bool
@@ -148,7 +150,8 @@ func New(cfg Config) *Server {
 		reg = NewRegistry()
 	}
 	s := &Server{
-		cfg: cfg,
+		chunks: newChunkCache(maxCachedChunks),
+		cfg:    cfg,
 		// Redis learns each sale's number of stock parts from the
 		// database, never from keys it may have lost.
 		sales: newSaleCache(cfg.Store, func(sale *seckill.Sale) {

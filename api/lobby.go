@@ -147,36 +147,31 @@ func (s *Server) inclusionProof(ctx context.Context, saleID int64, e *seckill.Lo
 	if chunk < 0 {
 		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
 	}
-	read := make(map[int][]seckill.EntryLine, 2) // the proof reads the entry's chunk again
-	chunkOf := func(c int) ([]seckill.EntryLine, error) {
-		if l, ok := read[c]; ok {
-			return l, nil
-		}
-		l, err := s.cfg.Store.LobbyEntriesFrom(ctx, saleID, t.ChunkFirst(c), draw.ChunkSize)
-		read[c] = l
-		return l, err
-	}
 	lines := func(c int) ([][]byte, error) {
-		batch, err := chunkOf(c)
-		if err != nil {
-			return nil, err
-		}
-		out := make([][]byte, len(batch))
-		for i, l := range batch {
-			it := l.Item.OrDefault()
-			out[i] = draw.Line(l.Entry, it.SKU, it.Quantity)
-		}
-		return out, nil
+		return s.chunks.get(saleID, c, func() ([][]byte, error) {
+			batch, err := s.cfg.Store.LobbyEntriesFrom(ctx, saleID, t.ChunkFirst(c), t.ChunkSize())
+			if err != nil {
+				return nil, err
+			}
+			out := make([][]byte, len(batch))
+			for i, l := range batch {
+				it := l.Item.OrDefault()
+				out[i] = draw.Line(l.Entry, it.SKU, it.Quantity)
+			}
+			return out, nil
+		})
 	}
-	chunkLines, err := chunkOf(chunk)
+	chunkLines, err := lines(chunk)
 	if err != nil {
 		return nil, err
 	}
-	at := slices.IndexFunc(chunkLines, func(l seckill.EntryLine) bool { return bytes.Equal(l.Entry, e.Entry) })
+	it := e.Item.OrDefault()
+	line := draw.Line(e.Entry, it.SKU, it.Quantity)
+	at := slices.IndexFunc(chunkLines, func(l []byte) bool { return bytes.Equal(l, line) })
 	if at < 0 {
 		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
 	}
-	index := uint64(chunk)*draw.ChunkSize + uint64(at)
+	index := uint64(chunk)*uint64(t.ChunkSize()) + uint64(at)
 	path, err := t.Proof(index, lines)
 	if err != nil {
 		return nil, err
@@ -259,7 +254,7 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		out.EntriesRoot = hex.EncodeToString(t.Root[:])
+		out.EntriesRoot, out.CommittedAt = hex.EncodeToString(t.Root[:]), d.CommittedAt
 	}
 	if b := d.Beacon; b != nil {
 		r := beacon.Randomness(d.BeaconSignature)
@@ -277,7 +272,8 @@ func (s *Server) committedDraw(c *fiber.Ctx, d *seckill.Draw) error {
 	if err != nil {
 		return err
 	}
-	out := seckill.CommittedDrawJSON{Commitment: draw.Commitment(d.Seed), EntriesRoot: hex.EncodeToString(t.Root[:]), Entries: int64(t.Size)}
+	out := seckill.CommittedDrawJSON{Commitment: draw.Commitment(d.Seed), EntriesRoot: hex.EncodeToString(t.Root[:]), Entries: int64(t.Size),
+		CommittedAt: d.CommittedAt}
 	if b := d.Beacon; b != nil {
 		out.Beacon = &seckill.BeaconRoundJSON{ChainHash: b.Chain, Round: b.Round}
 	}

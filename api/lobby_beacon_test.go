@@ -76,6 +76,9 @@ func TestLobbyBeacon_TheRoundThenTheRootThenEachEntrantsProof(t *testing.T) {
 	require.Equal(t, map[string]any{"chain_hash": chain.Hash, "round": float64(round)}, d.body["beacon"])
 	require.NotContains(t, d.body, "seed", "the seed is secret until the draw is done")
 	require.Equal(t, sale.body["draw"].(map[string]any)["commitment"], d.body["commitment"])
+	committedAt, err := time.Parse(time.RFC3339Nano, d.body["committed_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), committedAt, time.Minute, "when the root was committed")
 
 	root := tree.Root[:]
 	for _, user := range []string{"alice", "buyer-0", "buyer-1023", "buyer-1024", "buyer-2047", "buyer-2099"} {
@@ -97,4 +100,27 @@ func TestLobbyBeacon_TheRoundThenTheRootThenEachEntrantsProof(t *testing.T) {
 		require.Error(t, draw.VerifyInclusion(draw.Line(e.Entry, e.Item.SKU, e.Item.Quantity+1), index, uint64(n+1), audit, root),
 			"%s: the proof is of the entry's own line", user)
 	}
+}
+
+// A sale with a lobby must end after its draw can run: a minute past the
+// beacon round at least, or it is refused, naming ends_at.
+func TestLobbyBeacon_ASaleEndingBeforeItsDrawCanRunIsRefused(t *testing.T) {
+	chain := beacon.Dev
+	r := newHandlerRig(t, api.Config{Beacon: &chain})
+	now := time.Now().UTC()
+	starts := now.Add(time.Hour)
+	a := r.do(t, "POST", "/api/v1/sales", "admin", true, map[string]any{
+		"name": "Too short", "currency": "eur", "price_cents": 100, "stock": 1,
+		"lobby_opens_at": now.Format(time.RFC3339), "starts_at": starts.Format(time.RFC3339),
+		"ends_at": starts.Add(30 * time.Second).Format(time.RFC3339),
+	})
+	require.Equal(t, http.StatusBadRequest, a.status, "%v", a.body)
+	require.Equal(t, string(seckill.CodeInvalidRequest), a.code())
+	require.Contains(t, a.body["detail"], "ends_at:")
+	a = r.do(t, "POST", "/api/v1/sales", "admin", true, map[string]any{
+		"name": "Long enough", "currency": "eur", "price_cents": 100, "stock": 1,
+		"lobby_opens_at": now.Format(time.RFC3339), "starts_at": starts.Format(time.RFC3339),
+		"ends_at": starts.Add(2 * time.Minute).Format(time.RFC3339),
+	})
+	require.Equal(t, http.StatusCreated, a.status, "%v", a.body)
 }

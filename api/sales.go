@@ -284,6 +284,10 @@ func printable(s string) bool {
 // createSale stores the sale and warms its stock into Redis inside the same
 // database transaction: the 201 means both happened, an error means neither
 // is visible.
+// MinDrawTime is how long a sale with a lobby must last past its draw's
+// beacon round, at least, for the draw to admit its winners.
+const MinDrawTime = time.Minute
+
 func (s *Server) createSale(c *fiber.Ctx) error {
 	var req createSaleRequest
 	if err := decodeJSON(c.Body(), &req); err != nil {
@@ -296,6 +300,12 @@ func (s *Server) createSale(c *fiber.Ctx) error {
 	if n.LobbyOpensAt != nil && s.cfg.Beacon != nil {
 		round := s.cfg.Beacon.DrawRound(n.StartsAt)
 		n.Beacon = &seckill.DrawBeacon{Chain: s.cfg.Beacon.Hash, Round: round, RoundAt: s.cfg.Beacon.RoundTime(round)}
+		// The draw admits nobody once the sale has ended: it must end
+		// after the draw can run.
+		if !n.EndsAt.After(n.Beacon.RoundAt.Add(MinDrawTime)) {
+			return invalid("ends_at", "must be at least %s after the draw's beacon round (due %s, 10 to 13 s after starts_at)",
+				MinDrawTime, n.Beacon.RoundAt.Format(time.RFC3339))
+		}
 	}
 	ctx, cancel := s.reqCtx(c)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"io"
 	"log/slog"
 	"net"
@@ -275,7 +276,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 		opts = append(opts, activities.WithShop(saga.NewShopClient(sagas, cfg.EventsRetryFor), sender))
 	}
 	if cfg.BeaconURLs != nil {
-		opts = append(opts, activities.WithBeacon(beacon.NewClient(cfg.BeaconURLs, nil), cfg.BeaconChain))
+		opts = append(opts, activities.WithBeacon(beacon.NewClient(cfg.BeaconURLs, &http.Client{Timeout: 5 * time.Second}), cfg.BeaconChain))
 	}
 	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -388,4 +389,51 @@ func TestLobby_ATerminatedDrawIsStartedAgain(t *testing.T) {
 	status, me := s.lobbyMe(sale, "patient")
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "WON", me.Status)
+}
+
+// The beacon is down when the draw's round is due (docs/API.md "A draw
+// nobody can bias"): the entries are committed and published, the sale
+// stays DRAWING (claims answered DRAW_IN_PROGRESS), the draw retried;
+// once the beacon is back the draw completes with that round, and no
+// other.
+func TestLobby_DrawWaitsForABeaconThatIsDown(t *testing.T) {
+	srv := beacon.NewServer(beacon.DevSigner())
+	srv.SetDown(true)
+	web := httptest.NewServer(srv)
+	t.Cleanup(web.Close)
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) {
+		c.BeaconURLs, c.BeaconChain, c.BeaconLocal = []string{web.URL}, beacon.Dev, false
+	}})
+	sale := s.createLobbySale(1, 2*time.Second, time.Minute, 1)
+	for _, u := range []string{"early", "late"} {
+		r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token(u, false), nil)
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	}
+	id := mustInt(t, sale)
+	d, err := s.store.DrawOf(context.Background(), id)
+	require.NoError(t, err)
+	round := d.Beacon.Round
+	// Past the round's time, and a few retries later: still drawing.
+	time.Sleep(time.Until(d.Beacon.RoundAt.Add(5 * time.Second)))
+	d, err = s.store.DrawOf(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, seckill.DrawClosed, d.State, "nothing ranked while the beacon is down")
+	require.NotNil(t, d.Tree)
+	r := s.mustDo("GET", "/api/v1/sales/"+sale+"/draw", "", nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.NotContains(t, r.json(t), "seed")
+	require.NotEmpty(t, r.json(t)["entries_root"])
+	claim := s.claim(sale, "impatient")
+	require.Equal(t, http.StatusConflict, claim.status, "%s", claim.body)
+	require.Equal(t, "DRAW_IN_PROGRESS", claim.json(t)["code"])
+
+	srv.SetDown(false)
+	require.Eventually(t, func() bool { return s.drawDone(sale) }, time.Minute, 200*time.Millisecond, "the draw never finished once the beacon was back")
+	d, err = s.store.DrawOf(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, round, d.Beacon.Round)
+	require.Equal(t, beacon.DevSigner().Sign(round), d.BeaconSignature, "drawn with the round fixed at creation")
+	t.Logf("round %d due %s; the beacon came back and its randomness was used %s after the round's time", round,
+		d.Beacon.RoundAt.Format(time.RFC3339), d.BeaconAt.Sub(d.Beacon.RoundAt).Round(time.Millisecond))
+	s.requireAudit(sale)
 }

@@ -782,7 +782,9 @@ type drawBeaconRow struct {
 	DrawState           *string
 	DrawBeaconChain     *string
 	DrawBeaconRound     *int64
+	DrawBeaconRoundAt   *time.Time
 	Committed           bool
+	DrawCommittedAt     *time.Time
 	DrawBeaconSignature []byte
 }
 
@@ -798,6 +800,10 @@ func (d drawBeaconRow) beaconViolations() []string {
 	var v []string
 	if ranked && !d.Committed {
 		v = append(v, "the draw ranked its entries without committing them (no entries tree recorded)")
+	}
+	if d.DrawCommittedAt != nil && d.DrawBeaconRoundAt != nil && !d.DrawCommittedAt.Before(*d.DrawBeaconRoundAt) {
+		v = append(v, fmt.Sprintf("the entries were committed at %s, not before beacon round %d's time %s: whoever committed them could have known its randomness",
+			d.DrawCommittedAt.UTC().Format(time.RFC3339Nano), *d.DrawBeaconRound, d.DrawBeaconRoundAt.UTC().Format(time.RFC3339)))
 	}
 	if d.DrawBeaconSignature == nil {
 		if ranked {
@@ -825,7 +831,8 @@ func (d drawBeaconRow) beaconViolations() []string {
 func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, error) {
 	c := Check{Invariant: 9, Name: "what the draw tells an entrant is true (WON holds its order, of its variant and quantity; LOST and WAITING hold no order of the draw's)"}
 	var d drawBeaconRow
-	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state, draw_beacon_chain, draw_beacon_round, draw_entries_tree IS NOT NULL AS committed, draw_beacon_signature
+	if err := a.DB.WithContext(ctx).Raw(`SELECT draw_state, draw_beacon_chain, draw_beacon_round, draw_beacon_round_at,
+		draw_entries_tree IS NOT NULL AS committed, draw_committed_at, draw_beacon_signature
 		FROM sales WHERE id = ?`, saleID).Scan(&d).Error; err != nil {
 		return c, fmt.Errorf("read the draw's state: %w", err)
 	}

@@ -6,6 +6,7 @@
 package beacon
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudflare/circl/ecc/bls12381"
 	"github.com/cloudflare/circl/sign/bls"
 )
 
@@ -81,10 +83,27 @@ func (c Chain) Verify(round uint64, sig []byte) error {
 	if err := pub.UnmarshalBinary(c.PublicKey); err != nil {
 		return fmt.Errorf("chain %s: public key: %w", c.Hash, err)
 	}
+	// One encoding per signature: circl also accepts the point
+	// uncompressed (96 bytes), and the randomness is SHA-256 of the
+	// bytes, so a second encoding would be a second randomness for the
+	// same round, for whoever serves or records it to choose between.
+	if !Canonical(sig) {
+		return ErrBadSignature
+	}
 	if !bls.Verify(&pub, Message(round), bls.Signature(sig)) {
 		return ErrBadSignature
 	}
 	return nil
+}
+
+// Canonical reports whether sig is a point of G1 in its one canonical
+// form, compressed (48 bytes), as drand publishes it.
+func Canonical(sig []byte) bool {
+	if len(sig) != bls12381.G1SizeCompressed {
+		return false
+	}
+	var p bls12381.G1
+	return p.SetBytes(sig) == nil && bytes.Equal(p.BytesCompressed(), sig)
 }
 
 // Randomness is a round's randomness: SHA-256 of its signature.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudflare/circl/ecc/bls12381"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/beacon"
@@ -110,4 +111,21 @@ func TestChain_AHugeRoundIsInTheFuture(t *testing.T) {
 	}
 	last := uint64(math.MaxInt64/int64(c.Period)) + 1
 	require.Equal(t, c.Genesis.Add(time.Duration(last-1)*c.Period), c.RoundTime(last), "the last exact round")
+}
+
+// A round has one signature: the same point of G1 uncompressed (which
+// circl's bls.Verify also accepts) is refused, or whoever serves or
+// records the round could choose between two randomness values.
+func TestQuicknet_OnlyTheCompressedEncodingVerifies(t *testing.T) {
+	v := quicknetRounds[0]
+	sig := sigOf(t, v.sig)
+	var p bls12381.G1
+	require.NoError(t, p.SetBytes(sig))
+	uncompressed := p.Bytes()
+	require.Len(t, uncompressed, 96)
+	require.NotEqual(t, beacon.Randomness(sig), beacon.Randomness(uncompressed), "another encoding, another randomness")
+	require.ErrorIs(t, beacon.Quicknet.Verify(v.round, uncompressed), beacon.ErrBadSignature)
+	require.False(t, beacon.Canonical(uncompressed))
+	require.True(t, beacon.Canonical(sig))
+	require.NoError(t, beacon.Quicknet.Verify(v.round, sig))
 }

@@ -175,6 +175,7 @@ func verifyDraw(ctx context.Context, base, admin, saleID string, d *drawLine) bo
 		d.VerifyError = err.Error()
 		return false
 	}
+	p.DevChainOK = true // the driver's own development beacon
 	rep := draw.Verify(p)
 	for _, c := range rep.Checks {
 		if c.OK || c.Skipped {

@@ -222,6 +222,10 @@ func (t *Tree) rootFromChunks() [32]byte {
 // Chunks is the number of chunks.
 func (t *Tree) Chunks() int { return len(t.hashes) }
 
+// ChunkSize is the number of leaves in each of the tree's chunks (the
+// last may hold fewer): chunk c's first leaf is leaf c × ChunkSize.
+func (t *Tree) ChunkSize() int { return 1 << t.level }
+
 // ChunkFirst is chunk c's first entry (0 <= c < Chunks()): its lines are
 // the entries from it on, ascending, up to ChunkSize of them (fewer in
 // the last chunk).

@@ -71,8 +71,15 @@ func beaconChecks(p Published, seed []byte) (rankSeed []byte, checks []Check, no
 			}
 			if chain.Dev {
 				note = "DEVELOPMENT CHAIN " + chain.Hash + ": seckill's own beacon, whose key anyone can derive; this draw proves nothing about bias"
+				if !p.DevChainOK {
+					pb.add("round %d is of the development chain, whose key anyone can derive: whoever ran the draw could sign any round (accepted only with --dev-chain)", b.Round)
+				}
 			} else {
 				note = fmt.Sprintf("beacon: drand quicknet round %d, published %s", b.Round, chain.RoundTime(b.Round).Format(time.RFC3339))
+			}
+			if at := p.CommittedAt; at != nil && !at.Before(chain.RoundTime(b.Round)) {
+				pb.add("the entries were committed at %s, not before round %d's time %s: whoever committed them could have known its randomness",
+					at.UTC().Format(time.RFC3339Nano), b.Round, chain.RoundTime(b.Round).Format(time.RFC3339))
 			}
 			if !p.SaleStartsAt.IsZero() {
 				if want := chain.DrawRound(p.SaleStartsAt); want != b.Round {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudflare/circl/ecc/bls12381"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill/beacon"
@@ -66,19 +67,30 @@ func (b *beaconDraw) get(chain beacon.Chain) draw.Published {
 	}
 	randomness := beacon.Randomness(b.sig)
 	commit := draw.Commitment(b.seed)
+	committed := b.startsAt // the lobby closes at starts_at, 10 s or more before the round
 	pb := &draw.PublishedBeacon{ChainHash: chain.Hash, Round: b.round, Signature: hex.EncodeToString(b.sig), Randomness: hex.EncodeToString(randomness[:])}
 	return draw.Published{
 		SaleID: "7", SaleCommitment: commit, Commitment: commit, Seed: hex.EncodeToString(b.seed),
 		DeclaredEntries: int64(len(b.entries)), Admitted: min(b.stock, int64(len(b.entries))),
 		Entries: draw.EntriesOf(defaults(b.entries)...), Stock: b.stock, Orders: orders,
-		EntriesRoot: hex.EncodeToString(b.root[:]), Beacon: pb,
+		EntriesRoot: hex.EncodeToString(b.root[:]), CommittedAt: &committed, Beacon: pb,
 		SaleBeacon: &draw.PublishedBeacon{ChainHash: chain.Hash, Round: b.round}, SaleStartsAt: b.startsAt,
+		DevChainOK: chain.Dev,
 	}
 }
 
-func TestVerifyBeacon_AGoodDrawFromTheDevelopmentChainChecksOutAndSaysSo(t *testing.T) {
+// A draw from the development chain, whose key anyone can derive, fails
+// unless the verifier accepts that chain (seckill dev's), and is named as
+// such either way.
+func TestVerifyBeacon_AGoodDrawFromTheDevelopmentChainChecksOutOnlyWhenAcceptedAndSaysSo(t *testing.T) {
 	b := newBeaconDraw(t, 40, 7, beacon.DevSigner())
-	rep := draw.Verify(b.get(beacon.Dev))
+	p := b.get(beacon.Dev)
+	p.DevChainOK = false
+	refused := draw.Verify(p)
+	require.Equal(t, []string{draw.CheckBeacon}, refused.Failed(), "%s", refused.String())
+	require.Contains(t, refused.String(), "development chain, whose key anyone can derive")
+	p.DevChainOK = true
+	rep := draw.Verify(p)
 	require.True(t, rep.OK(), "%s", rep.String())
 	require.Contains(t, rep.Beacon, "DEVELOPMENT CHAIN")
 	require.Contains(t, rep.String(), "DEVELOPMENT CHAIN")
@@ -119,6 +131,15 @@ func TestVerifyBeacon_TamperingFails(t *testing.T) {
 			s[10] ^= 1
 			p.Beacon.Signature = string(s)
 		}, []string{draw.CheckBeacon}},
+		"the signature re-encoded uncompressed (the same point, another randomness)": {func(p *draw.Published) {
+			var g bls12381.G1
+			if err := g.SetBytes(b.sig); err != nil {
+				panic(err)
+			}
+			sig := g.Bytes()
+			r := beacon.Randomness(sig)
+			p.Beacon.Signature, p.Beacon.Randomness = hex.EncodeToString(sig), hex.EncodeToString(r[:])
+		}, []string{draw.CheckBeacon}},
 		"the randomness": {func(p *draw.Published) { p.Beacon.Randomness = hex.EncodeToString(make([]byte, 32)) }, []string{draw.CheckBeacon}},
 		"the root": {func(p *draw.Published) {
 			r := sha256.Sum256([]byte("another root"))
@@ -132,6 +153,10 @@ func TestVerifyBeacon_TamperingFails(t *testing.T) {
 			}
 			p.Entries = draw.EntriesOf(lines...)
 		}, []string{draw.CheckRoot}},
+		"entries committed after the round's time": {func(p *draw.Published) {
+			late := beacon.Dev.RoundTime(p.Beacon.Round).Add(time.Second)
+			p.CommittedAt = &late
+		}, []string{draw.CheckBeacon}},
 		"the seed": {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
 		"no beacon published for a sale that showed one": {func(p *draw.Published) { p.Beacon = nil }, []string{draw.CheckBeacon}},
 		"another chain than the sale showed":             {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},

@@ -10,7 +10,9 @@
 -- none (a sale drawn from its secret seed alone, SECKILL_BEACON_URLS=none).
 -- draw_entries_tree is the closed lobby's tree summary (draw.Tree: size,
 -- root, a hash and first entry per 1024 leaves), written once when the
--- lobby closes; draw_beacon_signature the round's signature, written once
+-- lobby closes, draw_committed_at when (a commit after the round's time
+-- could have been made knowing the randomness: the audit and verify fail
+-- it); draw_beacon_signature the round's signature, written once
 -- it has been fetched and verified, before any rank, and draw_beacon_at
 -- when (the delay from starts_at to the randomness used, measured).
 ALTER TABLE sales
@@ -18,6 +20,7 @@ ALTER TABLE sales
     ADD COLUMN draw_beacon_round     bigint,
     ADD COLUMN draw_beacon_round_at  timestamptz,
     ADD COLUMN draw_entries_tree     bytea,
+    ADD COLUMN draw_committed_at     timestamptz,
     ADD COLUMN draw_beacon_signature bytea,
     ADD COLUMN draw_beacon_at        timestamptz,
     ADD CONSTRAINT sales_draw_beacon CHECK (
@@ -30,6 +33,7 @@ ALTER TABLE sales
     DROP CONSTRAINT sales_draw_beacon,
     DROP COLUMN draw_beacon_at,
     DROP COLUMN draw_beacon_signature,
+    DROP COLUMN draw_committed_at,
     DROP COLUMN draw_entries_tree,
     DROP COLUMN draw_beacon_round_at,
     DROP COLUMN draw_beacon_round,

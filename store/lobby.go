@@ -150,9 +150,10 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		Tree         []byte     `gorm:"column:draw_entries_tree"`
 		Signature    []byte     `gorm:"column:draw_beacon_signature"`
 		SignedAt     *time.Time `gorm:"column:draw_beacon_at"`
+		CommittedAt  *time.Time `gorm:"column:draw_committed_at"`
 	}
 	err := s.db.WithContext(ctx).Raw(`SELECT draw_seed, draw_state, draw_next_rank, draw_entries, draw_admitted, draw_ended_at_rank, drawn_at,
-		draw_beacon_chain, draw_beacon_round, draw_beacon_round_at, draw_entries_tree, draw_beacon_signature, draw_beacon_at
+		draw_beacon_chain, draw_beacon_round, draw_beacon_round_at, draw_entries_tree, draw_beacon_signature, draw_beacon_at, draw_committed_at
 		FROM sales WHERE id = ?`, saleID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && row.DrawState == nil) {
 		return nil, seckill.ErrNotFound
@@ -161,7 +162,7 @@ func (s *Store) DrawOf(ctx context.Context, saleID int64) (*seckill.Draw, error)
 		return nil, fmt.Errorf("read the draw of sale %d: %w", saleID, err)
 	}
 	d := &seckill.Draw{SaleID: saleID, Seed: row.DrawSeed, State: *row.DrawState, NextRank: row.DrawNextRank, DrawnAt: utcPtr(row.DrawnAt),
-		Beacon: beaconOf(row.BeaconChain, row.BeaconRound, row.RoundAt), Tree: row.Tree, BeaconSignature: row.Signature, BeaconAt: utcPtr(row.SignedAt)}
+		Beacon: beaconOf(row.BeaconChain, row.BeaconRound, row.RoundAt), Tree: row.Tree, BeaconSignature: row.Signature, BeaconAt: utcPtr(row.SignedAt), CommittedAt: utcPtr(row.CommittedAt)}
 	if row.DrawEntries != nil {
 		d.Entries = *row.DrawEntries
 	}
@@ -195,7 +196,8 @@ func (s *Store) CloseLobby(ctx context.Context, saleID int64) error {
 // published never changes. The lobby must be closed (CloseLobby).
 func (s *Store) CommitEntries(ctx context.Context, saleID int64, tree []byte) ([]byte, error) {
 	var kept []byte
-	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_entries_tree = COALESCE(draw_entries_tree, ?)
+	err := s.db.WithContext(ctx).Raw(`UPDATE sales SET draw_entries_tree = COALESCE(draw_entries_tree, ?),
+		draw_committed_at = COALESCE(draw_committed_at, now())
 		WHERE id = ? AND draw_state <> ? RETURNING draw_entries_tree`, tree, saleID, seckill.DrawOpen).Row().Scan(&kept)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("commit the entries of sale %d: its lobby is not closed", saleID)
