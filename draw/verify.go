@@ -61,12 +61,12 @@ type Published struct {
 	// the lobby's opening (nil: none, or not known), SaleStartsAt its
 	// starts_at (zero: not known): the round must be the first at least
 	// beacon.DrawDelay after it.
-	EntriesRoot  string
-	CommittedAt  *time.Time // the draw's "committed_at" (nil: not published)
+	EntriesRoot string
+	CommittedAt *time.Time // the draw's "committed_at" (nil: not published)
 	// DevChainOK accepts a round of the development chain (beacon.Dev,
 	// seckill dev's), whose key anyone can derive: without it such a
 	// draw fails, since its operator could sign any round.
-	DevChainOK bool
+	DevChainOK   bool
 	Beacon       *PublishedBeacon
 	SaleBeacon   *PublishedBeacon
 	SaleStartsAt time.Time
