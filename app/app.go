@@ -212,6 +212,9 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err := d.Redis.Preload(ctx); err != nil {
 		return err
 	}
+	if b := cfg.Beacon(); b != nil && b.Dev && !cfg.DevTools {
+		cfg.Log.Warn("SECKILL_BEACON_CHAIN=dev: new sales' draws wait for the development beacon, whose key anyone can derive; `seckill draw verify` refuses them without --dev-chain. For development and tests only")
+	}
 	ids, err := idgen.New(ctx, d.Redis.IDNodes(), cfg.Log)
 	if err != nil {
 		return err

@@ -212,3 +212,33 @@ func TestClient_ACanceledContextStops(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 1, strings.Count(err.Error(), "context canceled"), "one URL asked: %s", err)
 }
+
+// BenchmarkVerify is the BLS check of one quicknet round (the pinned key,
+// round 123's signature), what a draw pays once and `seckill draw verify`
+// once per draw.
+func BenchmarkVerify(b *testing.B) {
+	sig, err := hex.DecodeString(quicknetRounds[0].sig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := beacon.Quicknet.Verify(quicknetRounds[0].round, sig); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFetch is one round read from a development beacon on loopback
+// and verified: the draw's cost past the round's time, network aside.
+func BenchmarkFetch(b *testing.B) {
+	s := beacon.DevSigner()
+	web := httptest.NewServer(beacon.NewServer(s))
+	defer web.Close()
+	c := beacon.NewClient([]string{web.URL}, nil)
+	round := s.Chain().FirstRoundAt(time.Now().Add(-time.Hour))
+	for b.Loop() {
+		if _, err := c.Fetch(b.Context(), s.Chain(), round); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
