@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill/draw"
 )
 
 // A chunk is read once while kept; a failed read is not kept; past max
@@ -12,21 +14,26 @@ import (
 func TestChunkCache_ReadsAChunkOnceAndKeepsAtMostMax(t *testing.T) {
 	cc := newChunkCache(2)
 	reads := map[chunkKey]int{}
-	get := func(sale int64, c int) [][]byte {
-		l, err := cc.get(sale, c, func() ([][]byte, error) {
-			reads[chunkKey{sale, c}]++
-			return [][]byte{[]byte{byte(sale), byte(c)}}, nil
+	chunks := map[chunkKey]*draw.Chunk{}
+	get := func(sale int64, c int) *draw.Chunk {
+		k := chunkKey{sale, c}
+		if chunks[k] == nil {
+			chunks[k] = &draw.Chunk{}
+		}
+		ch, err := cc.get(sale, c, func() (*draw.Chunk, error) {
+			reads[k]++
+			return chunks[k], nil
 		})
 		require.NoError(t, err)
-		return l
+		return ch
 	}
-	require.Equal(t, [][]byte{{1, 0}}, get(1, 0))
-	require.Equal(t, [][]byte{{1, 0}}, get(1, 0))
+	first := get(1, 0)
+	require.Same(t, first, get(1, 0))
 	require.Equal(t, 1, reads[chunkKey{1, 0}], "read once")
 	get(2, 0) // another sale's chunk 0
 	require.Equal(t, 1, reads[chunkKey{2, 0}])
 
-	_, err := cc.get(1, 1, func() ([][]byte, error) { return nil, errors.New("database down") })
+	_, err := cc.get(1, 1, func() (*draw.Chunk, error) { return nil, errors.New("database down") })
 	require.Error(t, err)
 	get(1, 1)
 	require.Equal(t, 1, reads[chunkKey{1, 1}], "the failed read was not kept")

@@ -2,12 +2,10 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -147,32 +145,32 @@ func (s *Server) inclusionProof(ctx context.Context, saleID int64, e *seckill.Lo
 	if chunk < 0 {
 		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
 	}
-	lines := func(c int) ([][]byte, error) {
-		return s.chunks.get(saleID, c, func() ([][]byte, error) {
-			batch, err := s.cfg.Store.LobbyEntriesFrom(ctx, saleID, t.ChunkFirst(c), t.ChunkSize())
-			if err != nil {
-				return nil, err
-			}
-			out := make([][]byte, len(batch))
-			for i, l := range batch {
-				it := l.Item.OrDefault()
-				out[i] = draw.Line(l.Entry, it.SKU, it.Quantity)
-			}
-			return out, nil
+	chunkOf := func(c int) (*draw.Chunk, error) {
+		return s.chunks.get(saleID, c, func() (*draw.Chunk, error) {
+			return t.ReadChunk(c, func(c int) ([][]byte, error) {
+				batch, err := s.cfg.Store.LobbyEntriesFrom(ctx, saleID, t.ChunkFirst(c), t.ChunkSize())
+				if err != nil {
+					return nil, err
+				}
+				out := make([][]byte, len(batch))
+				for i, l := range batch {
+					it := l.Item.OrDefault()
+					out[i] = draw.Line(l.Entry, it.SKU, it.Quantity)
+				}
+				return out, nil
+			})
 		})
 	}
-	chunkLines, err := lines(chunk)
+	ch, err := chunkOf(chunk)
 	if err != nil {
 		return nil, err
 	}
 	it := e.Item.OrDefault()
-	line := draw.Line(e.Entry, it.SKU, it.Quantity)
-	at := slices.IndexFunc(chunkLines, func(l []byte) bool { return bytes.Equal(l, line) })
-	if at < 0 {
+	index, ok := ch.IndexOf(draw.Line(e.Entry, it.SKU, it.Quantity))
+	if !ok {
 		return nil, fmt.Errorf("entry %x of sale %d is not in its committed entries", e.Entry, saleID)
 	}
-	index := uint64(chunk)*uint64(t.ChunkSize()) + uint64(at)
-	path, err := t.Proof(index, lines)
+	path, err := t.ProofFrom(index, chunkOf)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -204,6 +205,13 @@ type Tree struct {
 	// leaves alone.
 	hashes [][32]byte
 	firsts [][EntrySize]byte // the chunks' first entries, ascending
+
+	// upper are the nodes above the chunks, hashed once, at the first
+	// proof: upper[l][j] is the node over chunks j·2^l to (j+1)·2^l - 1
+	// (only those over full chunks are perfect subtrees; no proof asks
+	// for another).
+	upperOnce sync.Once
+	upper     [][][32]byte
 }
 
 // rootFromChunks is the tree's root from its chunk hashes: the chunks as
@@ -255,11 +263,63 @@ func (t *Tree) chunkLen(c int) int {
 // the tree, lines fails, or a chunk read does not hash to the chunk hash
 // kept: the entries changed after the tree was built.
 func (t *Tree) Proof(index uint64, lines func(c int) ([][]byte, error)) ([][]byte, error) {
+	read := make(map[int]*Chunk, 2)
+	return t.ProofFrom(index, func(c int) (*Chunk, error) {
+		if ch, ok := read[c]; ok {
+			return ch, nil
+		}
+		ch, err := t.ReadChunk(c, lines)
+		if err == nil {
+			read[c] = ch
+		}
+		return ch, err
+	})
+}
+
+// Chunk is one chunk of a tree with every node of its perfect subtrees
+// hashed (2 × ChunkSize hashes, 64 KB): kept by a caller that gives many
+// proofs (the API, to every entrant that asks), a proof is then a few
+// lookups.
+type Chunk struct {
+	first  uint64       // its first leaf's index
+	levels [][][32]byte // levels[0] the leaf hashes; levels[l][j] the node over 2^l leaves from first + j·2^l
+}
+
+// ReadChunk reads chunk c's lines through lines, checks them against the
+// chunk's hash and hashes every node of its perfect subtrees.
+func (t *Tree) ReadChunk(c int, lines func(c int) ([][]byte, error)) (*Chunk, error) {
+	leaves, err := t.readChunk(c, lines)
+	if err != nil {
+		return nil, err
+	}
+	ch := &Chunk{first: uint64(c) << t.level, levels: [][][32]byte{make([][32]byte, len(leaves))}}
+	for j, l := range leaves {
+		ch.levels[0][j] = [32]byte(l)
+	}
+	for below := ch.levels[0]; len(below) > 1; below = ch.levels[len(ch.levels)-1] {
+		up := make([][32]byte, len(below)/2)
+		for j := range up {
+			up[j] = [32]byte(hasher.HashChildren(below[2*j][:], below[2*j+1][:]))
+		}
+		ch.levels = append(ch.levels, up)
+	}
+	return ch, nil
+}
+
+// IndexOf is the leaf index of line in the tree if it is one of the
+// chunk's leaves.
+func (ch *Chunk) IndexOf(line []byte) (uint64, bool) {
+	h := [32]byte(hasher.HashLeaf(line))
+	j := slices.Index(ch.levels[0], h)
+	return ch.first + uint64(j), j >= 0
+}
+
+// ProofFrom is Proof with the chunks given as read by ReadChunk.
+func (t *Tree) ProofFrom(index uint64, chunk func(c int) (*Chunk, error)) ([][]byte, error) {
 	nodes, err := proof.Inclusion(index, t.Size)
 	if err != nil {
 		return nil, fmt.Errorf("inclusion proof: %w", err)
 	}
-	read := make(map[int][][]byte) // chunk → its leaf hashes
 	hashes := make([][]byte, len(nodes.IDs))
 	for i, id := range nodes.IDs {
 		if id.Level >= t.level {
@@ -267,16 +327,17 @@ func (t *Tree) Proof(index uint64, lines func(c int) ([][]byte, error)) ([][]byt
 			continue
 		}
 		c := int(id.Index >> (t.level - id.Level))
-		leaves, ok := read[c]
-		if !ok {
-			if leaves, err = t.readChunk(c, lines); err != nil {
-				return nil, err
-			}
-			read[c] = leaves
+		ch, err := chunk(c)
+		if err != nil {
+			return nil, err
 		}
 		begin, _ := id.Coverage()
-		begin -= uint64(c) << t.level
-		hashes[i] = perfect(begin, leaves[begin:begin+1<<id.Level])
+		j := (begin - ch.first) >> id.Level
+		if ch.first != uint64(c)<<t.level || int(id.Level) >= len(ch.levels) || j >= uint64(len(ch.levels[id.Level])) {
+			return nil, fmt.Errorf("inclusion proof of leaf %d: chunk %d was not read from this tree", index, c)
+		}
+		h := ch.levels[id.Level][j]
+		hashes[i] = h[:]
 	}
 	path, err := nodes.Rehash(hashes, hasher.HashChildren)
 	if err != nil {
@@ -289,13 +350,18 @@ func (t *Tree) Proof(index uint64, lines func(c int) ([][]byte, error)) ([][]byt
 // proof's nodes are perfect subtrees within the tree, so it covers full
 // chunks only.
 func (t *Tree) nodeFromChunks(id compact.NodeID) []byte {
-	shift := id.Level - t.level
-	begin := id.Index << shift
-	hs := make([][]byte, 1<<shift)
-	for j := range hs {
-		hs[j] = t.hashes[begin+uint64(j)][:]
-	}
-	return perfect(begin, hs)
+	t.upperOnce.Do(func() {
+		t.upper = [][][32]byte{t.hashes}
+		for below := t.hashes; len(below) > 1; below = t.upper[len(t.upper)-1] {
+			up := make([][32]byte, len(below)/2)
+			for j := range up {
+				up[j] = [32]byte(hasher.HashChildren(below[2*j][:], below[2*j+1][:]))
+			}
+			t.upper = append(t.upper, up)
+		}
+	})
+	h := t.upper[id.Level-t.level][id.Index]
+	return h[:]
 }
 
 // readChunk reads chunk c's lines and checks them against its hash; it

@@ -458,3 +458,82 @@ func BenchmarkEntryList_Root_1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTree_Proof is one entrant's inclusion proof in a tree of
+// 1,000,000 entries: from the chunks' lines (Proof), and from chunks read
+// once and kept (ProofFrom, as the API keeps them): the CPU a GET
+// /lobby/me pays after the commit.
+func BenchmarkTree_Proof(b *testing.B) {
+	tc := newTreeCase(benchEntries, 1)
+	tr := tc.tree(b)
+	lines := func(c int) ([][]byte, error) {
+		start := c * draw.ChunkSize
+		return tc.lines[start:min(start+draw.ChunkSize, len(tc.lines))], nil
+	}
+	b.Run("from lines", func(b *testing.B) {
+		i := uint64(0)
+		for b.Loop() {
+			if _, err := tr.Proof(i%benchEntries, lines); err != nil {
+				b.Fatal(err)
+			}
+			i += 7919
+		}
+	})
+	b.Run("from kept chunks", func(b *testing.B) {
+		kept := map[int]*draw.Chunk{}
+		chunk := func(c int) (*draw.Chunk, error) {
+			if ch, ok := kept[c]; ok {
+				return ch, nil
+			}
+			ch, err := tr.ReadChunk(c, lines)
+			kept[c] = ch
+			return ch, err
+		}
+		for i := range uint64(tr.Chunks()) { // every chunk read once, before
+			if _, err := tr.ProofFrom(i*draw.ChunkSize, chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i := uint64(0)
+		for b.Loop() {
+			if _, err := tr.ProofFrom(i%benchEntries, chunk); err != nil {
+				b.Fatal(err)
+			}
+			i += 7919
+		}
+	})
+}
+
+// Proofs from chunks read once and kept (ProofFrom, as the API gives
+// them) are the proofs Proof gives, for every leaf of trees that cross
+// many chunks, and a chunk of another tree is refused.
+func TestTree_ProofFromKeptChunksIsProof(t *testing.T) {
+	draw.SetChunkSize(t, 4)
+	for _, n := range []int{1, 3, 4, 5, 17, 64, 70} {
+		tc := newTreeCase(n, 3)
+		tr := tc.tree(t)
+		lines := func(c int) ([][]byte, error) { return tc.lines[c*4 : min(c*4+4, n)], nil }
+		kept := map[int]*draw.Chunk{}
+		chunk := func(c int) (*draw.Chunk, error) {
+			if kept[c] == nil {
+				ch, err := tr.ReadChunk(c, lines)
+				require.NoError(t, err)
+				kept[c] = ch
+			}
+			return kept[c], nil
+		}
+		for i := range uint64(n) {
+			want, err := tr.Proof(i, lines)
+			require.NoError(t, err)
+			got, err := tr.ProofFrom(i, chunk)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "size %d leaf %d", n, i)
+			require.NoError(t, draw.VerifyInclusion(tc.lines[i], i, uint64(n), got, tr.Root[:]))
+		}
+		if n >= 8 {
+			wrong := func(int) (*draw.Chunk, error) { return kept[0], nil } // chunk 0 for every chunk
+			_, err := tr.ProofFrom(5, wrong)                                // leaf 5's sibling is leaf 4, in chunk 1
+			require.Error(t, err, "size %d", n)
+		}
+	}
+}
