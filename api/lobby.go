@@ -105,7 +105,10 @@ func (s *Server) lobbyMe(c *fiber.Ctx) error {
 	it := e.Item.OrDefault()
 	out := seckill.LobbyEntryJSON{Status: e.Outcome, Rank: e.Rank, Entry: hex.EncodeToString(e.Entry), SKU: it.SKU, Quantity: it.Quantity}
 	if out.InclusionProof, err = s.inclusionProof(ctx, sale.ID, e); err != nil {
-		return err
+		// The outcome matters more than the proof: a winner still learns
+		// their order; the proof comes with a later answer.
+		s.logFor(c).Warn("inclusion proof", "saleID", sale.ID, "error", err)
+		out.InclusionProof = nil
 	}
 	switch e.Outcome {
 	case "":

@@ -801,6 +801,9 @@ func (d drawBeaconRow) beaconViolations() []string {
 	if ranked && !d.Committed {
 		v = append(v, "the draw ranked its entries without committing them (no entries tree recorded)")
 	}
+	if d.Committed && d.DrawCommittedAt == nil {
+		v = append(v, "the entries' commit has no time recorded: nothing shows it came before the beacon round")
+	}
 	if d.DrawCommittedAt != nil && d.DrawBeaconRoundAt != nil && !d.DrawCommittedAt.Before(*d.DrawBeaconRoundAt) {
 		v = append(v, fmt.Sprintf("the entries were committed at %s, not before beacon round %d's time %s: whoever committed them could have known its randomness",
 			d.DrawCommittedAt.UTC().Format(time.RFC3339Nano), *d.DrawBeaconRound, d.DrawBeaconRoundAt.UTC().Format(time.RFC3339)))

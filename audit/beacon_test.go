@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cloudflare/circl/ecc/bls12381"
 	"github.com/stretchr/testify/require"
@@ -51,7 +52,13 @@ func TestRun_FailsADrawWhoseBeaconDoesNotVerify(t *testing.T) {
 		"a malformed signature":              {seckill.DrawDone, []byte{1}, []byte("not a signature"), "does not verify"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			exec(t, st, `UPDATE sales SET draw_state = ?, draw_entries_tree = ?, draw_beacon_signature = ? WHERE id = ?`, tc.state, tc.tree, tc.signature, sale.ID)
+			var committedAt *time.Time // committed at the lobby's close, 10 s before the round
+			if tc.tree != nil {
+				at := beacon.Dev.RoundTime(round).Add(-10 * time.Second)
+				committedAt = &at
+			}
+			exec(t, st, `UPDATE sales SET draw_state = ?, draw_entries_tree = ?, draw_committed_at = ?, draw_beacon_signature = ? WHERE id = ?`,
+				tc.state, tc.tree, committedAt, tc.signature, sale.ID)
 			rep := audited(t, st, rs, sale)
 			if tc.violation == "" {
 				require.NotContains(t, failed(rep), 9, "%s", rep)

@@ -66,7 +66,14 @@ type Published struct {
 	// DevChainOK accepts a round of the development chain (beacon.Dev,
 	// seckill dev's), whose key anyone can derive: without it such a
 	// draw fails, since its operator could sign any round.
-	DevChainOK   bool
+	DevChainOK bool
+	// PinnedRound and PinnedRoot are what the verifier saw before the
+	// draw, if they kept them (`--round`, `--root`): the round the sale
+	// showed when its lobby opened, the root GET /draw showed when it
+	// closed. The draw must publish the same (0, "": not pinned), however
+	// the sale reads now.
+	PinnedRound  uint64
+	PinnedRoot   string
 	Beacon       *PublishedBeacon
 	SaleBeacon   *PublishedBeacon
 	SaleStartsAt time.Time

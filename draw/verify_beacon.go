@@ -44,13 +44,19 @@ func beaconChecks(p Published, seed []byte) (rankSeed []byte, checks []Check, no
 			pr.add("the published lines' root is %x, but entries_root is %s", got, p.EntriesRoot)
 		}
 	}
+	if p.PinnedRoot != "" && !strings.EqualFold(p.PinnedRoot, p.EntriesRoot) {
+		pr.add("the root seen when the lobby closed was %s, the draw publishes %q", p.PinnedRoot, clip(p.EntriesRoot))
+	}
 	rootCheck := pr.check(CheckRoot)
-	if p.EntriesRoot == "" && p.Beacon == nil {
+	if p.EntriesRoot == "" && p.Beacon == nil && p.PinnedRoot == "" {
 		rootCheck.Skipped, rootCheck.Problems = true, []string{"the draw publishes no entries root (drawn before v4, or without a beacon)"}
 	}
 
 	var pb problems
 	b := p.Beacon
+	if p.PinnedRound != 0 && (b == nil || b.Round != p.PinnedRound) {
+		pb.add("the round seen when the lobby opened was %d, the draw publishes %s", p.PinnedRound, roundOf(b))
+	}
 	switch {
 	case b == nil && p.SaleBeacon != nil:
 		pb.add("the sale showed beacon round %d of chain %s, but the draw publishes none", p.SaleBeacon.Round, p.SaleBeacon.ChainHash)
@@ -77,6 +83,9 @@ func beaconChecks(p Published, seed []byte) (rankSeed []byte, checks []Check, no
 			} else {
 				note = fmt.Sprintf("beacon: drand quicknet round %d, published %s", b.Round, chain.RoundTime(b.Round).Format(time.RFC3339))
 			}
+			if p.CommittedAt == nil {
+				pb.add("the draw publishes no committed_at: nothing shows its entries were committed before round %d's time", b.Round)
+			}
 			if at := p.CommittedAt; at != nil && !at.Before(chain.RoundTime(b.Round)) {
 				pb.add("the entries were committed at %s, not before round %d's time %s: whoever committed them could have known its randomness",
 					at.UTC().Format(time.RFC3339Nano), b.Round, chain.RoundTime(b.Round).Format(time.RFC3339))
@@ -98,8 +107,16 @@ func beaconChecks(p Published, seed []byte) (rankSeed []byte, checks []Check, no
 		}
 	}
 	beaconCheck := pb.check(CheckBeacon)
-	if b == nil && p.SaleBeacon == nil {
+	if b == nil && p.SaleBeacon == nil && p.PinnedRound == 0 {
 		beaconCheck.Skipped, beaconCheck.Problems = true, []string{note}
 	}
 	return rankSeed, []Check{rootCheck, beaconCheck}, note
+}
+
+// roundOf names b's round for a problem ("none" without a beacon).
+func roundOf(b *PublishedBeacon) string {
+	if b == nil {
+		return "none"
+	}
+	return fmt.Sprintf("round %d", b.Round)
 }

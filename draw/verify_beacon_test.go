@@ -90,6 +90,7 @@ func TestVerifyBeacon_AGoodDrawFromTheDevelopmentChainChecksOutOnlyWhenAcceptedA
 	require.Equal(t, []string{draw.CheckBeacon}, refused.Failed(), "%s", refused.String())
 	require.Contains(t, refused.String(), "development chain, whose key anyone can derive")
 	p.DevChainOK = true
+	p.PinnedRound, p.PinnedRoot = b.round, hex.EncodeToString(b.root[:]) // what a buyer kept checks out
 	rep := draw.Verify(p)
 	require.True(t, rep.OK(), "%s", rep.String())
 	require.Contains(t, rep.Beacon, "DEVELOPMENT CHAIN")
@@ -157,6 +158,12 @@ func TestVerifyBeacon_TamperingFails(t *testing.T) {
 			late := beacon.Dev.RoundTime(p.Beacon.Round).Add(time.Second)
 			p.CommittedAt = &late
 		}, []string{draw.CheckBeacon}},
+		"another round than the one pinned by the buyer": {func(p *draw.Published) { p.PinnedRound = p.Beacon.Round + 1 }, []string{draw.CheckBeacon}},
+		"no beacon, though the buyer pinned a round": {func(p *draw.Published) {
+			p.Beacon, p.SaleBeacon, p.EntriesRoot, p.PinnedRound = nil, nil, "", p.Beacon.Round
+		}, []string{draw.CheckBeacon}},
+		"another root than the one pinned by the buyer": {func(p *draw.Published) { p.PinnedRoot = hex.EncodeToString(make([]byte, 32)) }, []string{draw.CheckRoot}},
+		"no committed_at": {func(p *draw.Published) { p.CommittedAt = nil }, []string{draw.CheckBeacon}},
 		"the seed": {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
 		"no beacon published for a sale that showed one": {func(p *draw.Published) { p.Beacon = nil }, []string{draw.CheckBeacon}},
 		"another chain than the sale showed":             {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},

@@ -26,7 +26,8 @@ ALTER TABLE sales
     ADD CONSTRAINT sales_draw_beacon CHECK (
         (draw_beacon_chain IS NULL) = (draw_beacon_round IS NULL)
         AND (draw_beacon_chain IS NULL) = (draw_beacon_round_at IS NULL)
-        AND (draw_beacon_signature IS NULL OR draw_beacon_chain IS NOT NULL));
+        AND (draw_beacon_signature IS NULL OR draw_beacon_chain IS NOT NULL)
+        AND (draw_entries_tree IS NULL) = (draw_committed_at IS NULL));
 
 -- +goose Down
 ALTER TABLE sales

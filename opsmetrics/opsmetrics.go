@@ -24,9 +24,9 @@
 //     between segments left out) and its claims (one unit each, queued,
 //     awaiting payment or paid); negative when Redis holds more;
 //   - seckill_draw_beacon_late_seconds{sale}: how long past its time the
-//     beacon round a sale's draw waits for is, while it is not recorded
-//     (the beacon is down, or no worker reads it): the sale stays
-//     DRAWING meanwhile;
+//     beacon round a sale's draw waits for is, while the draw has not
+//     ranked (the beacon is down, no worker reads or trusts it, or the
+//     ranking is refused): the sale stays DRAWING meanwhile;
 //   - seckill_health_scrape_ok{check}: 0 when one check's read failed or
 //     timed out (its gauges are then missing from the scrape).
 //
@@ -156,7 +156,7 @@ func New(st Database, rs Redis, opts Options) *Collector {
 		stranded: prometheus.NewDesc("seckill_sale_stranded_units",
 			"Units of a live sale Redis holds nowhere: the sale's total less Redis' stock (units stuck between segments left out) and its claims; negative: Redis holds more units than the sale has.", []string{"sale"}, nil),
 		beaconLate: prometheus.NewDesc("seckill_draw_beacon_late_seconds",
-			"How long past its time the beacon round the sale's draw waits for is, while not recorded (the sale stays DRAWING).", []string{"sale"}, nil),
+			"How long past its time the beacon round the sale's draw waits for is, while the draw has not ranked (the sale stays DRAWING).", []string{"sale"}, nil),
 		ok: prometheus.NewDesc("seckill_health_scrape_ok",
 			"1 when the check's gauges could be read at this scrape, 0 when Redis or the database failed or timed out.", []string{"check"}, nil),
 	}

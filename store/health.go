@@ -53,17 +53,20 @@ func (s *Store) OverdueOrders(ctx context.Context, grace time.Duration) (Backlog
 	return row.backlog(), nil
 }
 
-// LateBeacons reads, per sale whose draw waits for a beacon round that
-// has not been recorded, how long past the round's time it is (only the
-// sales whose round's time has passed; by the database's clock).
+// LateBeacons reads, per sale whose draw waits for a beacon round and has
+// not ranked its entries yet, how long past the round's time it is (only
+// the sales whose round's time has passed; by the database's clock): the
+// round not read (the beacon down, a chain the worker does not trust, no
+// beacon read at all), or read and the ranking refused (the entries are
+// not those committed).
 func (s *Store) LateBeacons(ctx context.Context) (map[int64]time.Duration, error) {
 	var rows []struct {
 		ID   int64
 		Late float64
 	}
 	err := s.db.WithContext(ctx).Raw(`SELECT id, EXTRACT(EPOCH FROM now() - draw_beacon_round_at)::float8 AS late FROM sales
-		WHERE draw_beacon_chain IS NOT NULL AND draw_beacon_signature IS NULL AND draw_state <> ? AND draw_beacon_round_at < now()`,
-		seckill.DrawDone).Scan(&rows).Error
+		WHERE draw_beacon_chain IS NOT NULL AND draw_state IN (?, ?) AND draw_beacon_round_at < now()`,
+		seckill.DrawOpen, seckill.DrawClosed).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the draws waiting for their beacon: %w", err)
 	}

@@ -83,6 +83,8 @@ func Command(ctx context.Context, args []string, stdout io.Writer, opts Options)
 	apiURL := fs.String("api", opts.DefaultAPI, "API base URL")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	devChain := fs.Bool("dev-chain", false, "accept a draw from seckill's development beacon (seckill dev's), whose key anyone can derive; refused without it")
+	round := fs.Uint64("round", 0, "the beacon round the sale showed when its lobby opened, if you kept it: the draw must have used it")
+	root := fs.String("root", "", "the entries_root GET /draw showed when the lobby closed, if you kept it: the draw must publish it")
 	if err := h.Parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func Command(ctx context.Context, args []string, stdout io.Writer, opts Options)
 	if err != nil {
 		return fmt.Errorf("draw verify: %w", err)
 	}
-	p.DevChainOK = *devChain
+	p.DevChainOK, p.PinnedRound, p.PinnedRoot = *devChain, *round, *root
 	rep := draw.Verify(p)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
