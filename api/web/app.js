@@ -534,7 +534,9 @@ const Seckill = (() => {
     function renderProof(phase) {
       const commitment = sale.draw ? sale.draw.commitment : "";
       const done = drawn && drawn !== "pending" ? drawn : null;
-      const key = [phase, commitment, done ? done.seed : drawn].join("|");
+      const beacon = sale.draw && sale.draw.beacon; // the drand round the ranks also depend on
+      const proof = entry && entry.inclusion_proof; // this buyer's entry in the committed entries
+      const key = [phase, commitment, done ? done.seed : drawn, proof ? proof.leaf_index : ""].join("|");
       if (key === proofShown) return;
       proofShown = key;
       const code = (id, text) => Object.assign(document.createElement("code"), { id, textContent: text });
@@ -542,17 +544,24 @@ const Seckill = (() => {
         id: "verify-link", href: "/api/v1/sales/" + encodeURIComponent(sale.id) + "/draw", textContent: "the published draw" });
       const verify = code("", "seckill draw verify --sale " + sale.id + " --api " + location.origin);
       const p = $("lobby-proof");
+      // The beacon and the buyer's own inclusion, said after the rest.
+      const more = () => {
+        const parts = [];
+        if (beacon) parts.push(" The ranks also depend on drand round " + beacon.round + ", published after the lobby closes, so nobody, the shop included, can know them before the entries are fixed.");
+        if (proof) parts.push(" Your entry is entry " + (proof.leaf_index + 1) + " of the " + proof.tree_size + " committed when the lobby closed (its inclusion proof is in GET /lobby/me).");
+        return parts;
+      };
       if (phase === "soon") {
         p.replaceChildren("When the lobby opens, the shop shows the SHA-256 of the draw's secret seed, its commitment. " +
           "After the draw it publishes the seed and every entry, so anyone can recompute every rank.");
       } else if (phase !== "drawn" || drawn === "pending") {
         p.replaceChildren("The shop has committed to the draw's secret seed by showing its SHA-256: ", code("lobby-commitment", commitment),
-          ". When the draw is done it publishes the seed and every entry, so anyone can check the seed against this and recompute every rank.");
+          ". When the draw is done it publishes the seed and every entry, so anyone can check the seed against this and recompute every rank.", ...more());
       } else if (done) {
         p.replaceChildren("The draw is done, and its seed is published: ", code("draw-seed", done.seed),
           ". Its SHA-256 is the commitment shown before the draw, ", code("lobby-commitment", done.commitment),
           ". Anyone can recompute every rank from ", link(), " (" + plural(done.entries, "entry", "entries") + ", " + done.admitted +
-          " admitted), or check the whole draw with ", verify, ".");
+          " admitted), or check the whole draw with ", verify, ".", ...more());
       } else {
         p.replaceChildren("The draw is done, and its seed is published with every entry: ", link(),
           ". Anyone can recompute every rank from it, or check the whole draw with ", verify, ".");
