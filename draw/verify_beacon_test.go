@@ -164,7 +164,7 @@ func TestVerifyBeacon_TamperingFails(t *testing.T) {
 		}, []string{draw.CheckBeacon}},
 		"another root than the one pinned by the buyer": {func(p *draw.Published) { p.PinnedRoot = hex.EncodeToString(make([]byte, 32)) }, []string{draw.CheckRoot}},
 		"no committed_at": {func(p *draw.Published) { p.CommittedAt = nil }, []string{draw.CheckBeacon}},
-		"the seed": {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
+		"the seed":        {func(p *draw.Published) { p.Seed = hex.EncodeToString(draw.NewSeed()) }, []string{draw.CheckCommitment}},
 		"no beacon published for a sale that showed one": {func(p *draw.Published) { p.Beacon = nil }, []string{draw.CheckBeacon}},
 		"another chain than the sale showed":             {func(p *draw.Published) { p.SaleBeacon.ChainHash = beacon.Quicknet.Hash }, []string{draw.CheckBeacon}},
 		"an unpinned chain": {func(p *draw.Published) {
