@@ -33,6 +33,12 @@ func temporalDialError(cfg Config, err error) error {
 	switch {
 	case cfg.TemporalTLS.Enabled() && (strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "authentication handshake failed")):
 		return fmt.Errorf("Temporal at %s: the TLS handshake failed: check TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (a client certificate the server trusts), TEMPORAL_TLS_CA (the CA of the server's certificate) and TEMPORAL_TLS_SERVER_NAME (a name in the server's certificate): %w", cfg.TemporalAddress, err)
+	case cfg.TemporalTLS.Enabled() && (strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset by peer")):
+		// Under TLS 1.3 the client's side of the handshake completes
+		// before the server checks the client's certificate: a server
+		// refusing it closes the connection, and the client sees its
+		// first write fail rather than the server's alert.
+		return fmt.Errorf("Temporal at %s: the TLS handshake failed, or the server closed the connection right after it (as a server refusing the client certificate does under TLS 1.3): check TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (a client certificate the server trusts), TEMPORAL_TLS_CA and TEMPORAL_TLS_SERVER_NAME: %w", cfg.TemporalAddress, err)
 	case !cfg.TemporalTLS.Enabled() && (strings.Contains(msg, "server preface") || strings.Contains(msg, "tls:")):
 		return fmt.Errorf("Temporal at %s did not answer in plaintext: if it requires TLS, set TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY, or TEMPORAL_API_KEY (docs/OPERATIONS.md, Temporal beyond loopback); or check TEMPORAL_ADDRESS: %w", cfg.TemporalAddress, err)
 	}
