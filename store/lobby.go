@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
@@ -72,52 +71,59 @@ func entries(rows []lobbyEntryRow) []*LobbyEntry {
 // no variant item.SKU.
 func (s *Store) Enter(ctx context.Context, saleID int64, userID string, item seckill.Item) (entry *LobbyEntry, created bool, err error) {
 	item = item.OrDefault()
-	err = s.transaction(ctx, func(tx *gorm.DB) error {
-		var sale struct {
-			DrawState *string
-			StartsAt  time.Time
-			Now       time.Time
-		}
-		if err := tx.Raw(`SELECT draw_state, starts_at, now() AS now FROM sales WHERE id = ? FOR SHARE`, saleID).
-			Scan(&sale).Error; err != nil {
-			return err
-		}
-		var prev lobbyEntryRow
-		err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error
-		if err == nil {
-			entry = prev.entry()
-			return nil
-		}
-		if !errors.Is(err, gorm.ErrRecordNotFound) {
-			return err
-		}
-		if sale.DrawState == nil || *sale.DrawState != seckill.DrawOpen || !sale.Now.Before(sale.StartsAt) {
-			return seckill.ErrLobbyClosed
-		}
-		// Two first entries of one user at once: the second waits for the
-		// first's row (the primary key) and answers its entry.
-		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: draw.NewEntry(), SKU: item.SKU, Quantity: item.Quantity}
-		res := tx.Omit("EnteredAt").Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-		if isForeignKeyViolation(res.Error, "lobby_entries_variant_fkey") {
-			return fmt.Errorf("sale %d has no variant %q: %w", saleID, item.SKU, ErrVariantNotFound)
-		}
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			if err := tx.Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&prev).Error; err != nil {
-				return err
-			}
-			entry = prev.entry()
-			return nil
-		}
-		entry, created = row.entry(), true
-		return nil
-	})
-	if err != nil && !errors.Is(err, seckill.ErrLobbyClosed) {
+	// One statement, one round trip and one commit (PostgreSQL commits
+	// concurrent entries together): the share lock on the sale's row, the
+	// lobby's state on the database's clock, the entry the user has, and
+	// the insert of a fresh one when they have none and the lobby is open.
+	var r struct {
+		Open                      *bool
+		NewEntry, PrevEntry       []byte
+		NewSKU, PrevSKU           *string
+		NewQuantity, PrevQuantity *int
+		PrevRank                  *int
+		PrevFits                  *bool
+		PrevOutcome               *string
+		PrevOrderID               *int64
+	}
+	err = s.db.WithContext(ctx).Raw(`WITH s AS (
+			SELECT draw_state = ? AND now() < starts_at AS open FROM sales WHERE id = ? FOR SHARE
+		), prev AS (
+			SELECT entry, sku, quantity, rank, fits, outcome, order_id FROM lobby_entries WHERE sale_id = ? AND user_id = ?
+		), ins AS (
+			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
+			SELECT ?, ?, ?, ?, ? FROM s WHERE s.open AND NOT EXISTS (SELECT 1 FROM prev)
+			ON CONFLICT DO NOTHING
+			RETURNING entry, sku, quantity
+		)
+		SELECT (SELECT open FROM s) AS open,
+			i.entry AS new_entry, i.sku AS new_sku, i.quantity AS new_quantity,
+			p.entry AS prev_entry, p.sku AS prev_sku, p.quantity AS prev_quantity,
+			p.rank AS prev_rank, p.fits AS prev_fits, p.outcome AS prev_outcome, p.order_id AS prev_order_id
+		FROM (SELECT 1) one LEFT JOIN ins i ON true LEFT JOIN prev p ON true`,
+		seckill.DrawOpen, saleID, saleID, userID, saleID, userID, draw.NewEntry(), item.SKU, item.Quantity).Scan(&r).Error
+	switch {
+	case isForeignKeyViolation(err, "lobby_entries_variant_fkey"):
+		return nil, false, fmt.Errorf("enter the lobby of sale %d: sale %d has no variant %q: %w", saleID, saleID, item.SKU, ErrVariantNotFound)
+	case err != nil:
+		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
+	case r.NewEntry != nil:
+		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: r.NewEntry, SKU: *r.NewSKU, Quantity: *r.NewQuantity}
+		return row.entry(), true, nil
+	case r.PrevEntry != nil:
+		row := lobbyEntryRow{SaleID: saleID, UserID: userID, Entry: r.PrevEntry, SKU: *r.PrevSKU, Quantity: *r.PrevQuantity,
+			Rank: r.PrevRank, Fits: r.PrevFits, Outcome: r.PrevOutcome, OrderID: r.PrevOrderID}
+		return row.entry(), false, nil
+	case r.Open == nil || !*r.Open:
+		return nil, false, seckill.ErrLobbyClosed
+	}
+	// Two first entries of one user at once: this one's insert met the
+	// other's row, committed after this statement's snapshot. Its entry
+	// is the user's.
+	e, err := s.LobbyEntryOf(ctx, saleID, userID)
+	if err != nil {
 		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
 	}
-	return entry, created, err
+	return e, false, nil
 }
 
 // LobbyEntryOf returns userID's entry in the sale's lobby, with its item;

@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
@@ -117,4 +120,55 @@ func TestUnwrittenDrawOrders_CarryTheirEntriesItems(t *testing.T) {
 	require.Len(t, unwritten, 1)
 	require.Equal(t, int64(101), unwritten[0].OrderID)
 	require.Equal(t, item, unwritten[0].Item)
+}
+
+// One user entering many times at once gets one entry: exactly one
+// answer creates it, every other answers it.
+func TestEnter_ManyFirstEntriesOfOneUserAtOnceMakeOne(t *testing.T) {
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	const n = 16
+	var (
+		wg      sync.WaitGroup
+		created atomic.Int64
+		entries sync.Map
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, c, err := st.Enter(t.Context(), sale.ID, "eager", seckill.Item{SKU: "eu-42", Quantity: 1})
+			if !assert.NoError(t, err) {
+				return
+			}
+			if c {
+				created.Add(1)
+			}
+			entries.Store(string(e.Entry), true)
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(1), created.Load())
+	count := 0
+	entries.Range(func(any, any) bool { count++; return true })
+	require.Equal(t, 1, count, "every answer names the one entry")
+}
+
+// Once the lobby is closed a new entry is refused, and one made before is
+// still answered.
+func TestEnter_AClosedLobbyTakesNoEntryAndAnswersTheOnesItHas(t *testing.T) {
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	before, created, err := st.Enter(t.Context(), sale.ID, "early", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NoError(t, st.CloseLobby(t.Context(), sale.ID))
+	_, _, err = st.Enter(t.Context(), sale.ID, "late", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.ErrorIs(t, err, seckill.ErrLobbyClosed)
+	again, created, err := st.Enter(t.Context(), sale.ID, "early", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, before.Entry, again.Entry)
+	_, _, err = st.Enter(t.Context(), 987654321, "nobody", seckill.DefaultItem)
+	require.ErrorIs(t, err, seckill.ErrLobbyClosed, "a sale that does not exist has no open lobby")
 }
