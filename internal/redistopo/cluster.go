@@ -3,6 +3,7 @@ package redistopo
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,13 +21,28 @@ type Cluster struct {
 	root  string
 }
 
-// StartCluster starts a Cluster, its output going to log.
-func StartCluster(log io.Writer) (c *Cluster, err error) {
+// StartCluster starts a Cluster, its output going to log. The free ports
+// it picks may be taken by another process before its nodes bind them, so
+// a start that fails is tried again, on other ports, up to three times.
+func StartCluster(log io.Writer) (*Cluster, error) {
+	var errs []error
+	for range 3 {
+		c, err := startCluster(log)
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// startCluster starts a Cluster once; on failure it stops what it started.
+func startCluster(log io.Writer) (_ *Cluster, err error) {
 	root, err := tempDir("cluster")
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{root: root}
+	c := &Cluster{root: root}
 	defer func() {
 		if err != nil {
 			c.Stop()

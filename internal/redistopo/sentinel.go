@@ -25,12 +25,13 @@ type SentinelGroup struct {
 }
 
 // StartSentinel starts a Sentinel group, its output going to log.
-func StartSentinel(log io.Writer) (g *SentinelGroup, err error) {
+func StartSentinel(log io.Writer) (_ *SentinelGroup, err error) {
 	root, err := tempDir("sentinel")
 	if err != nil {
 		return nil, err
 	}
-	g = &SentinelGroup{root: root}
+	// Stopped on failure, whatever the return says (a nil group).
+	g := &SentinelGroup{root: root}
 	defer func() {
 		if err != nil {
 			g.Stop()
