@@ -191,14 +191,26 @@ func (s *Server) entriesTree(ctx context.Context, saleID int64) (*draw.Tree, err
 		return t.(*draw.Tree), nil
 	}
 	d, err := s.cfg.Store.DrawOf(ctx, saleID)
-	if err != nil || d.Tree == nil {
+	if err != nil {
 		return nil, err
+	}
+	return s.treeOf(d)
+}
+
+// treeOf is d's committed entries tree (nil: not committed yet),
+// unmarshalled once per sale and kept.
+func (s *Server) treeOf(d *seckill.Draw) (*draw.Tree, error) {
+	if t, ok := s.trees.Load(d.SaleID); ok {
+		return t.(*draw.Tree), nil
+	}
+	if d.Tree == nil {
+		return nil, nil
 	}
 	t, err := draw.UnmarshalTree(d.Tree)
 	if err != nil {
-		return nil, fmt.Errorf("the entries tree of sale %d: %w", saleID, err)
+		return nil, fmt.Errorf("the entries tree of sale %d: %w", d.SaleID, err)
 	}
-	s.trees.Store(saleID, t)
+	s.trees.Store(d.SaleID, t)
 	return t, nil
 }
 
@@ -250,11 +262,11 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 	for i, v := range vs {
 		out.Variants[i] = seckill.DrawVariantJSON{SKU: v.SKU, Stock: v.Stock, Admitted: int64(v.Admitted)}
 	}
-	if d.Tree != nil {
-		t, err := draw.UnmarshalTree(d.Tree)
-		if err != nil {
-			return err
-		}
+	t, err := s.treeOf(d)
+	if err != nil {
+		return err
+	}
+	if t != nil {
 		out.EntriesRoot, out.CommittedAt = hex.EncodeToString(t.Root[:]), d.CommittedAt
 	}
 	if b := d.Beacon; b != nil {
@@ -269,7 +281,7 @@ func (s *Server) getDraw(c *fiber.Ctx) error {
 // draw's end: the entries' root and count, committed before the beacon
 // round exists, and the round the ranks wait for. No seed yet.
 func (s *Server) committedDraw(c *fiber.Ctx, d *seckill.Draw) error {
-	t, err := draw.UnmarshalTree(d.Tree)
+	t, err := s.treeOf(d)
 	if err != nil {
 		return err
 	}
