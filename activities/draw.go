@@ -59,32 +59,18 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	var (
 		entries [][]byte
 		items   = make(map[[draw.EntrySize]byte]seckill.Item)
-		after   []byte
-		// What is ranked is what was committed, or nothing is ranked.
-		read = draw.NewTreeBuilder()
 	)
-	for {
-		batch, err := a.store.LobbyEntries(ctx, in.SaleID, after, DrawReadBatch)
-		if err != nil {
-			return seckill.DrawProgress{}, err
-		}
-		for _, e := range batch {
-			entries = append(entries, e.Entry)
-			it := e.Item.OrDefault()
-			items[[draw.EntrySize]byte(e.Entry)] = it
-			if err := read.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
-				return seckill.DrawProgress{}, err
-			}
-		}
-		activity.RecordHeartbeat(ctx, len(entries))
-		if len(batch) < DrawReadBatch {
-			break
-		}
-		after = batch[len(batch)-1].Entry
+	read, err := a.readLobby(ctx, in.SaleID, func(e seckill.EntryLine) {
+		entries = append(entries, e.Entry)
+		items[[draw.EntrySize]byte(e.Entry)] = e.Item.OrDefault()
+	})
+	if err != nil {
+		return seckill.DrawProgress{}, err
 	}
-	if got := read.Tree(); got.Root != tree.Root || got.Size != tree.Size {
+	// What is ranked is what was committed, or nothing is ranked.
+	if read.Root != tree.Root || read.Size != tree.Size {
 		return seckill.DrawProgress{}, fmt.Errorf("the draw of sale %d: its entries (%d, root %x) are not those committed (%d, root %x): nothing is ranked",
-			in.SaleID, got.Size, got.Root, tree.Size, tree.Root)
+			in.SaleID, read.Size, read.Root, tree.Size, tree.Root)
 	}
 	ranked := draw.Rank(seed, entries)
 	fitter := draw.NewFitter(stock)

@@ -88,39 +88,54 @@ func (a *Activities) commit(ctx context.Context, d *seckill.Draw) (*draw.Tree, e
 		if _, err := a.store.FreezeDrawStock(ctx, d.SaleID); err != nil {
 			return nil, err
 		}
-		b := draw.NewTreeBuilder()
-		var after []byte
-		for {
-			batch, err := a.store.LobbyEntries(ctx, d.SaleID, after, DrawReadBatch)
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range batch {
-				it := e.Item.OrDefault()
-				if err := b.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
-					return nil, fmt.Errorf("commit the entries of sale %d: %w", d.SaleID, err)
-				}
-			}
-			activity.RecordHeartbeat(ctx, "commit")
-			if len(batch) < DrawReadBatch {
-				break
-			}
-			after = batch[len(batch)-1].Entry
+		t, err := a.readLobby(ctx, d.SaleID, nil)
+		if err != nil {
+			return nil, err
 		}
-		bin, err := b.Tree().MarshalBinary()
+		bin, err := t.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
 		if d.Tree, err = a.store.CommitEntries(ctx, d.SaleID, bin); err != nil {
 			return nil, err
 		}
-		t, err := draw.UnmarshalTree(d.Tree)
+		// The tree first recorded is the one kept, whoever recorded it.
+		kept, err := draw.UnmarshalTree(d.Tree)
 		if err == nil {
-			activity.GetLogger(ctx).Info("draw committed", "saleID", d.SaleID, "entries", t.Size, "root", fmt.Sprintf("%x", t.Root))
+			activity.GetLogger(ctx).Info("draw committed", "saleID", d.SaleID, "entries", kept.Size, "root", fmt.Sprintf("%x", kept.Root))
 		}
-		return t, err
+		return kept, err
 	}
 	return draw.UnmarshalTree(d.Tree)
+}
+
+// readLobby reads every entry of the closed lobby, in batches, ascending,
+// gives each to visit (nil: none) and returns the tree of their lines:
+// what CommitDraw commits and what RankDraw checks it ranks.
+func (a *Activities) readLobby(ctx context.Context, saleID int64, visit func(seckill.EntryLine)) (*draw.Tree, error) {
+	b := draw.NewTreeBuilder()
+	var after []byte
+	for n := 0; ; {
+		batch, err := a.store.LobbyEntries(ctx, saleID, after, DrawReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range batch {
+			it := e.Item.OrDefault()
+			if err := b.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
+				return nil, fmt.Errorf("the entries of sale %d: %w", saleID, err)
+			}
+			if visit != nil {
+				visit(e)
+			}
+		}
+		n += len(batch)
+		activity.RecordHeartbeat(ctx, n)
+		if len(batch) < DrawReadBatch {
+			return b.Tree(), nil
+		}
+		after = batch[len(batch)-1].Entry
+	}
 }
 
 // rankSeed is the seed d's entries are ranked with: with a beacon,
