@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
-	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/opsmetrics"
 )
@@ -125,13 +124,7 @@ func TestMetrics_EverySeriesTheDashboardDraws(t *testing.T) {
 	// is Prometheus' own), the worker's health gauges each read fine. A
 	// lobby's draw past its beacon round without ranking (written to the
 	// database as it would stand, no draw started) for the late beacon's.
-	lobby, now := time.Now().Add(-time.Hour), time.Now()
-	round := beacon.Dev.FirstRoundAt(now.Add(-time.Minute))
-	_, err := s.store.CreateSale(context.Background(), seckill.NewSale{Name: "late draw", Currency: "usd",
-		Variants: testenv.DefaultVariant("late draw", 100, 1), StartsAt: now.Add(-2 * time.Minute), EndsAt: now.Add(time.Hour),
-		PaymentTimeout: time.Minute, LobbyOpensAt: &lobby,
-		Beacon: &seckill.DrawBeacon{Chain: beacon.Dev.Hash, Round: round, RoundAt: beacon.Dev.RoundTime(round)}}, nil)
-	require.NoError(t, err)
+	testenv.BeaconLobbySale(t, s.store, time.Now().Add(-time.Minute))
 	rules, err := os.ReadFile("../deploy/prometheus/alerts.yml")
 	require.NoError(t, err)
 	names := s.metricNames()

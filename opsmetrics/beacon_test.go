@@ -19,15 +19,7 @@ func TestDrawBeaconLate_IsHowLongPastItsTimeAnUnrecordedRoundIs(t *testing.T) {
 	testenv.NoLeaks(t)
 	e := newEnv(t)
 	ctx := t.Context()
-	lobbySale := func(roundAt time.Time) *seckill.Sale {
-		lobby, now := time.Now().Add(-time.Hour), time.Now()
-		r := beacon.Dev.FirstRoundAt(roundAt)
-		s, err := e.st.CreateSale(ctx, seckill.NewSale{Name: "drop", Currency: "usd", Variants: testenv.DefaultVariant("drop", 100, 5),
-			StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PaymentTimeout: time.Minute, LobbyOpensAt: &lobby,
-			Beacon: &seckill.DrawBeacon{Chain: beacon.Dev.Hash, Round: r, RoundAt: beacon.Dev.RoundTime(r)}}, nil)
-		require.NoError(t, err)
-		return s
-	}
+	lobbySale := func(roundAt time.Time) *seckill.Sale { return testenv.BeaconLobbySale(t, e.st, roundAt) }
 	late := lobbySale(time.Now().Add(-2 * time.Minute))
 	// Its round read, its ranking refused (the entries are not those
 	// committed): as late, and for the same alert.

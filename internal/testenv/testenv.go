@@ -28,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/beacon"
 	"github.com/seckill/seckill/redisstore"
 	"github.com/seckill/seckill/store"
 )
@@ -455,4 +456,23 @@ func EndedNow(t testing.TB, st *store.Store, rdb redis.Cmdable, rs *redisstore.S
 		t.Fatal(err)
 	}
 	return ended
+}
+
+// BeaconLobbySale creates a sale with a lobby, started a minute ago, whose
+// draw waits for the development chain's first round at or after roundAt
+// and has not ranked: the record of a draw whose beacon is late when
+// roundAt is past (no draw is started).
+func BeaconLobbySale(t testing.TB, st *store.Store, roundAt time.Time) *seckill.Sale {
+	t.Helper()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Hour)
+	round := beacon.Dev.FirstRoundAt(roundAt)
+	sale, err := st.CreateSale(context.Background(), seckill.NewSale{Name: "beacon lobby sale", Currency: "usd",
+		Variants: DefaultVariant("beacon lobby sale", 100, 5), StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		PaymentTimeout: time.Minute, LobbyOpensAt: &lobby,
+		Beacon: &seckill.DrawBeacon{Chain: beacon.Dev.Hash, Round: round, RoundAt: beacon.Dev.RoundTime(round)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sale
 }
