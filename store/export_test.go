@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill"
 )
 
 // Unavailable lets this package's tests check how an error is classified,
@@ -14,4 +16,33 @@ func Unavailable(err error) error { return unavailable(err) }
 // tests that count what the store sends.
 func OpenTraced(ctx context.Context, dsn string, opts Options, tracer pgx.QueryTracer) (*Store, error) {
 	return open(ctx, dsn, opts, tracer)
+}
+
+// EntryAsked is one buyer's entry for EnterBatch.
+type EntryAsked struct {
+	UserID string
+	Item   seckill.Item
+}
+
+// EntryAnswer is what EnterBatch answered one buyer.
+type EntryAnswer struct {
+	Entry   *LobbyEntry
+	Created bool
+	Err     error
+}
+
+// EnterBatch writes asked as one batch of the group commit, as the
+// committer does with entries that queued while others were written.
+func (s *Store) EnterBatch(ctx context.Context, saleID int64, asked []EntryAsked) []EntryAnswer {
+	reqs := make([]*entryRequest, len(asked))
+	for i, a := range asked {
+		reqs[i] = &entryRequest{ctx: ctx, saleID: saleID, userID: a.UserID, item: a.Item, done: make(chan entryResult, 1)}
+	}
+	s.entries.writeBatch(reqs)
+	out := make([]EntryAnswer, len(reqs))
+	for i, r := range reqs {
+		res := <-r.done
+		out[i] = EntryAnswer{res.entry, res.created, res.err}
+	}
+	return out
 }

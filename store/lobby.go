@@ -69,7 +69,15 @@ func entries(rows []lobbyEntryRow) []*LobbyEntry {
 // and no entry lands after the draw has read the lobby.
 // seckill.ErrLobbyClosed otherwise; ErrVariantNotFound when the sale has
 // no variant item.SKU.
+//
+// Concurrent entries are committed together (entrycommit.go); each
+// caller is answered once its own entry is committed.
 func (s *Store) Enter(ctx context.Context, saleID int64, userID string, item seckill.Item) (entry *LobbyEntry, created bool, err error) {
+	return s.entries.enter(&entryRequest{ctx: ctx, saleID: saleID, userID: userID, item: item})
+}
+
+// enterOne is Enter for one buyer alone.
+func (s *Store) enterOne(ctx context.Context, saleID int64, userID string, item seckill.Item) (entry *LobbyEntry, created bool, err error) {
 	item = item.OrDefault()
 	// One statement, one round trip and one commit (PostgreSQL commits
 	// concurrent entries together): the share lock on the sale's row, the

@@ -27,7 +27,8 @@ import (
 
 // Store wraps the gorm handle.
 type Store struct {
-	db *gorm.DB
+	db      *gorm.DB
+	entries *entryCommitter
 }
 
 // Options size the connection pool.
@@ -96,7 +97,9 @@ func open(ctx context.Context, dsn string, opts Options, tracer pgx.QueryTracer)
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connect to database: %w", unavailable(err))
 	}
-	return &Store{db: db}, nil
+	st := &Store{db: db}
+	st.entries = &entryCommitter{st: st}
+	return st, nil
 }
 
 // Close closes the pool.

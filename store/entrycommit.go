@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/draw"
+)
+
+// Group commit of lobby entries (issue 34): at the peak every entry is a
+// buyer waiting for one commit, and a commit costs PostgreSQL a WAL flush
+// whatever it holds. Entries that arrive while others are being written
+// wait, and are written together, in one statement per sale: one round
+// trip, one share lock on the sale's row, one flush for hundreds of
+// buyers. Nobody is answered before their entry is committed, so an
+// entry answered 201 survives a SIGKILL of the API or of PostgreSQL's
+// connections, as a single commit does.
+//
+// There is no timer: an entry that finds fewer than entryWriters batches
+// in flight is written at once (alone, at low load); the others queue,
+// and each writer takes the whole queue (up to entryBatchMax) when its
+// batch is done. Batches grow with the load and never wait on a clock.
+const (
+	// entryWriters bounds the batches in flight, i.e. the pool's
+	// connections the lobby can hold at once.
+	entryWriters = 4
+	// entryBatchMax bounds one statement's entries.
+	entryBatchMax = 1024
+	// entryBatchTimeout bounds one batch's statement: it is nobody's
+	// request, so no request's deadline applies to it (each buyer still
+	// stops waiting at their own).
+	entryBatchTimeout = 10 * time.Second
+)
+
+// entryRequest is one buyer's entry waiting to be written.
+type entryRequest struct {
+	ctx    context.Context
+	saleID int64
+	userID string
+	item   seckill.Item
+	done   chan entryResult // buffered: the writer never waits on a buyer who left
+}
+
+type entryResult struct {
+	entry   *LobbyEntry
+	created bool
+	err     error
+}
+
+// entryCommitter queues entries and writes them in batches.
+type entryCommitter struct {
+	st      *Store
+	mu      sync.Mutex
+	queue   []*entryRequest
+	writers int
+}
+
+// enter queues r and waits for its batch, or for r's context.
+func (c *entryCommitter) enter(r *entryRequest) (*LobbyEntry, bool, error) {
+	r.done = make(chan entryResult, 1)
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	start := c.writers < entryWriters
+	if start {
+		c.writers++
+	}
+	c.mu.Unlock()
+	if start {
+		go c.write()
+	}
+	select {
+	case res := <-r.done:
+		return res.entry, res.created, res.err
+	case <-r.ctx.Done():
+		// The entry may still be written: the buyer's retry finds it and
+		// is answered 200 with it, as after any statement cut short.
+		return nil, false, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", r.saleID, r.ctx.Err()))
+	}
+}
+
+// write writes batches from the queue until it is empty.
+func (c *entryCommitter) write() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), entryBatchMax)
+		if n == 0 {
+			c.writers--
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue[:n:n]
+		c.queue = c.queue[n:]
+		if len(c.queue) == 0 {
+			c.queue = nil // let the backing array go
+		}
+		c.mu.Unlock()
+		c.writeBatch(batch)
+	}
+}
+
+// writeBatch writes batch, one statement per sale in it, and answers
+// every request.
+func (c *entryCommitter) writeBatch(batch []*entryRequest) {
+	bySale := make(map[int64][]*entryRequest)
+	var sales []int64
+	for _, r := range batch {
+		if _, ok := bySale[r.saleID]; !ok {
+			sales = append(sales, r.saleID)
+		}
+		bySale[r.saleID] = append(bySale[r.saleID], r)
+	}
+	for _, sale := range sales {
+		c.writeSale(sale, bySale[sale])
+	}
+}
+
+// writeSale writes the entries of one sale in one statement. A buyer
+// asking twice in one batch gets one entry: the first request made it
+// (created), the others are answered with it.
+func (c *entryCommitter) writeSale(saleID int64, reqs []*entryRequest) {
+	first := make(map[string]*entryRequest, len(reqs))
+	var users []string
+	for _, r := range reqs {
+		if _, ok := first[r.userID]; !ok {
+			first[r.userID] = r
+			users = append(users, r.userID)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqs[0].ctx), entryBatchTimeout)
+	defer cancel()
+	got, err := c.st.enterMany(ctx, saleID, users, func(u string) seckill.Item { return first[u].item })
+	if isForeignKeyViolation(err, "lobby_entries_variant_fkey") {
+		// One entry names a variant the sale does not have (the API
+		// checks the sku first, so this is rare): write each alone, so
+		// that only that one is refused.
+		for _, r := range reqs {
+			e, created, err := c.st.enterOne(ctx, saleID, r.userID, r.item)
+			r.done <- entryResult{e, created, err}
+		}
+		return
+	}
+	for _, r := range reqs {
+		switch res, ok := got[r.userID]; {
+		case err != nil:
+			r.done <- entryResult{err: err}
+		case !ok:
+			r.done <- entryResult{err: fmt.Errorf("enter the lobby of sale %d: no answer for %s", saleID, r.userID)}
+		case first[r.userID] != r: // the same buyer twice in the batch
+			r.done <- entryResult{entry: res.entry, created: false, err: res.err}
+		default:
+			r.done <- res
+		}
+	}
+}
+
+// enterMany is Enter's statement for many buyers of one sale at once:
+// the share lock on the sale's row, the lobby's state, each buyer's
+// entry, and an insert for each who has none while the lobby is open.
+// users are distinct. It answers each user: their entry and whether this
+// statement made it, or ErrLobbyClosed.
+func (s *Store) enterMany(ctx context.Context, saleID int64, users []string, itemOf func(string) seckill.Item) (map[string]entryResult, error) {
+	entries := make([][]byte, len(users))
+	skus := make([]string, len(users))
+	quantities := make([]int32, len(users))
+	for i, u := range users {
+		it := itemOf(u).OrDefault()
+		entries[i], skus[i], quantities[i] = draw.NewEntry(), it.SKU, int32(it.Quantity)
+	}
+	db, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	// pgx takes Go slices as PostgreSQL arrays.
+	rows, err := db.QueryContext(ctx, `WITH s AS (
+			SELECT draw_state = $1 AND now() < starts_at AS open FROM sales WHERE id = $2 FOR SHARE
+		), req AS (
+			SELECT * FROM unnest($3::text[], $4::bytea[], $5::text[], $6::int[]) AS r(user_id, entry, sku, quantity)
+		), prev AS (
+			SELECT user_id, entry, sku, quantity, rank, fits, outcome, order_id
+			FROM lobby_entries WHERE sale_id = $2 AND user_id = ANY($3::text[])
+		), ins AS (
+			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
+			SELECT $2, req.user_id, req.entry, req.sku, req.quantity FROM req, s
+			WHERE s.open AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.user_id = req.user_id)
+			ON CONFLICT DO NOTHING
+			RETURNING user_id, entry, sku, quantity
+		)
+		SELECT req.user_id, (SELECT open FROM s),
+			i.entry, i.sku, i.quantity,
+			p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
+		FROM req LEFT JOIN ins i ON i.user_id = req.user_id LEFT JOIN prev p ON p.user_id = req.user_id`,
+		seckill.DrawOpen, saleID, users, entries, skus, quantities)
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", saleID, err))
+	}
+	defer rows.Close()
+	out := make(map[string]entryResult, len(users))
+	var raced []string
+	for rows.Next() {
+		var (
+			user                      string
+			open                      sql.NullBool
+			newEntry, prevEntry       []byte
+			newSKU, prevSKU           sql.NullString
+			newQuantity, prevQuantity sql.NullInt64
+			prev                      lobbyEntryRow
+		)
+		if err := rows.Scan(&user, &open, &newEntry, &newSKU, &newQuantity,
+			&prevEntry, &prevSKU, &prevQuantity, &prev.Rank, &prev.Fits, &prev.Outcome, &prev.OrderID); err != nil {
+			return nil, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
+		}
+		switch {
+		case newEntry != nil:
+			row := lobbyEntryRow{SaleID: saleID, UserID: user, Entry: newEntry, SKU: newSKU.String, Quantity: int(newQuantity.Int64)}
+			out[user] = entryResult{entry: row.entry(), created: true}
+		case prevEntry != nil:
+			prev.SaleID, prev.UserID, prev.Entry, prev.SKU, prev.Quantity = saleID, user, prevEntry, prevSKU.String, int(prevQuantity.Int64)
+			out[user] = entryResult{entry: prev.entry()}
+		case !open.Valid || !open.Bool:
+			out[user] = entryResult{err: seckill.ErrLobbyClosed}
+		default:
+			raced = append(raced, user)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", saleID, err))
+	}
+	// A first entry of the same buyer from elsewhere (another API
+	// process), committed after this statement's snapshot: its entry is
+	// the buyer's.
+	for _, u := range raced {
+		e, err := s.LobbyEntryOf(ctx, saleID, u)
+		if err != nil {
+			err = fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
+		}
+		out[u] = entryResult{entry: e, err: err}
+	}
+	return out, nil
+}

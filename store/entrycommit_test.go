@@ -1,0 +1,214 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/internal/testenv"
+	"github.com/seckill/seckill/store"
+)
+
+// inserts counts the statements that insert lobby entries.
+type inserts struct{ n atomic.Int64 }
+
+func (c *inserts) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "INSERT INTO lobby_entries") {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *inserts) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func lobbyRows(t *testing.T, st *store.Store, saleID int64) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, st.Gorm().Raw("SELECT count(*) FROM lobby_entries WHERE sale_id = ?", saleID).Scan(&n).Error)
+	return n
+}
+
+// A batch of the group commit enters every buyer in it with one
+// statement, each with an entry of their own and the item they asked for.
+func TestEnterBatch_OneStatementEntersEveryBuyer(t *testing.T) {
+	t.Parallel()
+	counted := &inserts{}
+	st, err := store.OpenTraced(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 2}, counted)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	sale := lobbyShoes(t, st)
+	const n = 300
+	asked := make([]store.EntryAsked, n)
+	for i := range asked {
+		asked[i] = store.EntryAsked{UserID: "buyer-" + strconv.Itoa(i), Item: seckill.Item{SKU: "eu-42", Quantity: 1 + i%3}}
+	}
+	answers := st.EnterBatch(t.Context(), sale.ID, asked)
+	require.Equal(t, int64(1), counted.n.Load(), "one statement for the batch")
+	seen := map[string]bool{}
+	for i, a := range answers {
+		require.NoError(t, a.Err)
+		require.True(t, a.Created, asked[i].UserID)
+		require.Equal(t, asked[i].Item, a.Entry.Item)
+		require.Equal(t, asked[i].UserID, a.Entry.UserID)
+		require.Len(t, a.Entry.Entry, 16)
+		require.False(t, seen[string(a.Entry.Entry)], "entries are distinct")
+		seen[string(a.Entry.Entry)] = true
+		again, err := st.LobbyEntryOf(t.Context(), sale.ID, asked[i].UserID)
+		require.NoError(t, err)
+		require.Equal(t, a.Entry.Entry, again.Entry, "the entry answered is the one committed")
+	}
+	require.Equal(t, int64(n), lobbyRows(t, st, sale.ID))
+}
+
+// A buyer who asks twice in one batch gets one entry (one answer creates
+// it, the other answers it); a buyer who entered before is answered the
+// entry they have, with its item, whatever they ask for now.
+func TestEnterBatch_ABuyerTwiceInABatchOrEnteredBeforeGetsTheirOneEntry(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	before, created, err := st.Enter(t.Context(), sale.ID, "early", seckill.Item{SKU: "eu-43", Quantity: 2})
+	require.NoError(t, err)
+	require.True(t, created)
+	answers := st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{
+		{UserID: "twice", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "early", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "twice", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+	})
+	for _, a := range answers {
+		require.NoError(t, a.Err)
+	}
+	require.True(t, answers[0].Created)
+	require.False(t, answers[2].Created)
+	require.Equal(t, answers[0].Entry.Entry, answers[2].Entry.Entry)
+	require.False(t, answers[1].Created)
+	require.Equal(t, before.Entry, answers[1].Entry.Entry)
+	require.Equal(t, seckill.Item{SKU: "eu-43", Quantity: 2}, answers[1].Entry.Item, "the item the entry was made with")
+	require.Equal(t, int64(2), lobbyRows(t, st, sale.ID))
+}
+
+// An entry naming a variant the sale does not have is refused alone: the
+// others of its batch are entered.
+func TestEnterBatch_AnUnknownSKUIsRefusedAloneAndTheRestEntered(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	answers := st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{
+		{UserID: "a", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "b", Item: seckill.Item{SKU: "eu-99", Quantity: 1}},
+		{UserID: "c", Item: seckill.Item{SKU: "eu-43", Quantity: 1}},
+	})
+	require.NoError(t, answers[0].Err)
+	require.True(t, answers[0].Created)
+	require.ErrorIs(t, answers[1].Err, store.ErrVariantNotFound)
+	require.NoError(t, answers[2].Err)
+	require.True(t, answers[2].Created)
+	require.Equal(t, int64(2), lobbyRows(t, st, sale.ID))
+}
+
+// A closed lobby refuses every new entry of a batch and still answers the
+// entries it has.
+func TestEnterBatch_AClosedLobbyRefusesNewEntriesAndAnswersTheOnesItHas(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	before, _, err := st.Enter(t.Context(), sale.ID, "early", seckill.DefaultItem)
+	require.Error(t, err, "shoes have no default variant")
+	before, _, err = st.Enter(t.Context(), sale.ID, "early", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.NoError(t, err)
+	require.NoError(t, st.CloseLobby(t.Context(), sale.ID))
+	answers := st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{
+		{UserID: "late-1", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "early", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "late-2", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+	})
+	require.ErrorIs(t, answers[0].Err, seckill.ErrLobbyClosed)
+	require.ErrorIs(t, answers[2].Err, seckill.ErrLobbyClosed)
+	require.NoError(t, answers[1].Err)
+	require.Equal(t, before.Entry, answers[1].Entry.Entry)
+	require.Equal(t, int64(1), lobbyRows(t, st, sale.ID))
+}
+
+// Many buyers entering at once are each answered once their own entry is
+// committed, and the queue's batches write them all: every answer is in
+// the table, with the entry it named.
+func TestEnter_ManyBuyersAtOnceAreEachCommittedBeforeTheirAnswer(t *testing.T) {
+	t.Parallel()
+	counted := &inserts{}
+	st, err := store.OpenTraced(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 8}, counted)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	sale := lobbyShoes(t, st)
+	const n = 600
+	var (
+		wg      sync.WaitGroup
+		answers sync.Map
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := "buyer-" + strconv.Itoa(i)
+			e, created, err := st.Enter(t.Context(), sale.ID, user, seckill.Item{SKU: "eu-43", Quantity: 1})
+			if assert.NoError(t, err) && assert.True(t, created) {
+				answers.Store(user, e.Entry)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(n), lobbyRows(t, st, sale.ID))
+	answers.Range(func(user, entry any) bool {
+		got, err := st.LobbyEntryOf(t.Context(), sale.ID, user.(string))
+		require.NoError(t, err)
+		require.Equal(t, entry, got.Entry)
+		return true
+	})
+	t.Logf("%d entries in %d statements", n, counted.n.Load())
+}
+
+// A buyer who stops waiting (their request's deadline) while their batch
+// waits on the sale's row is answered an error at their deadline, and the
+// others of the batch are not: once the row is free the batch is written,
+// and the buyer's retry is answered the entry they were given (nothing
+// half-written, nothing lost).
+func TestEnter_ABuyerWhoStopsWaitingDoesNotFailTheBatch(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	// Hold the sale's row as the draw's close does: entries wait on it.
+	tx := st.Gorm().Begin()
+	require.NoError(t, tx.Exec("SELECT 1 FROM sales WHERE id = ? FOR UPDATE", sale.ID).Error)
+	impatient, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		patient error
+		created bool
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, created, patient = st.Enter(t.Context(), sale.ID, "patient", seckill.Item{SKU: "eu-42", Quantity: 1})
+	}()
+	_, _, err := st.Enter(impatient, sale.ID, "impatient", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.ErrorIs(t, err, seckill.ErrUnavailable, "a deadline is the database not answering in time")
+	require.NoError(t, tx.Rollback().Error)
+	wg.Wait()
+	require.NoError(t, patient)
+	require.True(t, created)
+	require.Eventually(t, func() bool { return lobbyRows(t, st, sale.ID) == 2 }, 10*time.Second, 20*time.Millisecond,
+		"the impatient buyer's entry is written with its batch")
+	again, created, err := st.Enter(t.Context(), sale.ID, "impatient", seckill.Item{SKU: "eu-42", Quantity: 1})
+	require.NoError(t, err)
+	require.False(t, created, "the retry finds the entry")
+	require.Len(t, again.Entry, 16)
+}
