@@ -34,6 +34,7 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 		SettleWithin:      2 * time.Minute,
 		AnchorScriptCalls: 2000, AnchorWorkflows: 20,
 		BodyRounds: 2, BodyRoundTime: 300 * time.Millisecond,
+		EntryRounds: 2, EntryRoundTime: 300 * time.Millisecond,
 		OutDir: out, Progress: &progress,
 	})
 	require.NoError(t, err, progress.String())
@@ -81,6 +82,18 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 		require.Positive(t, p.MedianNone, p.Path)
 		require.InDelta(t, p.MedianWith/p.MedianNone, rep.Ratios["claims_with_body_vs_without_"+p.Path], 1e-9)
 	}
+	// The entry ratio: both ways in every round, every entry a fresh
+	// one (201), every claim refused SOLD_OUT.
+	er := rep.EntryRatio
+	require.NotNil(t, er)
+	for _, arm := range []string{"entries", "flag", "script"} {
+		require.Len(t, er.PerSecond[arm], 2, arm)
+		require.Zero(t, er.Unexpected[arm], "%s: %s", arm, er.FirstUnexpected)
+		require.Positive(t, er.Median[arm], arm)
+	}
+	require.InDelta(t, er.Median["entries"]/er.Median["flag"], rep.Ratios["entries_vs_claims_flag"], 1e-9)
+	require.InDelta(t, er.Median["entries"]/er.Median["script"], rep.Ratios["entries_vs_claims_script"], 1e-9)
+	require.Contains(t, rep.Ratios, "entries_vs_claims_burst")
 	require.Equal(t, 20, rep.Anchors.Workflow.Workflows)
 	if rep.Anchors.Script == nil {
 		t.Fatal("anchor (a) missing")

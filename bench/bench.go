@@ -76,6 +76,10 @@ type Options struct {
 	// BodyRoundTime [2s] each way, on each path.
 	BodyRounds    int
 	BodyRoundTime time.Duration
+	// EntryRounds > 0 compares lobby entries with claims (EntryRatio), in
+	// that many rounds of EntryRoundTime [2s] each way.
+	EntryRounds    int
+	EntryRoundTime time.Duration
 
 	// OutDir receives bench.json and bench.png ("" : neither).
 	OutDir string
@@ -101,6 +105,9 @@ func (o *Options) defaults() error {
 	if o.BodyRoundTime == 0 {
 		o.BodyRoundTime = 2 * time.Second
 	}
+	if o.EntryRoundTime == 0 {
+		o.EntryRoundTime = 2 * time.Second
+	}
 	if o.SettleWithin == 0 {
 		o.SettleWithin = 10 * time.Minute
 	}
@@ -125,6 +132,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("bench: pay and fail shares must be >= 0 and add up to at most 1")
 	case o.BodyRounds < 0 || o.BodyRounds > 0 && (o.Buyers < 2 || o.BodyRoundTime < 100*time.Millisecond):
 		return fmt.Errorf("bench: body rounds need at least 2 buyers and rounds of at least 100ms")
+	case o.EntryRounds < 0 || o.EntryRounds > 0 && (o.Buyers < 2 || o.EntryRoundTime < 100*time.Millisecond):
+		return fmt.Errorf("bench: entry rounds need at least 2 buyers and rounds of at least 100ms")
 	case o.Segments < 1 || o.Segments > seckill.MaxStockSegments:
 		return fmt.Errorf("bench: segments must be 1..%d, got %d", seckill.MaxStockSegments, o.Segments)
 	case o.WaitlistShare < 0 || o.WaitlistShare > 1 || o.WaitlistPayShare < 0 || o.WaitlistPayShare > 1:
@@ -296,6 +305,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		say("claims with and without a body: %d rounds of %s each way, on the sold-out flag's path and the script's ...", o.BodyRounds, o.BodyRoundTime)
 		if rep.BodyRatio, err = bodyRatio(ctx, o, host, tokens, runID); err != nil {
 			return nil, fmt.Errorf("body ratio: %w", err)
+		}
+	}
+	if o.EntryRounds > 0 {
+		say("lobby entries vs claims: %d rounds of %s each way ...", o.EntryRounds, o.EntryRoundTime)
+		if rep.EntryRatio, err = entryRatio(ctx, o, host, tokens, runID); err != nil {
+			return nil, fmt.Errorf("entry ratio: %w", err)
 		}
 	}
 	if o.AnchorWorkflows > 0 {

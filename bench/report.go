@@ -37,9 +37,11 @@ type Report struct {
 	MemorySeries []MemorySample `json:"memory_series"`
 	Anchors      Anchors        `json:"anchors"`
 	// BodyRatio compares claims with and without a body (--body-rounds).
-	BodyRatio *BodyRatio         `json:"body_ratio,omitempty"`
-	Ratios    map[string]float64 `json:"ratios"`
-	Audits    []*audit.Report    `json:"audits"`
+	BodyRatio *BodyRatio `json:"body_ratio,omitempty"`
+	// EntryRatio compares lobby entries with claims (--entry-rounds).
+	EntryRatio *EntryRatio        `json:"entry_ratio,omitempty"`
+	Ratios     map[string]float64 `json:"ratios"`
+	Audits     []*audit.Report    `json:"audits"`
 
 	mu sync.Mutex // MemorySeries and Processes while sampling
 }
@@ -263,6 +265,16 @@ func (r *Report) ratios() {
 			r.Ratios["claims_with_body_vs_without_"+p.Path] = p.Ratio
 		}
 	}
+	if er := r.EntryRatio; er != nil {
+		for _, arm := range []string{armFlag, armScript} {
+			if er.Median[arm] > 0 {
+				r.Ratios["entries_vs_claims_"+arm] = er.Median[armEntries] / er.Median[arm]
+			}
+		}
+		if r.Claims.PerSecond > 0 {
+			r.Ratios["entries_vs_claims_burst"] = er.Median[armEntries] / r.Claims.PerSecond
+		}
+	}
 }
 
 // OK reports whether every audit passed and every claim was answered
@@ -335,6 +347,10 @@ func (r *Report) String() string {
 			fmt.Fprintf(&b, "claims with a {sku, quantity} body vs none, %s path: median %.0f/s vs %.0f/s over %d rounds of %.0fs each way (%d unexpected answers)\n",
 				p.Path, p.MedianWith, p.MedianNone, br.Rounds, br.RoundSeconds, p.Unexpected)
 		}
+	}
+	if er := r.EntryRatio; er != nil {
+		fmt.Fprintf(&b, "lobby entries (201) vs claims (409 SOLD_OUT) by the flag, by the script: median %.0f/s vs %.0f/s, %.0f/s over %d rounds of %.1fs each (unexpected answers %v)\n",
+			er.Median[armEntries], er.Median[armFlag], er.Median[armScript], er.Rounds, er.RoundSeconds, er.Unexpected)
 	}
 	for _, k := range sortedKeys(r.Ratios) {
 		fmt.Fprintf(&b, "ratio %s: %.2f\n", k, r.Ratios[k])

@@ -64,6 +64,8 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.IntVar(&o.AnchorWorkflows, "anchor-workflows", 3000, "anchor (b): trivial workflows started and completed (0: skip)")
 	fs.IntVar(&o.BodyRounds, "body-rounds", 5, "rounds comparing claims with a {sku, quantity} body against claims without one, on a sold-out sale (0: skip)")
 	fs.DurationVar(&o.BodyRoundTime, "body-round", 2*time.Second, "how long each way of each body round sends claims")
+	fs.IntVar(&o.EntryRounds, "entry-rounds", 5, "rounds comparing lobby entries (fresh buyers, 201) with claims on a sold-out sale (0: skip)")
+	fs.DurationVar(&o.EntryRoundTime, "entry-round", 2*time.Second, "how long each way of each entry round sends requests")
 	fs.StringVar(&o.OutDir, "out", "bench-out", "directory for bench.json and bench.png")
 	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
 	slim := fs.String("slim-binary", "", "run the launched API and worker from this slim build (make build writes bin/seckill-slim)")
