@@ -180,8 +180,14 @@ func (s *Store) enterMany(ctx context.Context, saleID int64, users []string, ite
 		), req AS (
 			SELECT * FROM unnest($3::text[], $4::bytea[], $5::text[], $6::int[]) AS r(user_id, entry, sku, quantity)
 		), prev AS (
-			SELECT user_id, entry, sku, quantity, rank, fits, outcome, order_id
-			FROM lobby_entries WHERE sale_id = $2 AND user_id = ANY($3::text[])
+			-- One look-up of the primary key per buyer (LATERAL): a lobby
+			-- filling fast has stale statistics, and a plan chosen on them
+			-- scanned every entry of the sale for each batch.
+			SELECT req.user_id, p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
+			FROM req CROSS JOIN LATERAL (
+				SELECT entry, sku, quantity, rank, fits, outcome, order_id
+				FROM lobby_entries l WHERE l.sale_id = $2 AND l.user_id = req.user_id
+			) p
 		), ins AS (
 			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
 			SELECT $2, req.user_id, req.entry, req.sku, req.quantity FROM req, s

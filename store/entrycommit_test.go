@@ -212,3 +212,31 @@ func TestEnter_ABuyerWhoStopsWaitingDoesNotFailTheBatch(t *testing.T) {
 	require.False(t, created, "the retry finds the entry")
 	require.Len(t, again.Entry, 16)
 }
+
+// BenchmarkEnterBatch writes batches of 256 first entries into one
+// lobby (b.N batches): the database's cost of an entry in the group
+// commit, without the API.
+func BenchmarkEnterBatch(b *testing.B) {
+	st, _ := testenv.Store(b)
+	n := shoes()
+	now := time.Now().UTC()
+	lobby := now.Add(-time.Minute)
+	n.LobbyOpensAt, n.StartsAt, n.EndsAt = &lobby, now.Add(time.Hour), now.Add(2*time.Hour)
+	sale, err := st.CreateSale(b.Context(), n, nil)
+	require.NoError(b, err)
+	const size = 256
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		asked := make([]store.EntryAsked, size)
+		for j := range asked {
+			asked[j] = store.EntryAsked{UserID: "buyer-" + strconv.Itoa(i*size+j), Item: seckill.Item{SKU: "eu-42", Quantity: 1}}
+		}
+		for _, a := range st.EnterBatch(b.Context(), sale.ID, asked) {
+			if a.Err != nil || !a.Created {
+				b.Fatal(a.Err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "entries/s")
+}
