@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
@@ -157,6 +159,31 @@ func (c *entryCommitter) writeSale(saleID int64, reqs []*entryRequest) {
 	}
 }
 
+// entrySQL enters many buyers of one sale (enterMany's arguments).
+const entrySQL = `WITH s AS (
+			SELECT draw_state = $1 AND now() < starts_at AS open FROM sales WHERE id = $2 FOR SHARE
+		), req AS (
+			SELECT * FROM unnest($3::text[], $4::bytea[], $5::text[], $6::int[]) AS r(user_id, entry, sku, quantity)
+		), prev AS (
+			-- One look-up of the primary key per buyer (LATERAL), whatever
+			-- the statistics of a lobby filling fast say of its size.
+			SELECT req.user_id, p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
+			FROM req CROSS JOIN LATERAL (
+				SELECT entry, sku, quantity, rank, fits, outcome, order_id
+				FROM lobby_entries l WHERE l.sale_id = $2 AND l.user_id = req.user_id
+			) p
+		), ins AS (
+			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
+			SELECT $2, req.user_id, req.entry, req.sku, req.quantity FROM req, s
+			WHERE s.open AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.user_id = req.user_id)
+			ON CONFLICT DO NOTHING
+			RETURNING user_id, entry, sku, quantity
+		)
+		SELECT req.user_id, (SELECT open FROM s),
+			i.entry, i.sku, i.quantity,
+			p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
+		FROM req LEFT JOIN ins i ON i.user_id = req.user_id LEFT JOIN prev p ON p.user_id = req.user_id`
+
 // enterMany is Enter's statement for many buyers of one sale at once:
 // the share lock on the sale's row, the lobby's state, each buyer's
 // entry, and an insert for each who has none while the lobby is open.
@@ -174,65 +201,55 @@ func (s *Store) enterMany(ctx context.Context, saleID int64, users []string, ite
 	if err != nil {
 		return nil, err
 	}
-	// pgx takes Go slices as PostgreSQL arrays.
-	rows, err := db.QueryContext(ctx, `WITH s AS (
-			SELECT draw_state = $1 AND now() < starts_at AS open FROM sales WHERE id = $2 FOR SHARE
-		), req AS (
-			SELECT * FROM unnest($3::text[], $4::bytea[], $5::text[], $6::int[]) AS r(user_id, entry, sku, quantity)
-		), prev AS (
-			-- One look-up of the primary key per buyer (LATERAL): a lobby
-			-- filling fast has stale statistics, and a plan chosen on them
-			-- scanned every entry of the sale for each batch.
-			SELECT req.user_id, p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
-			FROM req CROSS JOIN LATERAL (
-				SELECT entry, sku, quantity, rank, fits, outcome, order_id
-				FROM lobby_entries l WHERE l.sale_id = $2 AND l.user_id = req.user_id
-			) p
-		), ins AS (
-			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
-			SELECT $2, req.user_id, req.entry, req.sku, req.quantity FROM req, s
-			WHERE s.open AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.user_id = req.user_id)
-			ON CONFLICT DO NOTHING
-			RETURNING user_id, entry, sku, quantity
-		)
-		SELECT req.user_id, (SELECT open FROM s),
-			i.entry, i.sku, i.quantity,
-			p.entry, p.sku, p.quantity, p.rank, p.fits, p.outcome, p.order_id
-		FROM req LEFT JOIN ins i ON i.user_id = req.user_id LEFT JOIN prev p ON p.user_id = req.user_id`,
-		seckill.DrawOpen, saleID, users, entries, skus, quantities)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", saleID, err))
 	}
-	defer rows.Close()
+	defer func() { _ = conn.Close() }()
 	out := make(map[string]entryResult, len(users))
 	var raced []string
-	for rows.Next() {
-		var (
-			user                      string
-			open                      sql.NullBool
-			newEntry, prevEntry       []byte
-			newSKU, prevSKU           sql.NullString
-			newQuantity, prevQuantity sql.NullInt64
-			prev                      lobbyEntryRow
-		)
-		if err := rows.Scan(&user, &open, &newEntry, &newSKU, &newQuantity,
-			&prevEntry, &prevSKU, &prevQuantity, &prev.Rank, &prev.Fits, &prev.Outcome, &prev.OrderID); err != nil {
-			return nil, fmt.Errorf("enter the lobby of sale %d: %w", saleID, err)
+	err = conn.Raw(func(driverConn any) error {
+		// Planned at each batch (an unnamed statement: pgx's exec mode),
+		// never from a plan cached on the connection: a plan made when
+		// lobby_entries was small (a new shop's first drop) scans the
+		// whole table for each look-up until autovacuum analyzes it, and
+		// a lobby filling at thousands a second outgrows it in seconds.
+		// pgx takes Go slices as PostgreSQL arrays.
+		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, entrySQL, pgx.QueryExecModeExec,
+			seckill.DrawOpen, saleID, users, entries, skus, quantities)
+		if err != nil {
+			return err
 		}
-		switch {
-		case newEntry != nil:
-			row := lobbyEntryRow{SaleID: saleID, UserID: user, Entry: newEntry, SKU: newSKU.String, Quantity: int(newQuantity.Int64)}
-			out[user] = entryResult{entry: row.entry(), created: true}
-		case prevEntry != nil:
-			prev.SaleID, prev.UserID, prev.Entry, prev.SKU, prev.Quantity = saleID, user, prevEntry, prevSKU.String, int(prevQuantity.Int64)
-			out[user] = entryResult{entry: prev.entry()}
-		case !open.Valid || !open.Bool:
-			out[user] = entryResult{err: seckill.ErrLobbyClosed}
-		default:
-			raced = append(raced, user)
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				user                      string
+				open                      *bool
+				newEntry, prevEntry       []byte
+				newSKU, prevSKU           *string
+				newQuantity, prevQuantity *int
+				prev                      lobbyEntryRow
+			)
+			if err := rows.Scan(&user, &open, &newEntry, &newSKU, &newQuantity,
+				&prevEntry, &prevSKU, &prevQuantity, &prev.Rank, &prev.Fits, &prev.Outcome, &prev.OrderID); err != nil {
+				return err
+			}
+			switch {
+			case newEntry != nil:
+				row := lobbyEntryRow{SaleID: saleID, UserID: user, Entry: newEntry, SKU: *newSKU, Quantity: *newQuantity}
+				out[user] = entryResult{entry: row.entry(), created: true}
+			case prevEntry != nil:
+				prev.SaleID, prev.UserID, prev.Entry, prev.SKU, prev.Quantity = saleID, user, prevEntry, *prevSKU, *prevQuantity
+				out[user] = entryResult{entry: prev.entry()}
+			case open == nil || !*open:
+				out[user] = entryResult{err: seckill.ErrLobbyClosed}
+			default:
+				raced = append(raced, user)
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", saleID, err))
 	}
 	// A first entry of the same buyer from elsewhere (another API

@@ -240,3 +240,52 @@ func BenchmarkEnterBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "entries/s")
 }
+
+// scans are PostgreSQL's counts of the scans of lobby_entries. st has one
+// connection: the counts its statements made so far are reported first.
+func scans(t *testing.T, st *store.Store) (seq, idx int64) {
+	t.Helper()
+	var r struct{ Seq, Idx int64 }
+	require.NoError(t, st.Gorm().Exec(`SELECT pg_stat_force_next_flush()`).Error)
+	require.NoError(t, st.Gorm().Exec(`SELECT 1`).Error) // flushed as it ends
+	require.NoError(t, st.Gorm().Exec(`SELECT pg_stat_clear_snapshot()`).Error)
+	require.NoError(t, st.Gorm().Raw(`SELECT seq_scan AS seq, coalesce(idx_scan, 0) AS idx FROM pg_stat_user_tables WHERE relname = 'lobby_entries'`).Scan(&r).Error)
+	return r.Seq, r.Idx
+}
+
+// A lobby that was small when its first batches were written and is
+// large now (a new shop's first drop fills it at thousands a second,
+// faster than autovacuum analyzes it) is never scanned whole by a batch:
+// a plan cached on the connection while the table was small did so for
+// every batch, slower and slower as the lobby grew.
+func TestEnterBatch_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
+	t.Parallel()
+	// One connection: every batch runs where the ones before ran.
+	st, err := store.Open(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	sale := lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	// Autovacuum analyzes the small table, as it does a new database's.
+	require.NoError(t, st.Gorm().Exec(`ANALYZE lobby_entries`).Error)
+	for i := range 8 { // more than the 5 custom plans PostgreSQL makes before a generic one
+		for _, a := range st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{{UserID: "small-" + strconv.Itoa(i), Item: item}}) {
+			require.NoError(t, a.Err)
+		}
+	}
+	require.NoError(t, st.Gorm().Exec(`INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
+		SELECT ?, 'grown-' || g, decode(md5(g::text), 'hex'), 'eu-42', 1 FROM generate_series(1, 20000) g`, sale.ID).Error)
+	seq0, idx0 := scans(t, st)
+	answers := st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{
+		{UserID: "late-1", Item: item}, {UserID: "grown-19999", Item: item}, {UserID: "small-3", Item: item},
+	})
+	for _, a := range answers {
+		require.NoError(t, a.Err)
+	}
+	require.True(t, answers[0].Created)
+	require.False(t, answers[1].Created)
+	require.False(t, answers[2].Created)
+	seq, idx := scans(t, st)
+	require.Greater(t, idx, idx0, "the batch looks its buyers up by index")
+	require.Equal(t, seq0, seq, "no batch scans the lobby whole")
+}
