@@ -32,7 +32,7 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 		Units: 40, Sales: 2, Buyers: 300, Requests: 600, Rate: 2000, Conns: 16,
 		PaymentTimeout: 5 * time.Second, PayShare: 0.4, FailShare: 0.3,
 		SettleWithin:      2 * time.Minute,
-		AnchorScriptCalls: 2000, AnchorWorkflows: 20,
+		AnchorScriptCalls: 2000, AnchorWorkflows: 20, AnchorSagas: 20,
 		BodyRounds: 2, BodyRoundTime: 300 * time.Millisecond,
 		EntryRounds: 2, EntryRoundTime: 300 * time.Millisecond,
 		OutDir: out, Progress: &progress,
@@ -95,6 +95,18 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	require.InDelta(t, er.Median["entries"]/er.Median["script"], rep.Ratios["entries_vs_claims_script"], 1e-9)
 	require.Contains(t, rep.Ratios, "entries_vs_claims_burst")
 	require.Equal(t, 20, rep.Anchors.Workflow.Workflows)
+	// Anchor (c) and the sagas' settle rate it is compared with: the
+	// abandoned orders timed out.
+	sa := rep.Anchors.Saga
+	require.NotNil(t, sa)
+	require.Equal(t, 20, sa.Workflows)
+	require.Equal(t, 7.0, sa.TimerSeconds, "the payment timeout and the saga's grace")
+	require.Positive(t, sa.FirstStepPerSecond)
+	require.Positive(t, sa.SettlePerSecond)
+	require.Equal(t, rep.Settle.Abandoned, rep.Sagas.TimedOut)
+	require.Positive(t, rep.Sagas.SettlePerSecond)
+	require.InDelta(t, rep.Sagas.SettlePerSecond/sa.SettlePerSecond, rep.Ratios["sagas_vs_saga_anchor_settle"], 1e-9)
+	require.Contains(t, rep.Ratios, "sagas_vs_saga_anchor_first_step")
 	if rep.Anchors.Script == nil {
 		t.Fatal("anchor (a) missing")
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/seckill/seckill/internal/proc"
 	"github.com/seckill/seckill/saga"
 	"github.com/seckill/seckill/store"
+	"github.com/seckill/seckill/workflows"
 )
 
 // Options describe one benchmark run.
@@ -71,6 +72,9 @@ type Options struct {
 	// workflows.
 	AnchorScriptCalls int
 	AnchorWorkflows   int
+	// AnchorSagas > 0 runs anchor (c), SagaAnchor, with that many
+	// workflows (< 0: Units x Sales, as many as the sagas).
+	AnchorSagas int
 	// BodyRounds > 0 compares claims with and without a body naming the
 	// variant and the quantity (BodyRatio), in that many rounds of
 	// BodyRoundTime [2s] each way, on each path.
@@ -104,6 +108,9 @@ func (o *Options) defaults() error {
 	}
 	if o.BodyRoundTime == 0 {
 		o.BodyRoundTime = 2 * time.Second
+	}
+	if o.AnchorSagas < 0 {
+		o.AnchorSagas = o.Units * o.Sales
 	}
 	if o.EntryRoundTime == 0 {
 		o.EntryRoundTime = 2 * time.Second
@@ -275,6 +282,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	settled := time.Now()
 	rep.Settle.AfterBurstSeconds = settled.Sub(burstEnd).Seconds()
+	if err := rep.addSettleRate(ctx, st, sales, o.PaymentTimeout+workflows.DeliveryGrace); err != nil {
+		return nil, err
+	}
 	// No order timed out when everyone paid: no deadline was missed then.
 	lastPayBy, err := st.LastMissedPayBy(ctx, sales)
 	if err != nil {
@@ -320,6 +330,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("anchor (b): %w", err)
 		}
 		rep.Anchors.Workflow = a
+	}
+	if o.AnchorSagas > 0 {
+		// The timer a timed-out saga waits: the payment timeout and the
+		// grace for payments on their way.
+		timer := o.PaymentTimeout + workflows.DeliveryGrace
+		say("anchor (c): %d workflows of a local activity, a %s timer and a local activity ...", o.AnchorSagas, timer)
+		a, err := sagaAnchor(ctx, deps.Temporal, o, o.AnchorSagas, timer)
+		if err != nil {
+			return nil, fmt.Errorf("anchor (c): %w", err)
+		}
+		rep.Anchors.Saga = a
 	}
 	rep.ratios()
 	rep.Finished = time.Now().UTC()

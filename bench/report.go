@@ -81,6 +81,12 @@ type Sagas struct {
 	PerSecond      float64   `json:"per_second"`
 	SpanSeconds    float64   `json:"span_seconds"`
 	ToAwaitPayment Latencies `json:"admitted_to_awaiting_payment"`
+	// TimedOut: orders closed PAYMENT_TIMEOUT; SettlePerSecond: those
+	// over the span from the first admission to the last close less the
+	// payment timeout and the saga's grace (workflows.DeliveryGrace):
+	// what anchor (c) is measured against.
+	TimedOut        int     `json:"timed_out"`
+	SettlePerSecond float64 `json:"settle_per_second"`
 }
 
 // Settle: what became of the won orders.
@@ -140,6 +146,7 @@ func (r *Report) sampleSeries(ctx context.Context, pids map[string]int, interval
 type Anchors struct {
 	Script   *ScriptAnchor   `json:"script,omitempty"`
 	Workflow *WorkflowAnchor `json:"workflow,omitempty"`
+	Saga     *SagaAnchor     `json:"saga,omitempty"`
 }
 
 func reportConfig(o Options) map[string]any {
@@ -234,6 +241,33 @@ func (r *Report) addSagas(ctx context.Context, st *store.Store, sales []int64) e
 	return nil
 }
 
+// addSettleRate counts the orders closed PAYMENT_TIMEOUT once every order
+// settled, and their rate: over the span from the first admission to the
+// last such close, less wait (the payment timeout and the saga's grace).
+func (r *Report) addSettleRate(ctx context.Context, st *store.Store, sales []int64, wait time.Duration) error {
+	rows, err := st.OrderTimelines(ctx, sales)
+	if err != nil {
+		return err
+	}
+	var firstAdmit, lastTimeout time.Time
+	r.Sagas.TimedOut = 0
+	for _, row := range rows {
+		if admittedAt := idgen.Time(row.ID); firstAdmit.IsZero() || admittedAt.Before(firstAdmit) {
+			firstAdmit = admittedAt
+		}
+		if row.CloseReason == seckill.ClosePaymentTimeout && row.ClosedAt != nil {
+			r.Sagas.TimedOut++
+			if row.ClosedAt.After(lastTimeout) {
+				lastTimeout = *row.ClosedAt
+			}
+		}
+	}
+	if settle := lastTimeout.Sub(firstAdmit) - wait; r.Sagas.TimedOut > 0 && settle > 0 {
+		r.Sagas.SettlePerSecond = float64(r.Sagas.TimedOut) / settle.Seconds()
+	}
+	return nil
+}
+
 func (r *Report) sampleMemory(pids map[string]int, end bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -259,6 +293,14 @@ func (r *Report) ratios() {
 	}
 	if a := r.Anchors.Workflow; a != nil && a.PerSecond > 0 {
 		r.Ratios["sagas_vs_workflow"] = r.Sagas.PerSecond / a.PerSecond
+	}
+	if a := r.Anchors.Saga; a != nil {
+		if a.FirstStepPerSecond > 0 {
+			r.Ratios["sagas_vs_saga_anchor_first_step"] = r.Sagas.PerSecond / a.FirstStepPerSecond
+		}
+		if a.SettlePerSecond > 0 && r.Sagas.SettlePerSecond > 0 {
+			r.Ratios["sagas_vs_saga_anchor_settle"] = r.Sagas.SettlePerSecond / a.SettlePerSecond
+		}
 	}
 	if br := r.BodyRatio; br != nil {
 		for _, p := range br.Paths {
@@ -325,8 +367,8 @@ func (r *Report) String() string {
 	_ = w.Flush()
 	fmt.Fprintf(&b, "payable at admission: %d of %d payments sent from the 202 were accepted while the order was still QUEUED\n",
 		r.Payable.WhileQueued, r.Payable.Accepted.Count)
-	fmt.Fprintf(&b, "sagas: %d orders (%d closed SOLD_OUT at the DB), %.0f/s over %.1fs\n",
-		r.Sagas.Orders, r.Sagas.SoldOutAtDB, r.Sagas.PerSecond, r.Sagas.SpanSeconds)
+	fmt.Fprintf(&b, "sagas: %d orders (%d closed SOLD_OUT at the DB), %.0f/s over %.1fs; %d timed out, settled at %.0f/s\n",
+		r.Sagas.Orders, r.Sagas.SoldOutAtDB, r.Sagas.PerSecond, r.Sagas.SpanSeconds, r.Sagas.TimedOut, r.Sagas.SettlePerSecond)
 	fmt.Fprintf(&b, "settle: %d paid, %d failed, %d abandoned; all settled %.1fs after the burst, %.1fs after the last deadline\n",
 		r.Settle.Paid, r.Settle.Failed, r.Settle.Abandoned, r.Settle.AfterBurstSeconds, r.Settle.AfterLastDeadlineSeconds)
 	if wl := r.Waitlist; wl != nil {
@@ -341,6 +383,10 @@ func (r *Report) String() string {
 	}
 	if a := r.Anchors.Workflow; a != nil {
 		fmt.Fprintf(&b, "anchor (b) trivial workflow start+complete: %.0f/s (%d in %.1fs)\n", a.PerSecond, a.Workflows, a.Seconds)
+	}
+	if a := r.Anchors.Saga; a != nil {
+		fmt.Fprintf(&b, "anchor (c) local activity, %.0fs timer, local activity: first step %.0f/s, settled %.0f/s (%d in %.1fs)\n",
+			a.TimerSeconds, a.FirstStepPerSecond, a.SettlePerSecond, a.Workflows, a.Seconds)
 	}
 	if br := r.BodyRatio; br != nil {
 		for _, p := range br.Paths {

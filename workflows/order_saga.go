@@ -25,7 +25,7 @@ import (
 //     and no unit returned to Redis (the database never had it). The same
 //     step hands back the payments that arrived before the saga ran.
 //  2. wait for a payment received by pay_by, a failed payment or a cancel,
-//     until pay_by (plus deliveryGrace, for payments still on their way).
+//     until pay_by (plus DeliveryGrace, for payments still on their way).
 //  3. settle: paid -> confirm (locked-1, sold+1, PAID, in one
 //     transaction); failed, cancelled or timed out -> release: close the
 //     order and give its unit back in the database, then forget the claim
@@ -79,10 +79,10 @@ func OrderSaga(ctx workflow.Context, in seckill.SagaInput) (seckill.SagaResult, 
 // retired run fails clearly.
 const localActivitiesChange = seckill.SagaBaseChange
 
-// deliveryGrace is how long past pay_by the saga still waits, for payment
+// DeliveryGrace is how long past pay_by the saga still waits, for payment
 // events received by pay_by whose signal is still on its way. A payment
 // received after pay_by never counts, however early the saga sees it.
-const deliveryGrace = 2 * time.Second
+const DeliveryGrace = 2 * time.Second
 
 // a is only used for its method names; the worker registers the real one.
 var a *activities.Activities
@@ -258,7 +258,7 @@ func (s *orderSaga) run(ctx workflow.Context) (seckill.SagaResult, error) {
 func (s *orderSaga) awaitPayment(ctx workflow.Context, cancelled workflow.Channel) *decision {
 	// The timer is not cancelled when something else decides: a workflow
 	// that completes drops its timers, and a cancel would cost an event.
-	timer := workflow.NewTimer(ctx, max(0, s.order.PayBy.Add(deliveryGrace).Sub(workflow.Now(ctx))))
+	timer := workflow.NewTimer(ctx, max(0, s.order.PayBy.Add(DeliveryGrace).Sub(workflow.Now(ctx))))
 	var d *decision
 	for d == nil {
 		sel := workflow.NewSelector(ctx)

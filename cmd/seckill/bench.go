@@ -62,6 +62,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.DurationVar(&o.SettleWithin, "settle-within", 10*time.Minute, "give up waiting for orders to settle after this long")
 	fs.IntVar(&o.AnchorScriptCalls, "anchor-calls", 300000, "anchor (a): admission-script calls in redis-benchmark (0: skip)")
 	fs.IntVar(&o.AnchorWorkflows, "anchor-workflows", 3000, "anchor (b): trivial workflows started and completed (0: skip)")
+	fs.IntVar(&o.AnchorSagas, "anchor-sagas", -1, "anchor (c): workflows of a local activity, a timer of --timeout and a local activity (-1: as many as units x sales; 0: skip)")
 	fs.IntVar(&o.BodyRounds, "body-rounds", 5, "rounds comparing claims with a {sku, quantity} body against claims without one, on a sold-out sale (0: skip)")
 	fs.DurationVar(&o.BodyRoundTime, "body-round", 2*time.Second, "how long each way of each body round sends claims")
 	fs.IntVar(&o.EntryRounds, "entry-rounds", 5, "rounds comparing lobby entries (fresh buyers, 201) with claims on a sold-out sale (0: skip)")

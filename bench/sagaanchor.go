@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/seckill/seckill/relay"
+	"github.com/seckill/seckill/worker"
+)
+
+// SagaAnchor is anchor (c): the simplest workflow that does a timed-out
+// saga's Temporal work (issue 34): started, one local activity, a timer
+// of the sales' payment timeout, one local activity, completed. Started
+// as the relay starts sagas (its parallelism, each start answered before
+// the next), run by a worker with seckill's worker settings, on the same
+// server, after the sagas.
+//
+// Its two figures are measured as the sagas' are:
+//   - FirstStepPerSecond: workflows whose first local activity ran, over
+//     the span from the first start to the last such activity (the sagas:
+//     orders AWAITING_PAYMENT from the first admission to the last lock);
+//   - SettlePerSecond: workflows completed, over the span from the first
+//     start to the last completion less the timer (the sagas: orders
+//     closed PAYMENT_TIMEOUT from the first admission to the last close
+//     less the payment timeout).
+type SagaAnchor struct {
+	Workflows          int     `json:"workflows"`
+	Parallel           int     `json:"parallel"`
+	TimerSeconds       float64 `json:"timer_seconds"`
+	FirstStepPerSecond float64 `json:"first_step_per_second"`
+	SettlePerSecond    float64 `json:"settle_per_second"`
+	Seconds            float64 `json:"seconds"`
+}
+
+// sagaAnchorSteps are the anchor's local activities: each records when
+// it ran, the first step and the last.
+type sagaAnchorSteps struct {
+	mu          sync.Mutex
+	first, last time.Time // the latest first step and last step
+	firsts      atomic.Int64
+	lasts       atomic.Int64
+}
+
+func (s *sagaAnchorSteps) FirstStep(context.Context) error {
+	s.firsts.Add(1)
+	s.mu.Lock()
+	s.first = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *sagaAnchorSteps) LastStep(context.Context) error {
+	s.lasts.Add(1)
+	s.mu.Lock()
+	s.last = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// sagaAnchorWorkflow: a local activity, a timer, a local activity.
+func sagaAnchorWorkflow(ctx workflow.Context, timer time.Duration) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var s *sagaAnchorSteps
+	if err := workflow.ExecuteLocalActivity(ctx, s.FirstStep).Get(ctx, nil); err != nil {
+		return err
+	}
+	if err := workflow.Sleep(ctx, timer); err != nil {
+		return err
+	}
+	return workflow.ExecuteLocalActivity(ctx, s.LastStep).Get(ctx, nil)
+}
+
+// sagaAnchor runs anchor (c) with n workflows and the given timer.
+func sagaAnchor(ctx context.Context, c client.Client, o Options, n int, timer time.Duration) (*SagaAnchor, error) {
+	queue := "bench-saga-anchor-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	steps := &sagaAnchorSteps{}
+	w := sdkworker.New(c, queue, worker.SDKOptions(worker.Options{MaxConcurrentActivities: o.Config.WorkerActivities}))
+	w.RegisterWorkflowWithOptions(sagaAnchorWorkflow, workflow.RegisterOptions{Name: "BenchSagaAnchor"})
+	w.RegisterActivity(steps)
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+
+	parallel := relay.DefaultParallel
+	work := make(chan int)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+					ID: queue + "-" + strconv.Itoa(i), TaskQueue: queue,
+				}, "BenchSagaAnchor", timer); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return nil, err
+	default:
+	}
+	// Every workflow completes once its timer fired and its last step ran.
+	for steps.lasts.Load() < int64(n) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	steps.mu.Lock()
+	first, last := steps.first, steps.last
+	steps.mu.Unlock()
+	a := &SagaAnchor{Workflows: n, Parallel: parallel, TimerSeconds: timer.Seconds(), Seconds: time.Since(start).Seconds()}
+	if d := first.Sub(start); d > 0 {
+		a.FirstStepPerSecond = float64(n) / d.Seconds()
+	}
+	if d := last.Sub(start) - timer; d > 0 {
+		a.SettlePerSecond = float64(n) / d.Seconds()
+	}
+	return a, nil
+}
