@@ -289,3 +289,77 @@ func TestEnterBatch_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
 	require.Greater(t, idx, idx0, "the batch looks its buyers up by index")
 	require.Equal(t, seq0, seq, "no batch scans the lobby whole")
 }
+
+// Connections to PostgreSQL killed while entries are being committed lose
+// no entry that was answered: every buyer answered an entry has it in the
+// table, the one they were told; a buyer answered an error is answered an
+// entry when they try again, and every buyer ends with exactly one.
+func TestEnter_KilledConnectionsLoseNoAnsweredEntry(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.DatabaseURL(t)
+	st, err := store.Open(t.Context(), dsn, store.Options{MaxOpenConns: 8})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	killer, err := store.Open(t.Context(), dsn, store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = killer.Close() })
+	sale := lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+
+	stop := make(chan struct{})
+	var killed atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(15 * time.Millisecond):
+			}
+			var n int64
+			_ = killer.Gorm().Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n).Error
+			killed.Add(n)
+		}
+	}()
+	const buyers = 1500
+	told := make([][]byte, buyers)
+	failed := make([]bool, buyers)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 200)
+	for i := range buyers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			e, _, err := st.Enter(t.Context(), sale.ID, "buyer-"+strconv.Itoa(i), item)
+			if err != nil {
+				failed[i] = true
+				return
+			}
+			told[i] = e.Entry
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	nFailed := 0
+	for i := range buyers {
+		if failed[i] {
+			nFailed++
+		}
+	}
+	t.Logf("%d connections killed; %d of %d entries answered an error", killed.Load(), nFailed, buyers)
+	require.Positive(t, killed.Load(), "connections were killed while entries were committed")
+	for i := range buyers {
+		user := "buyer-" + strconv.Itoa(i)
+		if failed[i] {
+			e, _, err := st.Enter(t.Context(), sale.ID, user, item)
+			require.NoError(t, err, "the retry of %s", user)
+			told[i] = e.Entry
+		}
+		got, err := st.LobbyEntryOf(t.Context(), sale.ID, user)
+		require.NoError(t, err, "%s was answered an entry", user)
+		require.Equal(t, told[i], got.Entry, "%s has the entry they were told", user)
+	}
+	require.Equal(t, int64(buyers), lobbyRows(t, st, sale.ID))
+}
