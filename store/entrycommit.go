@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/seckill/seckill"
@@ -23,20 +25,29 @@ import (
 // connections, as a single commit does.
 //
 // There is no timer: an entry that finds fewer than entryWriters batches
-// in flight is written at once (alone, at low load); the others queue,
-// and each writer takes the whole queue (up to entryBatchMax) when its
-// batch is done. Batches grow with the load and never wait on a clock.
+// of its sale in flight is written at once (alone, at low load); the
+// others queue, and each writer takes the whole queue (up to
+// entryBatchMax) when its batch is done. Batches grow with the load and
+// never wait on a clock. Each sale has its own queue and writers, so a
+// sale whose row is held (the draw closing it) delays no other sale.
 const (
-	// entryWriters bounds the batches in flight, i.e. the pool's
-	// connections the lobby can hold at once.
+	// entryWriters bounds the batches of one sale in flight, i.e. the
+	// pool's connections one sale's lobby can hold at once.
 	entryWriters = 4
 	// entryBatchMax bounds one statement's entries.
 	entryBatchMax = 1024
+	// entryQueueMax bounds the entries waiting for a sale: beyond it an
+	// entry is refused at once (ErrUnavailable, a 503 the buyer retries)
+	// rather than queued behind a backlog PostgreSQL is not draining.
+	entryQueueMax = 16 * entryBatchMax
 	// entryBatchTimeout bounds one batch's statement: it is nobody's
 	// request, so no request's deadline applies to it (each buyer still
 	// stops waiting at their own).
 	entryBatchTimeout = 10 * time.Second
 )
+
+// errEntryQueueFull answers an entry that finds its sale's queue full.
+var errEntryQueueFull = fmt.Errorf("%d entries already wait for the database: %w", entryQueueMax, seckill.ErrUnavailable)
 
 // entryRequest is one buyer's entry waiting to be written.
 type entryRequest struct {
@@ -53,10 +64,24 @@ type entryResult struct {
 	err     error
 }
 
-// entryCommitter queues entries and writes them in batches.
+// answer gives r its result; a request is answered once, and a second
+// answer (after a writer's panic) is dropped.
+func (r *entryRequest) answer(res entryResult) {
+	select {
+	case r.done <- res:
+	default:
+	}
+}
+
+// entryCommitter queues entries, per sale, and writes them in batches.
 type entryCommitter struct {
-	st      *Store
-	mu      sync.Mutex
+	st    *Store
+	mu    sync.Mutex
+	sales map[int64]*saleEntries
+}
+
+// saleEntries are one sale's queue and the writers draining it.
+type saleEntries struct {
 	queue   []*entryRequest
 	writers int
 }
@@ -65,59 +90,82 @@ type entryCommitter struct {
 func (c *entryCommitter) enter(r *entryRequest) (*LobbyEntry, bool, error) {
 	r.done = make(chan entryResult, 1)
 	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	start := c.writers < entryWriters
+	if c.sales == nil {
+		c.sales = make(map[int64]*saleEntries)
+	}
+	q := c.sales[r.saleID]
+	if q == nil {
+		q = &saleEntries{}
+		c.sales[r.saleID] = q
+	}
+	if len(q.queue) >= entryQueueMax {
+		c.mu.Unlock()
+		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", r.saleID, errEntryQueueFull)
+	}
+	q.queue = append(q.queue, r)
+	start := q.writers < entryWriters
 	if start {
-		c.writers++
+		q.writers++
 	}
 	c.mu.Unlock()
 	if start {
-		go c.write()
+		go c.write(r.saleID, q)
 	}
 	select {
 	case res := <-r.done:
 		return res.entry, res.created, res.err
 	case <-r.ctx.Done():
-		// The entry may still be written: the buyer's retry finds it and
-		// is answered 200 with it, as after any statement cut short.
+		// The entry may still be written, if its batch was taken: the
+		// buyer's retry finds it and is answered 200 with it, as after
+		// any statement cut short.
 		return nil, false, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", r.saleID, r.ctx.Err()))
 	}
 }
 
-// write writes batches from the queue until it is empty.
-func (c *entryCommitter) write() {
+// write writes batches from the sale's queue until it is empty. Requests
+// whose buyer stopped waiting are dropped, not written: after an outage
+// the writers do not spend the recovery on a backlog nobody waits for.
+func (c *entryCommitter) write(saleID int64, q *saleEntries) {
 	for {
 		c.mu.Lock()
-		n := min(len(c.queue), entryBatchMax)
-		if n == 0 {
-			c.writers--
+		var batch []*entryRequest
+		for len(batch) < entryBatchMax && len(q.queue) > 0 {
+			r := q.queue[0]
+			q.queue[0] = nil
+			q.queue = q.queue[1:]
+			if r.ctx.Err() == nil {
+				batch = append(batch, r)
+			}
+		}
+		if len(q.queue) == 0 {
+			q.queue = nil // let the backing array go
+		}
+		if len(batch) == 0 {
+			q.writers--
+			if q.writers == 0 && len(q.queue) == 0 {
+				delete(c.sales, saleID)
+			}
 			c.mu.Unlock()
 			return
 		}
-		batch := c.queue[:n:n]
-		c.queue = c.queue[n:]
-		if len(c.queue) == 0 {
-			c.queue = nil // let the backing array go
-		}
 		c.mu.Unlock()
-		c.writeBatch(batch)
+		c.writeSafely(saleID, batch)
 	}
 }
 
-// writeBatch writes batch, one statement per sale in it, and answers
-// every request.
-func (c *entryCommitter) writeBatch(batch []*entryRequest) {
-	bySale := make(map[int64][]*entryRequest)
-	var sales []int64
-	for _, r := range batch {
-		if _, ok := bySale[r.saleID]; !ok {
-			sales = append(sales, r.saleID)
+// writeSafely is writeSale; a panic in it answers the batch with an
+// error instead of taking the process down (fiber's recover does not
+// reach a writer's goroutine).
+func (c *entryCommitter) writeSafely(saleID int64, batch []*entryRequest) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := fmt.Errorf("enter the lobby of sale %d: %v", saleID, p)
+			for _, r := range batch {
+				r.answer(entryResult{err: err})
+			}
 		}
-		bySale[r.saleID] = append(bySale[r.saleID], r)
-	}
-	for _, sale := range sales {
-		c.writeSale(sale, bySale[sale])
-	}
+	}()
+	c.writeSale(saleID, batch)
 }
 
 // writeSale writes the entries of one sale in one statement. A buyer
@@ -135,26 +183,27 @@ func (c *entryCommitter) writeSale(saleID int64, reqs []*entryRequest) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqs[0].ctx), entryBatchTimeout)
 	defer cancel()
 	got, err := c.st.enterMany(ctx, saleID, users, func(u string) seckill.Item { return first[u].item })
-	if isForeignKeyViolation(err, "lobby_entries_variant_fkey") {
-		// One entry names a variant the sale does not have (the API
-		// checks the sku first, so this is rare): write each alone, so
-		// that only that one is refused.
+	if isViolation(err, "23503", "") || isDataException(err) {
+		// A row the database refuses (a variant the sale does not have, a
+		// value out of range: the API checks both first, so this is
+		// rare) fails the statement: write each alone, within its own
+		// buyer's deadline, so that only that one is refused.
 		for _, r := range reqs {
-			e, created, err := c.st.enterOne(ctx, saleID, r.userID, r.item)
-			r.done <- entryResult{e, created, err}
+			e, created, err := c.st.enterOne(r.ctx, saleID, r.userID, r.item)
+			r.answer(entryResult{e, created, err})
 		}
 		return
 	}
 	for _, r := range reqs {
 		switch res, ok := got[r.userID]; {
 		case err != nil:
-			r.done <- entryResult{err: err}
+			r.answer(entryResult{err: err})
 		case !ok:
-			r.done <- entryResult{err: fmt.Errorf("enter the lobby of sale %d: no answer for %s", saleID, r.userID)}
+			r.answer(entryResult{err: fmt.Errorf("enter the lobby of sale %d: no answer for %s", saleID, r.userID)})
 		case first[r.userID] != r: // the same buyer twice in the batch
-			r.done <- entryResult{entry: res.entry, created: false, err: res.err}
+			r.answer(entryResult{entry: res.entry, created: false, err: res.err})
 		default:
-			r.done <- res
+			r.answer(res)
 		}
 	}
 }
@@ -195,6 +244,11 @@ func (s *Store) enterMany(ctx context.Context, saleID int64, users []string, ite
 	quantities := make([]int32, len(users))
 	for i, u := range users {
 		it := itemOf(u).OrDefault()
+		if it.Quantity < 1 || it.Quantity > math.MaxInt32 {
+			// Refused by the table's CHECK, as enterOne would be: the
+			// batch falls back to writing each alone.
+			return nil, &pgconn.PgError{Code: "22003", Message: fmt.Sprintf("quantity %d out of range", it.Quantity)}
+		}
 		entries[i], skus[i], quantities[i] = draw.NewEntry(), it.SKU, int32(it.Quantity)
 	}
 	db, err := s.db.DB()

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,6 +174,7 @@ func TestEnter_ManyBuyersAtOnceAreEachCommittedBeforeTheirAnswer(t *testing.T) {
 		return true
 	})
 	t.Logf("%d entries in %d statements", n, counted.n.Load())
+	require.Less(t, counted.n.Load(), int64(n), "entries that arrived together were written together")
 }
 
 // A buyer who stops waiting (their request's deadline) while their batch
@@ -324,6 +326,7 @@ func TestEnter_KilledConnectionsLoseNoAnsweredEntry(t *testing.T) {
 	const buyers = 1500
 	told := make([][]byte, buyers)
 	failed := make([]bool, buyers)
+	created := make([]bool, buyers)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 200)
 	for i := range buyers {
@@ -332,12 +335,13 @@ func TestEnter_KilledConnectionsLoseNoAnsweredEntry(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			e, _, err := st.Enter(t.Context(), sale.ID, "buyer-"+strconv.Itoa(i), item)
+			e, c, err := st.Enter(t.Context(), sale.ID, "buyer-"+strconv.Itoa(i), item)
 			if err != nil {
+				assert.ErrorIs(t, err, seckill.ErrUnavailable, "a killed connection is the database unavailable (503)")
 				failed[i] = true
 				return
 			}
-			told[i] = e.Entry
+			told[i], created[i] = e.Entry, c
 		}()
 	}
 	wg.Wait()
@@ -353,13 +357,150 @@ func TestEnter_KilledConnectionsLoseNoAnsweredEntry(t *testing.T) {
 	for i := range buyers {
 		user := "buyer-" + strconv.Itoa(i)
 		if failed[i] {
-			e, _, err := st.Enter(t.Context(), sale.ID, user, item)
+			e, c, err := st.Enter(t.Context(), sale.ID, user, item)
 			require.NoError(t, err, "the retry of %s", user)
-			told[i] = e.Entry
+			told[i], created[i] = e.Entry, c
+		} else {
+			require.True(t, created[i], "%s entered once, answered as made", user)
 		}
 		got, err := st.LobbyEntryOf(t.Context(), sale.ID, user)
 		require.NoError(t, err, "%s was answered an entry", user)
 		require.Equal(t, told[i], got.Entry, "%s has the entry they were told", user)
 	}
 	require.Equal(t, int64(buyers), lobbyRows(t, st, sale.ID))
+}
+
+// holdSale holds the sale's row as the draw's close does, until the
+// returned function releases it: entries wait on it.
+func holdSale(t *testing.T, st *store.Store, saleID int64) (release func()) {
+	t.Helper()
+	tx := st.Gorm().Begin()
+	require.NoError(t, tx.Exec("SELECT 1 FROM sales WHERE id = ? FOR UPDATE", saleID).Error)
+	var once sync.Once
+	release = func() { once.Do(func() { require.NoError(t, tx.Rollback().Error) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// After an outage, the writers do not write the entries of buyers who
+// stopped waiting: the queue they left is dropped, and a buyer who asks
+// once the database answers again is entered at once.
+func TestEnter_EntriesOfBuyersWhoLeftAreNotWrittenAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	release := holdSale(t, st, sale.ID)
+	// Four patient buyers, one after another: each takes a writer, which
+	// waits on the sale's row.
+	var patient sync.WaitGroup
+	for i := range 4 {
+		patient.Add(1)
+		go func() {
+			defer patient.Done()
+			_, _, err := st.Enter(t.Context(), sale.ID, "patient-"+strconv.Itoa(i), item)
+			assert.NoError(t, err)
+		}()
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Two thousand who give up after 100 ms queue behind them.
+	var left sync.WaitGroup
+	for i := range 2000 {
+		left.Add(1)
+		go func() {
+			defer left.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			_, _, err := st.Enter(ctx, sale.ID, "gone-"+strconv.Itoa(i), item)
+			assert.ErrorIs(t, err, seckill.ErrUnavailable)
+		}()
+	}
+	left.Wait()
+	release()
+	patient.Wait()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, created, err := st.Enter(ctx, sale.ID, "fresh", item)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Eventually(t, func() bool { return !st.EntryWritersBusy(sale.ID) }, 30*time.Second, 10*time.Millisecond,
+		"the sale's writers are done")
+	require.Less(t, lobbyRows(t, st, sale.ID), int64(100), "the entries of buyers who left were dropped, not written")
+}
+
+// A sale's queue is bounded: past it an entry is refused at once as
+// unavailable (503), not queued behind a backlog.
+func TestEnter_AFullQueueRefusesAtOnce(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	release := holdSale(t, st, sale.ID)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range store.EntryQueueMax + 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, _ = st.Enter(ctx, sale.ID, "queued-"+strconv.Itoa(i), item)
+		}()
+	}
+	require.Eventually(t, func() bool {
+		short, c := context.WithTimeout(t.Context(), time.Second)
+		defer c()
+		began := time.Now()
+		_, _, err := st.Enter(short, sale.ID, "one-too-many", item)
+		return errors.Is(err, seckill.ErrUnavailable) && time.Since(began) < 500*time.Millisecond
+	}, 30*time.Second, 50*time.Millisecond, "an entry past the queue's bound is refused at once")
+	cancel()
+	release()
+	wg.Wait()
+}
+
+// A sale whose row is held (its draw closing it, a stuck transaction)
+// delays the entries of no other sale.
+func TestEnter_ASaleWhoseRowIsHeldDelaysNoOtherSale(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	held, other := lobbyShoes(t, st), lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	release := holdSale(t, st, held.ID)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := st.Enter(t.Context(), held.ID, "waiting-"+strconv.Itoa(i), item)
+			assert.NoError(t, err)
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // every writer of the held sale waits
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_, created, err := st.Enter(ctx, other.ID, "elsewhere", item)
+	require.NoError(t, err, "the other sale's entry is written while the first sale's row is held")
+	require.True(t, created)
+	release()
+	wg.Wait()
+}
+
+// A value the table refuses (a quantity outside 1..100) fails its own
+// entry only: the others of its batch are entered.
+func TestEnterBatch_ARefusedQuantityFailsOnlyItsEntry(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	answers := st.EnterBatch(t.Context(), sale.ID, []store.EntryAsked{
+		{UserID: "a", Item: seckill.Item{SKU: "eu-42", Quantity: 1}},
+		{UserID: "b", Item: seckill.Item{SKU: "eu-42", Quantity: 101}},
+		{UserID: "c", Item: seckill.Item{SKU: "eu-42", Quantity: 1 << 32}},
+		{UserID: "d", Item: seckill.Item{SKU: "eu-43", Quantity: 2}},
+	})
+	require.NoError(t, answers[0].Err)
+	require.True(t, answers[0].Created)
+	require.Error(t, answers[1].Err)
+	require.Error(t, answers[2].Err, "a quantity past int32 is refused, not wrapped")
+	require.NoError(t, answers[3].Err)
+	require.True(t, answers[3].Created)
+	require.Equal(t, int64(2), lobbyRows(t, st, sale.ID))
 }

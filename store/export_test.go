@@ -38,11 +38,22 @@ func (s *Store) EnterBatch(ctx context.Context, saleID int64, asked []EntryAsked
 	for i, a := range asked {
 		reqs[i] = &entryRequest{ctx: ctx, saleID: saleID, userID: a.UserID, item: a.Item, done: make(chan entryResult, 1)}
 	}
-	s.entries.writeBatch(reqs)
+	s.entries.writeSale(saleID, reqs)
 	out := make([]EntryAnswer, len(reqs))
 	for i, r := range reqs {
 		res := <-r.done
 		out[i] = EntryAnswer{res.entry, res.created, res.err}
 	}
 	return out
+}
+
+// EntryQueueMax is the bound on the entries waiting for one sale.
+const EntryQueueMax = entryQueueMax
+
+// EntryWritersBusy reports whether writers are writing or entries are
+// waiting for the sale.
+func (s *Store) EntryWritersBusy(saleID int64) bool {
+	s.entries.mu.Lock()
+	defer s.entries.mu.Unlock()
+	return s.entries.sales[saleID] != nil
 }

@@ -240,3 +240,10 @@ func (s *Store) InstallationID(ctx context.Context) (string, error) {
 	}
 	return id, nil
 }
+
+// isDataException reports whether err is PostgreSQL refusing a value: a
+// data exception (class 22) or a CHECK constraint (23514).
+func isDataException(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "23514")
+}
