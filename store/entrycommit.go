@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
@@ -251,25 +250,13 @@ func (s *Store) enterMany(ctx context.Context, saleID int64, users []string, ite
 		}
 		entries[i], skus[i], quantities[i] = draw.NewEntry(), it.SKU, int32(it.Quantity)
 	}
-	db, err := s.db.DB()
-	if err != nil {
-		return nil, err
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return nil, unavailable(fmt.Errorf("enter the lobby of sale %d: %w", saleID, err))
-	}
-	defer func() { _ = conn.Close() }()
 	out := make(map[string]entryResult, len(users))
 	var raced []string
-	err = conn.Raw(func(driverConn any) error {
-		// Planned at each batch (an unnamed statement: pgx's exec mode),
-		// never from a plan cached on the connection: a plan made when
-		// lobby_entries was small (a new shop's first drop) scans the
-		// whole table for each look-up until autovacuum analyzes it, and
-		// a lobby filling at thousands a second outgrows it in seconds.
+	err := s.freshPlan(ctx, func(conn *pgx.Conn) error {
+		// Planned at each batch: a lobby fills at thousands a second, far
+		// faster than autovacuum updates what the planner knows of it.
 		// pgx takes Go slices as PostgreSQL arrays.
-		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, entrySQL, pgx.QueryExecModeExec,
+		rows, err := conn.Query(ctx, entrySQL, pgx.QueryExecModeExec,
 			seckill.DrawOpen, saleID, users, entries, skus, quantities)
 		if err != nil {
 			return err

@@ -3,13 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/draw"
@@ -287,23 +287,25 @@ func (s *Store) SetRanks(ctx context.Context, saleID int64, ranked []draw.Ranked
 	if len(ranked) == 0 {
 		return nil
 	}
-	var (
-		sb   strings.Builder
-		args = make([]any, 0, 2*len(ranked)+1)
-	)
-	sb.WriteString(`UPDATE lobby_entries AS e SET rank = v.rank, fits = v.fits FROM (VALUES `)
+	entries := make([][]byte, len(ranked))
+	ranks := make([]int32, len(ranked))
+	fits := make([]bool, len(ranked))
 	for i, r := range ranked {
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		sb.WriteString("(decode(?, 'hex'), ?::int, ?::boolean)")
-		args = append(args, hex.EncodeToString(r.Entry), r.Rank, r.Fits)
+		entries[i], ranks[i], fits[i] = r.Entry, int32(r.Rank), r.Fits
 	}
-	sb.WriteString(`) AS v(entry, rank, fits) WHERE e.sale_id = ? AND e.entry = v.entry
-		AND (e.rank IS DISTINCT FROM v.rank OR e.fits IS DISTINCT FROM v.fits)`)
-	args = append(args, saleID)
-	if err := s.db.WithContext(ctx).Exec(sb.String(), args...).Error; err != nil {
-		return fmt.Errorf("rank the lobby of sale %d: %w", saleID, err)
+	// Three arrays, whatever the batch's size (not three parameters an
+	// entry), planned at each call: the lobby grew by its whole size since
+	// autovacuum last looked at it (see freshPlan).
+	err := s.freshPlan(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `UPDATE lobby_entries AS e SET rank = v.rank, fits = v.fits
+			FROM unnest($1::bytea[], $2::int[], $3::boolean[]) AS v(entry, rank, fits)
+			WHERE e.sale_id = $4 AND e.entry = v.entry
+			AND (e.rank IS DISTINCT FROM v.rank OR e.fits IS DISTINCT FROM v.fits)`,
+			pgx.QueryExecModeExec, entries, ranks, fits, saleID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rank the lobby of sale %d: %w", saleID, unavailable(err))
 	}
 	return nil
 }

@@ -247,3 +247,22 @@ func isDataException(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "23514")
 }
+
+// freshPlan runs fn on one of the pool's connections, as pgx's own
+// connection, for statements run with pgx.QueryExecModeExec: planned at
+// each execution with its arguments, never from a plan cached on the
+// connection. A plan cached while a table was small (a new shop's first
+// lobby) reads the whole table at each execution once it has grown, until
+// autovacuum analyzes it (docs/DESIGN.md, traps).
+func (s *Store) freshPlan(ctx context.Context, fn func(conn *pgx.Conn) error) error {
+	db, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.Raw(func(driverConn any) error { return fn(driverConn.(*stdlib.Conn).Conn()) })
+}
