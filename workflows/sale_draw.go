@@ -35,7 +35,7 @@ func SaleDraw(ctx workflow.Context, in seckill.DrawInput) error {
 	// the entries and waits for the beacon itself.
 	if workflow.GetVersion(ctx, "commit-then-beacon", workflow.DefaultVersion, 1) == 1 {
 		var c seckill.DrawCommit
-		if err := workflow.ExecuteActivity(ctx, a.CommitDraw, in).Get(ctx, &c); err != nil {
+		if err := workflow.ExecuteActivity(commitOptions(ctx), a.CommitDraw, in).Get(ctx, &c); err != nil {
 			return err
 		}
 		// The round is not published before its time: asking earlier
@@ -58,3 +58,21 @@ func SaleDraw(ctx workflow.Context, in seckill.DrawInput) error {
 	}
 	return workflow.ExecuteActivity(ctx, a.FinishDraw, in).Get(ctx, nil)
 }
+
+// commitOptions are CommitDraw's: the entries must be committed before the
+// beacon round's time, 10 to 13 s after starts_at, or the draw can never be
+// verified (nobody can tell a commit after the round from an operator's
+// grinding). So a worker that dies while committing is noticed within
+// seconds (the commit heartbeats at every batch it reads), and a failed
+// attempt is tried again within a second, not after the draw's backoff.
+func commitOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    CommitHeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: time.Second},
+	})
+}
+
+// CommitHeartbeatTimeout is how soon a worker that died in CommitDraw is
+// noticed.
+const CommitHeartbeatTimeout = 5 * time.Second
