@@ -131,10 +131,23 @@ func workflowAnchor(ctx context.Context, c client.Client, o Options) (*WorkflowA
 	defer w.Stop()
 
 	parallel := relay.DefaultParallel
+	start := time.Now()
+	if err := runWorkflows(ctx, c, queue, o.AnchorWorkflows, parallel, true, "BenchAnchor"); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	return &WorkflowAnchor{Workflows: o.AnchorWorkflows, Parallel: parallel, Seconds: elapsed.Seconds(),
+		PerSecond: float64(o.AnchorWorkflows) / elapsed.Seconds()}, nil
+}
+
+// runWorkflows starts n workflows of type name (with args) on queue, with
+// parallel starts in flight, as the relay starts sagas; with wait, each
+// starter also waits for its workflow's end before its next start. It
+// returns the first error.
+func runWorkflows(ctx context.Context, c client.Client, queue string, n, parallel int, wait bool, name string, args ...any) error {
 	work := make(chan int)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for range parallel {
 		wg.Add(1)
 		go func() {
@@ -142,8 +155,8 @@ func workflowAnchor(ctx context.Context, c client.Client, o Options) (*WorkflowA
 			for i := range work {
 				run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 					ID: queue + "-" + strconv.Itoa(i), TaskQueue: queue,
-				}, "BenchAnchor")
-				if err == nil {
+				}, name, args...)
+				if err == nil && wait {
 					err = run.Get(ctx, nil)
 				}
 				if err != nil {
@@ -155,17 +168,15 @@ func workflowAnchor(ctx context.Context, c client.Client, o Options) (*WorkflowA
 			}
 		}()
 	}
-	for i := 0; i < o.AnchorWorkflows; i++ {
+	for i := 0; i < n; i++ {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	elapsed := time.Since(start)
 	select {
 	case err := <-errc:
-		return nil, err
+		return err
 	default:
+		return nil
 	}
-	return &WorkflowAnchor{Workflows: o.AnchorWorkflows, Parallel: parallel, Seconds: elapsed.Seconds(),
-		PerSecond: float64(o.AnchorWorkflows) / elapsed.Seconds()}, nil
 }

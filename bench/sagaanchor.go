@@ -90,35 +90,9 @@ func sagaAnchor(ctx context.Context, c client.Client, o Options, n int, timer ti
 	defer w.Stop()
 
 	parallel := relay.DefaultParallel
-	work := make(chan int)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-					ID: queue + "-" + strconv.Itoa(i), TaskQueue: queue,
-				}, "BenchSagaAnchor", timer); err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errc:
+	if err := runWorkflows(ctx, c, queue, n, parallel, false, "BenchSagaAnchor", timer); err != nil {
 		return nil, err
-	default:
 	}
 	// Every workflow completes once its timer fired and its last step ran.
 	for steps.lasts.Load() < int64(n) {

@@ -220,12 +220,7 @@ func TestEnter_ABuyerWhoStopsWaitingDoesNotFailTheBatch(t *testing.T) {
 // commit, without the API.
 func BenchmarkEnterBatch(b *testing.B) {
 	st, _ := testenv.Store(b)
-	n := shoes()
-	now := time.Now().UTC()
-	lobby := now.Add(-time.Minute)
-	n.LobbyOpensAt, n.StartsAt, n.EndsAt = &lobby, now.Add(time.Hour), now.Add(2*time.Hour)
-	sale, err := st.CreateSale(b.Context(), n, nil)
-	require.NoError(b, err)
+	sale := lobbyShoes(b, st)
 	const size = 256
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -17,7 +17,7 @@ import (
 
 // lobbyShoes is the sale of shoes with a lobby open since a minute, that
 // starts in an hour.
-func lobbyShoes(t *testing.T, st *store.Store) *seckill.Sale {
+func lobbyShoes(t testing.TB, st *store.Store) *seckill.Sale {
 	t.Helper()
 	n := shoes()
 	now := time.Now().UTC()

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,12 +16,7 @@ import (
 func BenchmarkSetRanks(b *testing.B) {
 	const entries, batch = 200_000, 10_000
 	st, _ := testenv.Store(b)
-	n := shoes()
-	now := time.Now().UTC()
-	lobby := now.Add(-time.Minute)
-	n.LobbyOpensAt, n.StartsAt, n.EndsAt = &lobby, now.Add(time.Hour), now.Add(2*time.Hour)
-	sale, err := st.CreateSale(b.Context(), n, nil)
-	require.NoError(b, err)
+	sale := lobbyShoes(b, st)
 	require.NoError(b, st.Gorm().Exec(`INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
 		SELECT ?, 'b-' || g, decode(md5(g::text), 'hex'), 'eu-42', 1 FROM generate_series(1, ?) g`, sale.ID, entries).Error)
 	var raw [][]byte
