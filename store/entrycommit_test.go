@@ -504,3 +504,32 @@ func TestEnterBatch_ARefusedQuantityFailsOnlyItsEntry(t *testing.T) {
 	require.True(t, answers[3].Created)
 	require.Equal(t, int64(2), lobbyRows(t, st, sale.ID))
 }
+
+// A buyer's entry is read by the primary key however the lobby grew since
+// the connection first read one (GET /lobby/me, polled by every entrant).
+func TestLobbyEntryOf_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	sale := lobbyShoes(t, st)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	for i := range 3 {
+		_, _, err := st.Enter(t.Context(), sale.ID, "small-"+strconv.Itoa(i), item)
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Gorm().Exec(`ANALYZE lobby_entries`).Error)
+	for range 8 {
+		_, err := st.LobbyEntryOf(t.Context(), sale.ID, "small-1")
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Gorm().Exec(`INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
+		SELECT ?, 'grown-' || g, decode(md5(g::text), 'hex'), 'eu-42', 1 FROM generate_series(1, 20000) g`, sale.ID).Error)
+	seq0, idx0 := scans(t, st)
+	e, err := st.LobbyEntryOf(t.Context(), sale.ID, "grown-19999")
+	require.NoError(t, err)
+	require.Equal(t, "grown-19999", e.UserID)
+	seq, idx := scans(t, st)
+	require.Greater(t, idx, idx0, "read by index")
+	require.Equal(t, seq0, seq, "the lobby is not scanned whole")
+}

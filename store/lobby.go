@@ -137,13 +137,19 @@ func (s *Store) enterOne(ctx context.Context, saleID int64, userID string, item 
 // LobbyEntryOf returns userID's entry in the sale's lobby, with its item;
 // ErrNotFound when the user never entered.
 func (s *Store) LobbyEntryOf(ctx context.Context, saleID int64, userID string) (*LobbyEntry, error) {
-	var row lobbyEntryRow
-	err := s.db.WithContext(ctx).Where("sale_id = ? AND user_id = ?", saleID, userID).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	// Planned at each read (freshPlan): every entrant polls this, and a
+	// plan cached while the lobby was small reads the whole lobby.
+	row := lobbyEntryRow{SaleID: saleID, UserID: userID}
+	err := s.freshPlan(ctx, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT entry, sku, quantity, entered_at, rank, fits, outcome, order_id
+			FROM lobby_entries WHERE sale_id = $1 AND user_id = $2`, pgx.QueryExecModeExec, saleID, userID).
+			Scan(&row.Entry, &row.SKU, &row.Quantity, &row.EnteredAt, &row.Rank, &row.Fits, &row.Outcome, &row.OrderID)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, seckill.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the lobby entry of %s in sale %d: %w", userID, saleID, err)
+		return nil, fmt.Errorf("read the lobby entry of %s in sale %d: %w", userID, saleID, unavailable(err))
 	}
 	return row.entry(), nil
 }
