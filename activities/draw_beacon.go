@@ -61,6 +61,11 @@ func (a *Activities) chain(hash string) (beacon.Chain, bool) {
 // so the workflow sleeps until then instead of asking the beacon early.
 // Idempotent: the tree first recorded stays.
 func (a *Activities) CommitDraw(ctx context.Context, in seckill.DrawInput) (seckill.DrawCommit, error) {
+	// The commit's heartbeat timeout is a few seconds (the entries must be
+	// committed before the beacon round): a statement slower than that
+	// (closing the lobby waits for the entries in flight) must not make
+	// the attempt look dead. A worker that dies stops this with it.
+	defer heartbeatEvery(ctx, time.Second)()
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
 		return seckill.DrawCommit{}, drawRefusal(in.SaleID, err)
@@ -186,4 +191,25 @@ func (a *Activities) rankSeed(ctx context.Context, d *seckill.Draw, tree *draw.T
 	}
 	randomness := beacon.Randomness(sig)
 	return draw.BeaconSeed(d.Seed, randomness[:], tree.Root[:]), nil
+}
+
+// heartbeatEvery records the activity's heartbeat every period until the
+// returned function is called.
+func heartbeatEvery(ctx context.Context, period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -179,6 +180,10 @@ func (c *entryCommitter) writeSale(saleID int64, reqs []*entryRequest) {
 			users = append(users, r.userID)
 		}
 	}
+	// Every batch inserts its buyers in one order: two batches holding
+	// the same two buyers (two API processes, a retry) then wait on each
+	// other in turn instead of deadlocking.
+	slices.Sort(users)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqs[0].ctx), entryBatchTimeout)
 	defer cancel()
 	got, err := c.st.enterMany(ctx, saleID, users, func(u string) seckill.Item { return first[u].item })
@@ -224,6 +229,7 @@ const entrySQL = `WITH s AS (
 			INSERT INTO lobby_entries (sale_id, user_id, entry, sku, quantity)
 			SELECT $2, req.user_id, req.entry, req.sku, req.quantity FROM req, s
 			WHERE s.open AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.user_id = req.user_id)
+			ORDER BY req.user_id
 			ON CONFLICT DO NOTHING
 			RETURNING user_id, entry, sku, quantity
 		)

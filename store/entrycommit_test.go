@@ -533,3 +533,36 @@ func TestLobbyEntryOf_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
 	require.Greater(t, idx, idx0, "read by index")
 	require.Equal(t, seq0, seq, "the lobby is not scanned whole")
 }
+
+// Two batches holding the same buyers in other orders (two API processes,
+// a retry) do not deadlock: each buyer gets one entry, both batches are
+// answered.
+func TestEnterBatch_TwoBatchesOfTheSameBuyersDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	sale := lobbyShoes(t, st)
+	// Slow inserts, so that the two statements interleave.
+	require.NoError(t, st.Gorm().Exec(`CREATE FUNCTION slow_entry() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN PERFORM pg_sleep(0.2); RETURN NEW; END $$`).Error)
+	require.NoError(t, st.Gorm().Exec(`CREATE TRIGGER slow_entry BEFORE INSERT ON lobby_entries FOR EACH ROW EXECUTE FUNCTION slow_entry()`).Error)
+	item := seckill.Item{SKU: "eu-42", Quantity: 1}
+	one := []store.EntryAsked{{UserID: "u1", Item: item}, {UserID: "u2", Item: item}, {UserID: "u3", Item: item}}
+	other := []store.EntryAsked{{UserID: "u3", Item: item}, {UserID: "u2", Item: item}, {UserID: "u1", Item: item}}
+	var (
+		wg   sync.WaitGroup
+		a, b []store.EntryAnswer
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); a = st.EnterBatch(t.Context(), sale.ID, one) }()
+	go func() { defer wg.Done(); b = st.EnterBatch(t.Context(), sale.ID, other) }()
+	wg.Wait()
+	created := 0
+	for _, ans := range append(a, b...) {
+		require.NoError(t, ans.Err)
+		if ans.Created {
+			created++
+		}
+	}
+	require.Equal(t, 3, created, "each buyer's entry made once")
+	require.Equal(t, int64(3), lobbyRows(t, st, sale.ID))
+}
