@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -46,9 +47,6 @@ const (
 	entryBatchTimeout = 10 * time.Second
 )
 
-// errEntryQueueFull answers an entry that finds its sale's queue full.
-var errEntryQueueFull = fmt.Errorf("%d entries already wait for the database: %w", entryQueueMax, seckill.ErrUnavailable)
-
 // entryRequest is one buyer's entry waiting to be written.
 type entryRequest struct {
 	ctx    context.Context
@@ -78,6 +76,8 @@ type entryCommitter struct {
 	st    *Store
 	mu    sync.Mutex
 	sales map[int64]*saleEntries
+	// queueMax bounds each sale's queue [entryQueueMax].
+	queueMax int
 }
 
 // saleEntries are one sale's queue and the writers draining it.
@@ -98,9 +98,9 @@ func (c *entryCommitter) enter(r *entryRequest) (*LobbyEntry, bool, error) {
 		q = &saleEntries{}
 		c.sales[r.saleID] = q
 	}
-	if len(q.queue) >= entryQueueMax {
+	if limit := cmp.Or(c.queueMax, entryQueueMax); len(q.queue) >= limit {
 		c.mu.Unlock()
-		return nil, false, fmt.Errorf("enter the lobby of sale %d: %w", r.saleID, errEntryQueueFull)
+		return nil, false, fmt.Errorf("enter the lobby of sale %d: %d entries already wait for the database: %w", r.saleID, limit, seckill.ErrUnavailable)
 	}
 	q.queue = append(q.queue, r)
 	start := q.writers < entryWriters

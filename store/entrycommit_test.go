@@ -391,16 +391,20 @@ func TestEnter_EntriesOfBuyersWhoLeftAreNotWrittenAfterAnOutage(t *testing.T) {
 	sale := lobbyShoes(t, st)
 	item := seckill.Item{SKU: "eu-42", Quantity: 1}
 	release := holdSale(t, st, sale.ID)
-	// Four patient buyers, one after another: each takes a writer, which
-	// waits on the sale's row.
+	// Patient buyers, one after another, until every writer of the sale
+	// holds one and waits on the sale's row.
 	var patient sync.WaitGroup
-	for i := range 4 {
+	patients := 0
+	for st.EntryWriters(sale.ID) < 4 || st.EntriesQueued(sale.ID) > 0 {
+		require.Less(t, patients, 100, "the writers never all waited")
 		patient.Add(1)
+		user := "patient-" + strconv.Itoa(patients)
 		go func() {
 			defer patient.Done()
-			_, _, err := st.Enter(t.Context(), sale.ID, "patient-"+strconv.Itoa(i), item)
+			_, _, err := st.Enter(t.Context(), sale.ID, user, item)
 			assert.NoError(t, err)
 		}()
+		patients++
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Two thousand who give up after 100 ms queue behind them.
@@ -433,28 +437,37 @@ func TestEnter_EntriesOfBuyersWhoLeftAreNotWrittenAfterAnOutage(t *testing.T) {
 func TestEnter_AFullQueueRefusesAtOnce(t *testing.T) {
 	t.Parallel()
 	st, _ := testenv.Store(t)
+	st.SetEntryQueueMax(8)
 	sale := lobbyShoes(t, st)
 	item := seckill.Item{SKU: "eu-42", Quantity: 1}
 	release := holdSale(t, st, sale.ID)
-	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	for i := range store.EntryQueueMax + 64 {
+	enter := func(user string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, _ = st.Enter(ctx, sale.ID, "queued-"+strconv.Itoa(i), item)
+			_, _, err := st.Enter(t.Context(), sale.ID, user, item)
+			assert.NoError(t, err, user)
 		}()
 	}
+	// Buyers one after another: the first take the writers (each waits on
+	// the sale's row), the next fill the queue.
+	launched := 0
+	for st.EntriesQueued(sale.ID) < 8 {
+		require.Less(t, launched, 100, "the queue never filled")
+		enter("waiting-" + strconv.Itoa(launched))
+		launched++
+		time.Sleep(10 * time.Millisecond)
+	}
 	require.Eventually(t, func() bool {
-		short, c := context.WithTimeout(t.Context(), time.Second)
-		defer c()
-		began := time.Now()
-		_, _, err := st.Enter(short, sale.ID, "one-too-many", item)
-		return errors.Is(err, seckill.ErrUnavailable) && time.Since(began) < 500*time.Millisecond
-	}, 30*time.Second, 50*time.Millisecond, "an entry past the queue's bound is refused at once")
-	cancel()
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, _, err := st.Enter(ctx, sale.ID, "one-too-many", item)
+		return errors.Is(err, seckill.ErrUnavailable) && ctx.Err() == nil
+	}, 10*time.Second, 20*time.Millisecond, "an entry past the queue's bound is refused at once, before its deadline")
 	release()
 	wg.Wait()
+	require.Equal(t, int64(launched), lobbyRows(t, st, sale.ID), "the ones queued are written")
 }
 
 // A sale whose row is held (its draw closing it, a stuck transaction)

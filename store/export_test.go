@@ -47,8 +47,12 @@ func (s *Store) EnterBatch(ctx context.Context, saleID int64, asked []EntryAsked
 	return out
 }
 
-// EntryQueueMax is the bound on the entries waiting for one sale.
-const EntryQueueMax = entryQueueMax
+// SetEntryQueueMax bounds the entries waiting for one sale to n.
+func (s *Store) SetEntryQueueMax(n int) {
+	s.entries.mu.Lock()
+	defer s.entries.mu.Unlock()
+	s.entries.queueMax = n
+}
 
 // EntryWritersBusy reports whether writers are writing or entries are
 // waiting for the sale.
@@ -56,4 +60,24 @@ func (s *Store) EntryWritersBusy(saleID int64) bool {
 	s.entries.mu.Lock()
 	defer s.entries.mu.Unlock()
 	return s.entries.sales[saleID] != nil
+}
+
+// EntriesQueued is how many entries wait for the sale's writers.
+func (s *Store) EntriesQueued(saleID int64) int {
+	s.entries.mu.Lock()
+	defer s.entries.mu.Unlock()
+	if q := s.entries.sales[saleID]; q != nil {
+		return len(q.queue)
+	}
+	return 0
+}
+
+// EntryWriters is how many writers the sale's entries have.
+func (s *Store) EntryWriters(saleID int64) int {
+	s.entries.mu.Lock()
+	defer s.entries.mu.Unlock()
+	if q := s.entries.sales[saleID]; q != nil {
+		return q.writers
+	}
+	return 0
 }
