@@ -469,6 +469,12 @@ func (s *Server) Stop() error {
 //     membership change, and the matching engine looks up the owner of
 //     the Nexus endpoints table in the now empty ring.
 //
+// Stopping too, with the cause context.Canceled: "Error refreshing
+// namespace cache" and the persistence client's "Operation failed with
+// internal error." for its ListNamespaces: the namespace registry's
+// polling loop may be mid-read when Stop cancels it (seen once in a CI
+// run of the README walk-through).
+//
 // And as each history shard is first acquired (within acquiredQuiet of
 // its "Acquired shard"):
 //
@@ -515,6 +521,8 @@ func (l *quietLog) benign(msg string, tags []tag.Tag) bool {
 		return !p.serving.Load() && errorTagHas(tags, "Frontend is not healthy yet")
 	case "error fetching user data from parent", "Failed to check Nexus endpoints ownership":
 		return p.stopping.Load() && errorTagHas(tags, membership.ErrInsufficientHosts.Error())
+	case "Error refreshing namespace cache", "Operation failed with internal error.":
+		return p.stopping.Load() && errorTagHas(tags, context.Canceled.Error())
 	case "Queue reader unable to retrieve tasks":
 		at, ok := p.acquired.Load(shardOf(l.shard, tags))
 		return ok && time.Since(at.(time.Time)) < acquiredQuiet && errorTagHas(tags, "shard status unknown")
