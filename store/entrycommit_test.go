@@ -31,6 +31,17 @@ func (c *inserts) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQ
 
 func (c *inserts) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// countingStore is a store of conns connections on a fresh database that
+// counts the statements inserting lobby entries.
+func countingStore(t *testing.T, conns int) (*store.Store, *inserts) {
+	t.Helper()
+	counted := &inserts{}
+	st, err := store.OpenTraced(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: conns}, counted)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st, counted
+}
+
 func lobbyRows(t *testing.T, st *store.Store, saleID int64) int64 {
 	t.Helper()
 	var n int64
@@ -42,10 +53,7 @@ func lobbyRows(t *testing.T, st *store.Store, saleID int64) int64 {
 // statement, each with an entry of their own and the item they asked for.
 func TestEnterBatch_OneStatementEntersEveryBuyer(t *testing.T) {
 	t.Parallel()
-	counted := &inserts{}
-	st, err := store.OpenTraced(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 2}, counted)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st, counted := countingStore(t, 2)
 	sale := lobbyShoes(t, st)
 	const n = 300
 	asked := make([]store.EntryAsked, n)
@@ -144,10 +152,7 @@ func TestEnterBatch_AClosedLobbyRefusesNewEntriesAndAnswersTheOnesItHas(t *testi
 // the table, with the entry it named.
 func TestEnter_ManyBuyersAtOnceAreEachCommittedBeforeTheirAnswer(t *testing.T) {
 	t.Parallel()
-	counted := &inserts{}
-	st, err := store.OpenTraced(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 8}, counted)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st, counted := countingStore(t, 8)
 	sale := lobbyShoes(t, st)
 	const n = 600
 	var (
@@ -258,9 +263,7 @@ func scans(t *testing.T, st *store.Store) (seq, idx int64) {
 func TestEnterBatch_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
 	t.Parallel()
 	// One connection: every batch runs where the ones before ran.
-	st, err := store.Open(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st, _ := countingStore(t, 1)
 	sale := lobbyShoes(t, st)
 	item := seckill.Item{SKU: "eu-42", Quantity: 1}
 	// Autovacuum analyzes the small table, as it does a new database's.
@@ -522,9 +525,7 @@ func TestEnterBatch_ARefusedQuantityFailsOnlyItsEntry(t *testing.T) {
 // the connection first read one (GET /lobby/me, polled by every entrant).
 func TestLobbyEntryOf_ALobbyThatGrewFastIsNeverScannedWhole(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(t.Context(), testenv.DatabaseURL(t), store.Options{MaxOpenConns: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st, _ := countingStore(t, 1) // one connection, as the batches' test
 	sale := lobbyShoes(t, st)
 	item := seckill.Item{SKU: "eu-42", Quantity: 1}
 	for i := range 3 {
