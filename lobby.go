@@ -53,7 +53,11 @@ type Draw struct {
 	State    string
 	NextRank int // the first rank not yet settled
 	Entries  int // set once RANKED
-	Admitted int // set once DONE
+	// RankedThrough is the last rank written (set once RANKED): the draw
+	// writes the first ranks when it ranks, the rest when it reaches them
+	// (store.RankRest). Entries when every entry has its rank.
+	RankedThrough int
+	Admitted      int // set once DONE
 	// EndedAtRank is where the sale's end cut the draw, set once DONE:
 	// the first rank of an entry that fits (LobbyEntry.Fits) not admitted
 	// because the sale had ended (0: the end cut nothing). Admitted is

@@ -78,16 +78,27 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		it := items[[draw.EntrySize]byte(ranked[i].Entry)]
 		ranked[i].Fits = fitter.Fit(it.SKU, it.Quantity)
 	}
-	for i := 0; i < len(ranked); i += DrawReadBatch {
-		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, len(ranked))]); err != nil {
+	// Ranks through the last entry that fits (and at least the first
+	// settle batch's) are written now, so the winners are admitted at
+	// once; the rest, none of which fits, when the draw reaches them
+	// (SettleDraw, store.RankRest), each row written once, with its
+	// outcome when past the waitlist's bound.
+	through := min(len(ranked), DrawSettleBatch)
+	for i := range ranked {
+		if ranked[i].Fits {
+			through = max(through, ranked[i].Rank)
+		}
+	}
+	for i := 0; i < through; i += DrawReadBatch {
+		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, through)]); err != nil {
 			return seckill.DrawProgress{}, err
 		}
 		activity.RecordHeartbeat(ctx, i)
 	}
-	if err := a.store.MarkRanked(ctx, in.SaleID, len(ranked)); err != nil {
+	if err := a.store.MarkRanked(ctx, in.SaleID, len(ranked), through); err != nil {
 		return seckill.DrawProgress{}, err
 	}
-	activity.GetLogger(ctx).Info("draw ranked", "saleID", in.SaleID, "entries", len(ranked))
+	activity.GetLogger(ctx).Info("draw ranked", "saleID", in.SaleID, "entries", len(ranked), "rankedThrough", through)
 	return seckill.DrawProgress{Entries: len(ranked), NextRank: 1}, nil
 }
 
@@ -118,6 +129,9 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		progress.Done = true
 		return progress, nil
 	}
+	if d.NextRank > d.RankedThrough {
+		return a.rankRest(ctx, d, in, progress)
+	}
 	sale, err := a.store.Sale(ctx, in.SaleID)
 	if err != nil {
 		return progress, drawRefusal(in.SaleID, err)
@@ -142,7 +156,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			progress.NextRank, progress.Done, progress.Ended = next, next > d.Entries, true
 			return progress, nil
 		}
-		last := min(d.NextRank+DrawLostBatch-1, d.Entries)
+		last := min(d.NextRank+DrawLostBatch-1, d.RankedThrough)
 		if err := a.store.LoseRanks(ctx, in.SaleID, d.NextRank, last); err != nil {
 			return progress, err
 		}
@@ -157,7 +171,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			return progress, err
 		}
 		if fit != d.NextRank {
-			last := min(d.NextRank+DrawLostBatch-1, d.Entries)
+			last := min(d.NextRank+DrawLostBatch-1, d.RankedThrough)
 			if fit != 0 {
 				last = min(last, fit-1)
 			}
@@ -177,6 +191,7 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 	if err != nil {
 		return progress, err
 	}
+	var placed []seckill.WaitlistEntry
 	for _, e := range batch {
 		switch {
 		case held[e.UserID] != 0:
@@ -192,9 +207,9 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 			// published cut R holds.
 			e.Outcome = seckill.EntryLost
 		case e.Fits:
-			err = a.admitDrawn(ctx, sale.ID, e, termsOf)
+			err = a.admitDrawn(ctx, sale.ID, e, termsOf, &placed)
 		default:
-			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, termsOf(e.Item.OrDefault().SKU), &progress)
+			err = a.queueDrawn(ctx, sale.ID, e, in.WaitlistMax, termsOf(e.Item.OrDefault().SKU), &progress, &placed)
 		}
 		if errors.Is(err, errSaleEnded) {
 			progress.Ended, err = true, nil
@@ -204,11 +219,45 @@ func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (secki
 		}
 		activity.RecordHeartbeat(ctx, e.Rank)
 	}
+	// The places given, saved before the batch records anyone WAITING
+	// (a retry finds them ALREADY_WAITING and saves them then).
+	if err := a.store.SaveWaitlistEntries(ctx, sale.ID, placed); err != nil {
+		return progress, err
+	}
 	next := d.NextRank + len(batch)
 	if err := a.store.SettleEntries(ctx, in.SaleID, batch, next); err != nil {
 		return progress, err
 	}
 	progress.NextRank, progress.Done = next, next > d.Entries || len(batch) == 0
+	return progress, nil
+}
+
+// rankRest writes the ranks the draw has reached and not written (none
+// of them fits: RankDraw wrote through the last that does): past the
+// waitlist's bound, or once the sale has ended, every rank left, settled
+// LOST in the same write; before, the next ranks the waitlist may take.
+func (a *Activities) rankRest(ctx context.Context, d *seckill.Draw, in seckill.DrawStep, progress seckill.DrawProgress) (seckill.DrawProgress, error) {
+	tree, err := draw.UnmarshalTree(d.Tree)
+	if d.Tree == nil || err != nil {
+		return progress, fmt.Errorf("the draw of sale %d has ranks to write and no committed entries: %v", d.SaleID, err)
+	}
+	seed, err := a.rankSeed(ctx, d, tree)
+	if err != nil {
+		return progress, err
+	}
+	lost := in.WaitlistFull || in.Ended
+	upto := d.Entries
+	if !lost {
+		upto = min(d.Entries, d.RankedThrough+max(DrawReadBatch, in.WaitlistMax))
+	}
+	through, err := a.store.RankRest(ctx, d.SaleID, seed, upto, lost)
+	if err != nil {
+		return progress, err
+	}
+	activity.GetLogger(ctx).Info("draw ranked the rest", "saleID", d.SaleID, "through", through, "lost", lost)
+	if lost {
+		progress.NextRank, progress.Done = through+1, through >= d.Entries
+	}
 	return progress, nil
 }
 
@@ -293,7 +342,7 @@ func (a *Activities) keepAdmitted(ctx context.Context, saleID int64, from int) (
 // at once (each step of a move is idempotent, so landing a live mover's
 // move is safe) and asks again; units that still have not landed fail the
 // step, which is retried until they have.
-func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, termsOf func(sku string) seckill.Terms) error {
+func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, termsOf func(sku string) seckill.Terms, placed *[]seckill.WaitlistEntry) error {
 	terms := termsOf(e.Item.OrDefault().SKU)
 	orderID, err := a.ids.Next()
 	if err != nil {
@@ -330,7 +379,7 @@ func (a *Activities) admitDrawn(ctx context.Context, saleID int64, e *seckill.Lo
 		// an earlier attempt admitted keeps that order): the entrant waits,
 		// first in line, rather than lose a unit that comes back.
 		var full bool
-		return a.queueDrawnFull(ctx, saleID, e, 0, terms, &full)
+		return a.queueDrawnFull(ctx, saleID, e, 0, terms, &full, placed)
 	}
 	return fmt.Errorf("admit rank %d of sale %d: %s", e.Rank, saleID, res.Outcome)
 }
@@ -343,15 +392,15 @@ func short(res seckill.ClaimResult) bool {
 
 // queueDrawn puts an entrant that does not fit on their variant's
 // waitlist.
-func (a *Activities) queueDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, p *seckill.DrawProgress) error {
+func (a *Activities) queueDrawn(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, p *seckill.DrawProgress, placed *[]seckill.WaitlistEntry) error {
 	if p.WaitlistFull {
 		e.Outcome = seckill.EntryLost
 		return nil
 	}
-	return a.queueDrawnFull(ctx, saleID, e, bound, terms, &p.WaitlistFull)
+	return a.queueDrawnFull(ctx, saleID, e, bound, terms, &p.WaitlistFull, placed)
 }
 
-func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, full *bool) error {
+func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckill.LobbyEntry, bound int, terms seckill.Terms, full *bool, placed *[]seckill.WaitlistEntry) error {
 	if bound <= 0 {
 		bound = 1 << 30
 	}
@@ -371,7 +420,7 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 		// invariant 10): a line Redis loses is rebuilt with the draw's
 		// entrants at their places, in rank order, ahead of later joins.
 		// A retry of the step finds ALREADY_WAITING and saves it then.
-		return a.keepPlace(ctx, saleID, e.UserID, joinedAt)
+		return a.keepPlace(ctx, saleID, e.UserID, joinedAt, placed)
 	case seckill.Admitted, seckill.AlreadyClaimed:
 		// A unit came back before this rank was queued (a winner cancelled
 		// meanwhile): the waitlist serves it at once. It is not one of the
@@ -389,14 +438,15 @@ func (a *Activities) queueDrawnFull(ctx context.Context, saleID int64, e *seckil
 	return nil
 }
 
-// keepPlace saves in the database where the draw queued userID, with an
-// order id of its own (the one a re-warm serves them with); nothing when
+// keepPlace adds to placed where the draw queued userID, with an order id
+// of its own (the one a re-warm serves them with), for SettleDraw to save
+// with its batch (store.SaveWaitlistEntries); nothing when
 // the line served them since (they hold a claim). An entrant in no line
 // who holds no claim was lost with Redis since the join (re-warmed from
 // rows without theirs), or left at once: the step fails, and its retry
 // queues them again (ALREADY_WAITING if they are in line after all), so
 // nobody is recorded WAITING who waits nowhere (hostile review).
-func (a *Activities) keepPlace(ctx context.Context, saleID int64, userID string, joinedAt time.Time) error {
+func (a *Activities) keepPlace(ctx context.Context, saleID int64, userID string, joinedAt time.Time, placed *[]seckill.WaitlistEntry) error {
 	e, ok, err := a.drawPass.PlaceOf(ctx, saleID, userID)
 	if err != nil {
 		return err
@@ -415,7 +465,8 @@ func (a *Activities) keepPlace(ctx context.Context, saleID int64, userID string,
 		return err
 	}
 	e.JoinedAt = joinedAt
-	return a.store.SaveWaitlistEntry(ctx, e)
+	*placed = append(*placed, e)
+	return nil
 }
 
 // FinishDraw records the draw done (which publishes its seed), then opens

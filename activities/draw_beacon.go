@@ -114,33 +114,29 @@ func (a *Activities) commit(ctx context.Context, d *seckill.Draw) (*draw.Tree, e
 	return draw.UnmarshalTree(d.Tree)
 }
 
-// readLobby reads every entry of the closed lobby, in batches, ascending,
-// gives each to visit (nil: none) and returns the tree of their lines:
-// what CommitDraw commits and what RankDraw checks it ranks.
+// readLobby reads every entry of the closed lobby, ascending, gives each
+// to visit (nil: none) and returns the tree of their lines: what
+// CommitDraw commits and what RankDraw checks it ranks.
 func (a *Activities) readLobby(ctx context.Context, saleID int64, visit func(seckill.EntryLine)) (*draw.Tree, error) {
-	b := draw.NewTreeBuilder()
-	var after []byte
-	for n := 0; ; {
-		batch, err := a.store.LobbyEntries(ctx, saleID, after, DrawReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range batch {
-			it := e.Item.OrDefault()
-			if err := b.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
-				return nil, fmt.Errorf("the entries of sale %d: %w", saleID, err)
-			}
-			if visit != nil {
-				visit(e)
-			}
-		}
-		n += len(batch)
-		activity.RecordHeartbeat(ctx, n)
-		if len(batch) < DrawReadBatch {
-			return b.Tree(), nil
-		}
-		after = batch[len(batch)-1].Entry
+	lobby, err := a.store.ClosedLobby(ctx, saleID)
+	if err != nil {
+		return nil, err
 	}
+	activity.RecordHeartbeat(ctx, "read")
+	b := draw.NewTreeBuilder()
+	for i, e := range lobby {
+		it := e.Item.OrDefault()
+		if err := b.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
+			return nil, fmt.Errorf("the entries of sale %d: %w", saleID, err)
+		}
+		if visit != nil {
+			visit(e)
+		}
+		if i%DrawReadBatch == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return b.Tree(), nil
 }
 
 // rankSeed is the seed d's entries are ranked with: with a beacon,

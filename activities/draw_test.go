@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/activities"
+	"github.com/seckill/seckill/draw"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/payments/devpay"
 	"github.com/seckill/seckill/redisstore"
@@ -45,7 +46,7 @@ func newSegmentedDrawRig(t *testing.T, stock int64, entrants, segments int) *dra
 
 // newDrawRigOf is newSegmentedDrawRig of a sale whose draw waits for the
 // beacon round b (nil: none), with the activities given opts.
-func newDrawRigOf(t *testing.T, stock int64, entrants, segments int, b *seckill.DrawBeacon, opts ...activities.Option) *drawRig {
+func newDrawRigOf(t testing.TB, stock int64, entrants, segments int, b *seckill.DrawBeacon, opts ...activities.Option) *drawRig {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, pfx := testenv.Redis(t)
@@ -81,13 +82,13 @@ func (r *drawRig) end(t *testing.T) {
 	r.sale = testenv.EndedNow(t, r.st, r.rdb, r.rs, r.sale)
 }
 
-func (r *drawRig) rank(t *testing.T) {
+func (r *drawRig) rank(t testing.TB) {
 	t.Helper()
 	_, err := r.env.ExecuteActivity(r.acts.RankDraw, r.in)
 	require.NoError(t, err)
 }
 
-func (r *drawRig) settle(t *testing.T) seckill.DrawProgress {
+func (r *drawRig) settle(t testing.TB) seckill.DrawProgress {
 	t.Helper()
 	v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in})
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func (r *drawRig) settle(t *testing.T) seckill.DrawProgress {
 
 // settleAll settles the rest of the draw as SaleDraw does, each step given
 // what the last one found, then finishes it.
-func (r *drawRig) settleAll(t *testing.T) {
+func (r *drawRig) settleAll(t testing.TB) {
 	t.Helper()
 	for p := r.settle(t); !p.Done; {
 		v, err := r.env.ExecuteActivity(r.acts.SettleDraw, seckill.DrawStep{DrawInput: r.in, WaitlistFull: p.WaitlistFull, Ended: p.Ended})
@@ -468,4 +469,62 @@ func TestSettleDraw_AWinnerWhoCancelledDuringTheRetryIsNotAdmittedTwice(t *testi
 	claimed, err := r.rs.ClaimOf(ctx, r.sale.ID, winner)
 	require.NoError(t, err)
 	require.Zero(t, claimed, "no second order for the winner who cancelled")
+}
+
+// A lobby larger than the ranks RankDraw writes (through the last entry
+// that fits, at least one settle batch): the draw writes the rest when it
+// reaches them, a window the waitlist may take, then, past its bound,
+// every rank left as LOST in one write. Each entry ends with draw.Rank's
+// rank (what verify recomputes) and the outcome of its place.
+func TestSettleDraw_TheRanksPastTheFirstAreWrittenWhenReachedEachOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		waitlist int
+	}{
+		{"the waitlist fills within the first ranks", 100},
+		{"the waitlist takes ranks past the first", activities.DrawSettleBatch + 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const stock, entrants = 5, 2*activities.DrawSettleBatch + 500
+			r := newDrawRig(t, stock, entrants)
+			r.in.WaitlistMax = tc.waitlist
+			ctx := t.Context()
+			_, err := r.env.ExecuteActivity(r.acts.CommitDraw, r.in)
+			require.NoError(t, err)
+			r.rank(t)
+			d, err := r.st.DrawOf(ctx, r.sale.ID)
+			require.NoError(t, err)
+			require.Equal(t, activities.DrawSettleBatch, d.RankedThrough, "the first batch's ranks, not the lobby's")
+			r.settleAll(t)
+
+			d, err = r.st.DrawOf(ctx, r.sale.ID)
+			require.NoError(t, err)
+			require.Equal(t, entrants, d.RankedThrough)
+			require.Equal(t, stock, d.Admitted)
+			lobby, err := r.st.ClosedLobby(ctx, r.sale.ID)
+			require.NoError(t, err)
+			raw := make([][]byte, len(lobby))
+			for i, e := range lobby {
+				raw[i] = e.Entry
+			}
+			want := draw.Rank(d.Seed, raw)
+			got := r.byRank(t)
+			require.Len(t, got, entrants, "every entry ranked")
+			outcomes := map[string]int{}
+			for i, e := range got {
+				require.Equal(t, want[i].Entry, e.Entry, "rank %d is draw.Rank's", i+1)
+				require.Equal(t, i+1, e.Rank)
+				outcomes[e.Outcome]++
+				switch {
+				case i < stock:
+					require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d", e.Rank)
+				case i < stock+tc.waitlist:
+					require.Equal(t, seckill.EntryWaiting, e.Outcome, "rank %d", e.Rank)
+				default:
+					require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
+				}
+			}
+			require.Equal(t, map[string]int{seckill.EntryWon: stock, seckill.EntryWaiting: tc.waitlist, seckill.EntryLost: entrants - stock - tc.waitlist}, outcomes)
+		})
+	}
 }

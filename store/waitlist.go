@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill"
@@ -29,29 +32,63 @@ import (
 // re-warm. A pending row (PendWaitlistEntry) is replaced. Bad input is an
 // error naming the field.
 func (s *Store) SaveWaitlistEntry(ctx context.Context, e seckill.WaitlistEntry) error {
-	item := e.Item.OrDefault()
-	switch {
-	case e.UserID == "":
-		return fmt.Errorf("save waitlist entry: user_id is empty")
-	case e.Item.Quantity < 0:
-		return fmt.Errorf("save waitlist entry: quantity %d is below 1", e.Item.Quantity)
-	case e.OrderID <= 0:
-		return fmt.Errorf("save waitlist entry: order_id %d is not an order id", e.OrderID)
-	case e.JoinedAt.IsZero():
-		return fmt.Errorf("save waitlist entry: joined_at is not set")
+	return s.SaveWaitlistEntries(ctx, e.SaleID, []seckill.WaitlistEntry{e})
+}
+
+// SaveWaitlistEntries is SaveWaitlistEntry for places of one sale
+// together, in one statement (the draw queues up to its waitlist's bound,
+// a hundred thousand entrants by default: one commit each took the draw
+// minutes). A buyer named twice keeps the last. Bad input saves nothing.
+func (s *Store) SaveWaitlistEntries(ctx context.Context, saleID int64, es []seckill.WaitlistEntry) error {
+	byUser := make(map[string]seckill.WaitlistEntry, len(es))
+	for _, e := range es {
+		switch {
+		case e.SaleID != saleID:
+			return fmt.Errorf("save waitlist entry: sale %d is not sale %d", e.SaleID, saleID)
+		case e.UserID == "":
+			return fmt.Errorf("save waitlist entry: user_id is empty")
+		case e.Item.Quantity < 0:
+			return fmt.Errorf("save waitlist entry: quantity %d is below 1", e.Item.Quantity)
+		case e.OrderID <= 0:
+			return fmt.Errorf("save waitlist entry: order_id %d is not an order id", e.OrderID)
+		case e.JoinedAt.IsZero():
+			return fmt.Errorf("save waitlist entry: joined_at is not set")
+		}
+		byUser[e.UserID] = e
 	}
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO waitlist_entries AS w
-			(sale_id, user_id, sku, quantity, order_id, place, joined_at)
-		SELECT ?, ?, ?, ?, ?, ?, ?
-		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = ? AND o.user_id = ? AND o.status <> ?)
-		ON CONFLICT (sale_id, user_id) DO UPDATE SET
-			sku = excluded.sku, quantity = excluded.quantity, order_id = excluded.order_id,
-			place = excluded.place, joined_at = excluded.joined_at
-		WHERE w.place IS DISTINCT FROM excluded.place OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)`,
-		e.SaleID, e.UserID, item.SKU, item.Quantity, e.OrderID, e.Place, e.JoinedAt.UTC(),
-		e.SaleID, e.UserID, string(seckill.StatusClosed)).Error
+	if len(byUser) == 0 {
+		return nil
+	}
+	// In one order of buyers, so two saves of the same buyers never
+	// wait for each other's rows in opposite orders.
+	users := slices.Sorted(maps.Keys(byUser))
+	skus := make([]string, len(users))
+	quantities := make([]int32, len(users))
+	orders := make([]int64, len(users))
+	places := make([]int64, len(users))
+	joined := make([]time.Time, len(users))
+	for i, u := range users {
+		e := byUser[u]
+		item := e.Item.OrDefault()
+		skus[i], quantities[i], orders[i], places[i], joined[i] = item.SKU, int32(item.Quantity), e.OrderID, e.Place, e.JoinedAt.UTC()
+	}
+	err := s.freshPlan(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `INSERT INTO waitlist_entries AS w
+				(sale_id, user_id, sku, quantity, order_id, place, joined_at)
+			SELECT $1, v.user_id, v.sku, v.quantity, v.order_id, v.place, v.joined_at
+			FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::timestamptz[])
+				AS v(user_id, sku, quantity, order_id, place, joined_at)
+			WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.sale_id = $1 AND o.user_id = v.user_id AND o.status <> $8)
+			ORDER BY v.user_id
+			ON CONFLICT (sale_id, user_id) DO UPDATE SET
+				sku = excluded.sku, quantity = excluded.quantity, order_id = excluded.order_id,
+				place = excluded.place, joined_at = excluded.joined_at
+			WHERE w.place IS DISTINCT FROM excluded.place OR EXISTS (SELECT 1 FROM orders o WHERE o.id = w.order_id)`,
+			pgx.QueryExecModeExec, saleID, users, skus, quantities, orders, places, joined, string(seckill.StatusClosed))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("save the waitlist entry of %s in sale %d: %w", e.UserID, e.SaleID, err)
+		return fmt.Errorf("save %d waitlist entries in sale %d: %w", len(users), saleID, unavailable(err))
 	}
 	return nil
 }
