@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -56,14 +58,10 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	if err != nil {
 		return seckill.DrawProgress{}, err
 	}
-	var (
-		entries [][]byte
-		items   = make(map[[draw.EntrySize]byte]seckill.Item)
-	)
-	read, err := a.readLobby(ctx, in.SaleID, func(e seckill.EntryLine) {
-		entries = append(entries, e.Entry)
-		items[[draw.EntrySize]byte(e.Entry)] = e.Item.OrDefault()
-	})
+	// The lines come ascending by entry: an entry's item is found by
+	// binary search, not through a map of a million entries (the worker's
+	// memory during the draw).
+	read, lines, err := a.readLobby(ctx, in.SaleID)
 	if err != nil {
 		return seckill.DrawProgress{}, err
 	}
@@ -72,10 +70,18 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		return seckill.DrawProgress{}, fmt.Errorf("the draw of sale %d: its entries (%d, root %x) are not those committed (%d, root %x): nothing is ranked",
 			in.SaleID, read.Size, read.Root, tree.Size, tree.Root)
 	}
+	entries := make([][]byte, len(lines))
+	for i := range lines {
+		entries[i] = lines[i].Entry
+	}
 	ranked := draw.Rank(seed, entries)
 	fitter := draw.NewFitter(stock)
 	for i := range ranked {
-		it := items[[draw.EntrySize]byte(ranked[i].Entry)]
+		at, found := slices.BinarySearchFunc(lines, ranked[i].Entry, func(l seckill.EntryLine, e []byte) int { return bytes.Compare(l.Entry, e) })
+		if !found {
+			return seckill.DrawProgress{}, fmt.Errorf("the draw of sale %d: rank %d's entry %x is not in the lobby", in.SaleID, ranked[i].Rank, ranked[i].Entry)
+		}
+		it := lines[at].Item.OrDefault()
 		ranked[i].Fits = fitter.Fit(it.SKU, it.Quantity)
 	}
 	// Ranks through the last entry that fits (and at least the first
@@ -248,7 +254,11 @@ func (a *Activities) rankRest(ctx context.Context, d *seckill.Draw, in seckill.D
 	lost := in.WaitlistFull || in.Ended
 	upto := d.Entries
 	if !lost {
-		upto = min(d.Entries, d.RankedThrough+max(DrawReadBatch, in.WaitlistMax))
+		// Enough for the waitlist to fill and one batch more, in which
+		// the first WAITLIST_FULL comes: the rest is then written once, as
+		// LOST, not ranked first (a million-entry draw spent 7 s on a
+		// second window and on marking it lost).
+		upto = min(d.Entries, d.RankedThrough+max(DrawReadBatch, in.WaitlistMax+DrawSettleBatch))
 	}
 	through, err := a.store.RankRest(ctx, d.SaleID, seed, upto, lost)
 	if err != nil {

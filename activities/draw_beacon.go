@@ -93,7 +93,7 @@ func (a *Activities) commit(ctx context.Context, d *seckill.Draw) (*draw.Tree, e
 		if _, err := a.store.FreezeDrawStock(ctx, d.SaleID); err != nil {
 			return nil, err
 		}
-		t, err := a.readLobby(ctx, d.SaleID, nil)
+		t, _, err := a.readLobby(ctx, d.SaleID)
 		if err != nil {
 			return nil, err
 		}
@@ -114,29 +114,26 @@ func (a *Activities) commit(ctx context.Context, d *seckill.Draw) (*draw.Tree, e
 	return draw.UnmarshalTree(d.Tree)
 }
 
-// readLobby reads every entry of the closed lobby, ascending, gives each
-// to visit (nil: none) and returns the tree of their lines: what
-// CommitDraw commits and what RankDraw checks it ranks.
-func (a *Activities) readLobby(ctx context.Context, saleID int64, visit func(seckill.EntryLine)) (*draw.Tree, error) {
+// readLobby reads every entry of the closed lobby, ascending by entry,
+// and returns them with the tree of their lines: what CommitDraw commits
+// and what RankDraw checks it ranks.
+func (a *Activities) readLobby(ctx context.Context, saleID int64) (*draw.Tree, []seckill.EntryLine, error) {
 	lobby, err := a.store.ClosedLobby(ctx, saleID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	activity.RecordHeartbeat(ctx, "read")
 	b := draw.NewTreeBuilder()
 	for i, e := range lobby {
 		it := e.Item.OrDefault()
 		if err := b.Add(e.Entry, draw.Line(e.Entry, it.SKU, it.Quantity)); err != nil {
-			return nil, fmt.Errorf("the entries of sale %d: %w", saleID, err)
-		}
-		if visit != nil {
-			visit(e)
+			return nil, nil, fmt.Errorf("the entries of sale %d: %w", saleID, err)
 		}
 		if i%DrawReadBatch == 0 {
 			activity.RecordHeartbeat(ctx, i)
 		}
 	}
-	return b.Tree(), nil
+	return b.Tree(), lobby, nil
 }
 
 // rankSeed is the seed d's entries are ranked with: with a beacon,

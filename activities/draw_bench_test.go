@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -29,7 +30,7 @@ var (
 // done; and the commit before it (s_commit), and the Go heap's peak
 // (MB_heap, sampled every 50 ms).
 func BenchmarkDraw(b *testing.B) {
-	var commit, winners, done time.Duration
+	var commit, ranked, winners, done time.Duration
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	defer close(stop)
@@ -64,6 +65,7 @@ func BenchmarkDraw(b *testing.B) {
 		ranking := time.Now()
 		commit += ranking.Sub(start)
 		r.rank(b)
+		ranked += time.Since(ranking)
 		b.StopTimer()
 		var last int
 		require.NoError(b, r.st.Gorm().Raw(`SELECT coalesce(max(rank), 0) FROM lobby_entries WHERE sale_id = ? AND fits`, r.sale.ID).Scan(&last).Error)
@@ -79,7 +81,7 @@ func BenchmarkDraw(b *testing.B) {
 			require.NoError(b, err)
 			require.NoError(b, v.Get(&p))
 			if os.Getenv("DRAW_TRACE") != "" {
-				b.Logf("settle to %d full %v: %s", p.NextRank, p.WaitlistFull, time.Since(t0))
+				fmt.Fprintf(os.Stderr, "settle to %d full %v: %s\n", p.NextRank, p.WaitlistFull, time.Since(t0))
 			}
 		}
 		if won == 0 {
@@ -97,6 +99,7 @@ func BenchmarkDraw(b *testing.B) {
 	}
 	n := float64(b.N)
 	b.ReportMetric(commit.Seconds()/n, "s_commit")
+	b.ReportMetric(ranked.Seconds()/n, "s_rank")
 	b.ReportMetric(winners.Seconds()/n, "s_winners")
 	b.ReportMetric(done.Seconds()/n, "s_done")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "MB_heap")
