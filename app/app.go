@@ -228,7 +228,8 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
+	// Creating a sale with a lobby starts its draw.
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, DrawTaskQueue: cfg.DrawTaskQueue})
 	srv := api.New(api.Config{
 		Auth:  verifier,
 		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: sagas,
@@ -267,7 +268,8 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err != nil {
 		return err
 	}
-	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
+	// Reconciliation starts the draws the API could not.
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, DrawTaskQueue: cfg.DrawTaskQueue})
 	var opts []activities.Option
 	if cfg.EventsURL != "" {
 		sender, err := shopevents.New(cfg.EventsURL, cfg.EventsSecret, nil)
