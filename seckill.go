@@ -17,6 +17,12 @@ import (
 const (
 	// DefaultTaskQueue is the task queue when TEMPORAL_TASK_QUEUE is unset.
 	DefaultTaskQueue = "seckill-orders"
+	// DefaultDrawTaskQueue is the task queue of the sale draws (SaleDraw and
+	// its activities) when TEMPORAL_DRAW_TASK_QUEUE is unset: a queue of
+	// their own, so a draw's next step does not wait behind the thousands of
+	// sagas its own admissions start on DefaultTaskQueue (BENCHMARKS.md
+	// "What limits the draw").
+	DefaultDrawTaskQueue = "seckill-draws"
 	// OrderSagaWorkflow is the workflow type of one admitted claim.
 	OrderSagaWorkflow = "OrderSaga"
 	// PaymentSignal carries a PaymentEvent from the webhook to the saga.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -227,7 +228,8 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
+	// Creating a sale with a lobby starts its draw.
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, DrawTaskQueue: cfg.DrawTaskQueue})
 	srv := api.New(api.Config{
 		Auth:  verifier,
 		Store: d.Store, Redis: d.Redis.WithRateLimit(cfg.ClaimRate), IDs: ids, Sagas: sagas,
@@ -249,9 +251,9 @@ func RunAPI(ctx context.Context, cfg Config, d *Deps, ln net.Listener) error {
 	return errors.Join(err, <-idsDone)
 }
 
-// RunWorker runs the Temporal worker, the outbox relay and the re-warmer
-// until ctx is done, after making sure the namespace has seckill's search
-// attributes.
+// RunWorker runs the Temporal workers (the sagas' task queue's and the
+// draws'), the outbox relay and the re-warmer until ctx is done, after
+// making sure the namespace has seckill's search attributes.
 func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := worker.EnsureSearchAttributes(ctx, d.Temporal, cfg.Namespace); err != nil {
 		return err
@@ -266,7 +268,8 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err != nil {
 		return err
 	}
-	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue})
+	// Reconciliation starts the draws the API could not.
+	sagas := saga.New(d.Temporal, saga.Options{TaskQueue: cfg.TaskQueue, DrawTaskQueue: cfg.DrawTaskQueue})
 	var opts []activities.Option
 	if cfg.EventsURL != "" {
 		sender, err := shopevents.New(cfg.EventsURL, cfg.EventsSecret, nil)
@@ -283,6 +286,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})
+	draws := worker.NewDraws(d.Temporal, cfg.DrawTaskQueue, acts, worker.DrawOptions(cfg.ShutdownTimeout))
 	rec := &reconcile.Reconciler{
 		Store: d.Store, Redis: d.Redis, Sagas: sagas,
 		Log: cfg.Log.With("component", "reconcile"), Grace: cfg.ReconcileGrace,
@@ -306,19 +310,24 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	if err := draws.Start(); err != nil {
+		w.Stop()
+		return fmt.Errorf("start the draws' worker: %w", err)
+	}
 	// On the way out: the relay stops first (it marks itself gone, so the
 	// other relays take its pending outbox entries at once), then the
-	// worker stops polling and finishes its tasks in flight, and only
-	// then does the id node's lease stop being renewed (an activity may
-	// still make an order; one the worker gave up on may even after, until
-	// Next refuses at the lease's confirmed expiry).
+	// workers (the sagas' and the draws', side by side, so the stop takes
+	// one StopTimeout at most) stop polling and finish their tasks in
+	// flight, and only then does the id node's lease stop being renewed
+	// (an activity may still make an order; one the worker gave up on may
+	// even after, until Next refuses at the lease's confirmed expiry).
 	idsCtx, stopIDs := context.WithCancel(context.WithoutCancel(ctx))
 	idsDone := make(chan error, 1)
 	go func() { idsDone <- ids.Run(idsCtx) }()
 	defer func() { stopIDs(); <-idsDone }()
 	defer func() {
 		began := time.Now()
-		w.Stop()
+		stopAll(w, draws)
 		took := time.Since(began)
 		cfg.Log.Info("worker stopped", "after", took.Round(time.Millisecond).String())
 	}()
@@ -386,6 +395,17 @@ func shutdownErr(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
+}
+
+// stopAll stops the workers at once and returns when every one has
+// stopped.
+func stopAll(workers ...interface{ Stop() }) {
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Stop() }()
+	}
+	wg.Wait()
 }
 
 func randomSuffix() string {

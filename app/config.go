@@ -50,8 +50,12 @@ type Config struct {
 	TemporalAddress     string
 	Namespace           string
 	TaskQueue           string
-	JWTSecret           []byte
-	WebhookSecret       []byte
+	// DrawTaskQueue (TEMPORAL_DRAW_TASK_QUEUE) is the task queue of the
+	// sale draws, apart from the sagas' TaskQueue (the same name is
+	// refused).
+	DrawTaskQueue string
+	JWTSecret     []byte
+	WebhookSecret []byte
 	// ProofKey (SECKILL_POW_KEY) signs proof-of-work challenges; unset,
 	// the API derives one from WebhookSecret (pow.DeriveKey).
 	ProofKey []byte
@@ -246,6 +250,7 @@ func fromEnv(getenv func(string) string, note func(name, def string)) (Config, e
 		TemporalAddress:     str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		Namespace:           str("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:           str("TEMPORAL_TASK_QUEUE", seckill.DefaultTaskQueue),
+		DrawTaskQueue:       str("TEMPORAL_DRAW_TASK_QUEUE", seckill.DefaultDrawTaskQueue),
 		JWTSecret:           []byte(get("SECKILL_JWT_SECRET")),
 		WebhookSecret:       []byte(get("SECKILL_WEBHOOK_SECRET")),
 		OIDCIssuer:          get("SECKILL_OIDC_ISSUER"),
@@ -280,6 +285,11 @@ func fromEnv(getenv func(string) string, note func(name, def string)) (Config, e
 		StripeSecretKey:     get("STRIPE_SECRET_KEY"),
 		StripeAPIBase:       get("STRIPE_API_BASE"),
 		ProofKey:            []byte(get("SECKILL_POW_KEY")),
+	}
+	if c.DrawTaskQueue == c.TaskQueue {
+		// The draws' worker runs only the draws: on the sagas' queue it
+		// would take saga tasks it cannot run.
+		errs = append(errs, fmt.Errorf("TEMPORAL_DRAW_TASK_QUEUE must differ from TEMPORAL_TASK_QUEUE, both are %q: the draws run on a task queue of their own", c.TaskQueue))
 	}
 	if n := len(c.ProofKey); n > 0 && n < 32 {
 		errs = append(errs, fmt.Errorf("SECKILL_POW_KEY must be at least 32 characters (openssl rand -hex 32), got %d; unset, a key is derived from SECKILL_WEBHOOK_SECRET", n))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/app"
@@ -52,6 +54,14 @@ func (s *system) drawDone(sale string) bool {
 	return seed != ""
 }
 
+// drawTaskQueue is the task queue the sale's draw runs on.
+func (s *system) drawTaskQueue(sale string) string {
+	s.t.Helper()
+	d, err := s.temporal.DescribeWorkflowExecution(context.Background(), "draw-"+sale, "")
+	require.NoError(s.t, err)
+	return d.ExecutionConfig.GetTaskQueue().GetName()
+}
+
 type lobbyMe struct {
 	Status   string `json:"status"`
 	Entry    string `json:"entry"`
@@ -81,6 +91,7 @@ func TestLobby_DrawAdmitsRanksOneToStockAndQueuesTheRest(t *testing.T) {
 	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.WaitlistMax = 2 }})
 	const stock, entrants = 3, 8
 	sale := s.createLobbySale(stock, 4*time.Second, time.Minute, 2)
+	require.Equal(t, seckill.DefaultDrawTaskQueue, s.drawTaskQueue(sale), "the draw runs apart from the sagas its admissions start")
 
 	r := s.mustDo("GET", "/api/v1/sales/"+sale, "", nil)
 	var view seckill.SaleJSON
@@ -368,9 +379,12 @@ func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
 
 // A draw an operator terminated (or that failed) before it was done is
 // started again by the next reconciliation pass, and the sale still gets
-// its draw; a draw that completed is never run again.
+// its draw; a draw that completed is never run again. Both runs are on
+// the draw task queue configured (TEMPORAL_DRAW_TASK_QUEUE), the API's
+// and reconciliation's, and the worker runs them there.
 func TestLobby_ATerminatedDrawIsStartedAgain(t *testing.T) {
-	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.ReconcileEvery = time.Second }})
+	const queue = "lobby-draws"
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.ReconcileEvery, c.DrawTaskQueue = time.Second, queue }})
 	sale := s.createLobbySale(1, 15*time.Second, time.Minute, 1)
 	r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token("patient", false), nil)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
@@ -378,17 +392,48 @@ func TestLobby_ATerminatedDrawIsStartedAgain(t *testing.T) {
 	id := "draw-" + sale
 	first, err := s.temporal.DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
+	require.Equal(t, queue, first.ExecutionConfig.GetTaskQueue().GetName(), "the API's start")
 	require.NoError(t, s.temporal.TerminateWorkflow(ctx, id, "", "operator mistake"))
 	require.Eventually(t, func() bool {
 		d, err := s.temporal.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.WorkflowExecutionInfo.Execution.RunId != first.WorkflowExecutionInfo.Execution.RunId
 	}, 30*time.Second, 200*time.Millisecond, "the terminated draw was never started again")
+	require.Equal(t, queue, s.drawTaskQueue(sale), "reconciliation's start")
 	require.Eventually(t, func() bool {
 		return s.drawDone(sale)
 	}, time.Minute, 200*time.Millisecond, "the sale never got its draw")
 	status, me := s.lobbyMe(sale, "patient")
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "WON", me.Status)
+}
+
+// A draw an earlier release started runs on the sagas' task queue, and
+// its workflow and activity tasks stay there: the worker still runs it
+// to the end, beside the draws on their own queue.
+func TestLobby_ADrawOnTheSagasTaskQueueStillRuns(t *testing.T) {
+	// No reconciliation pass while the draw is replaced.
+	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.ReconcileEvery = time.Hour }})
+	sale := s.createLobbySale(1, 6*time.Second, time.Minute, 1)
+	r := s.mustDo("POST", "/api/v1/sales/"+sale+"/lobby", s.token("early", false), nil)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	ctx := t.Context()
+	id := "draw-" + sale
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, id, "", "replaced by an earlier release's draw"))
+	saved, err := s.store.Sale(ctx, mustInt(t, sale))
+	require.NoError(t, err)
+	_, err = s.temporal.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
+		ID: id, TaskQueue: s.cfg.TaskQueue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+	}, seckill.SaleDrawWorkflow, seckill.DrawInput{SaleID: saved.ID, StartsAt: saved.StartsAt, WaitlistMax: s.cfg.WaitlistMax})
+	require.NoError(t, err)
+	require.Equal(t, seckill.DefaultTaskQueue, s.drawTaskQueue(sale))
+
+	require.Eventually(t, func() bool {
+		return s.drawDone(sale)
+	}, time.Minute, 200*time.Millisecond, "the draw on the sagas' queue never ran")
+	status, me := s.lobbyMe(sale, "early")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "WON", me.Status)
+	s.waitOrder(me.OrderID, "early", seckill.StatusAwaitingPayment, 30*time.Second)
 }
 
 // The beacon is down when the draw's round is due (docs/API.md "A draw

@@ -15,13 +15,16 @@ import (
 )
 
 // StartDraw starts the SaleDraw of a sale with a lobby (docs/API.md "Fair
-// start"). Idempotent by sale: a draw that is running or completed is
-// success, and a completed draw is never run again. An error is
-// ambiguous: retry with the same input.
+// start") on the draw task queue, so its steps do not queue behind the
+// sagas its admissions start. Idempotent by sale: a draw that is running
+// or completed is success, and a completed draw is never run again. A
+// draw an earlier release started on the sagas' queue is running, so it
+// stays there, where the worker runs draws too. An error is ambiguous:
+// retry with the same input.
 func (c *Client) StartDraw(ctx context.Context, in seckill.DrawInput) error {
 	_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        seckill.DrawWorkflowID(in.SaleID),
-		TaskQueue: c.taskQueue,
+		TaskQueue: c.drawTaskQueue,
 		// A completed draw never runs again; one that failed, was cancelled
 		// or terminated (by an operator) is started afresh by the next
 		// reconciliation pass, and goes on from the rank it recorded.

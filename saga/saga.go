@@ -45,17 +45,22 @@ var (
 	ErrNoSaga = errors.New("the order has no saga")
 )
 
-// Client starts and talks to order sagas on one task queue.
+// Client starts and talks to order sagas on one task queue, and starts
+// the sale draws on another.
 type Client struct {
-	tc        client.Client
-	taskQueue string
-	eager     bool
+	tc            client.Client
+	taskQueue     string
+	drawTaskQueue string
+	eager         bool
 }
 
 // Options tune a Client.
 type Options struct {
 	// TaskQueue of the sagas [seckill.DefaultTaskQueue].
 	TaskQueue string
+	// DrawTaskQueue of the sale draws StartDraw starts
+	// [seckill.DefaultDrawTaskQueue].
+	DrawTaskQueue string
 	// EagerStart asks the server to hand a new saga's first workflow task
 	// straight back to this process's worker with the start answer,
 	// skipping the matching service. Only useful when tc is the client a
@@ -69,7 +74,10 @@ func New(tc client.Client, opts Options) *Client {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = seckill.DefaultTaskQueue
 	}
-	return &Client{tc: tc, taskQueue: opts.TaskQueue, eager: opts.EagerStart}
+	if opts.DrawTaskQueue == "" {
+		opts.DrawTaskQueue = seckill.DefaultDrawTaskQueue
+	}
+	return &Client{tc: tc, taskQueue: opts.TaskQueue, drawTaskQueue: opts.DrawTaskQueue, eager: opts.EagerStart}
 }
 
 // StartOptions are the options every start of the saga of in uses,

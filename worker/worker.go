@@ -40,6 +40,36 @@ func New(c client.Client, taskQueue string, acts *activities.Activities, opts Op
 	return w
 }
 
+// NewDraws returns a worker on the draw task queue with the SaleDraw and
+// acts registered: the draws run apart from the sagas their admissions
+// start, so a draw's next step never waits behind thousands of them.
+// A draw runs one activity at a time, so opts should bound it modestly
+// (DrawOptions). Start it with Run or Start.
+func NewDraws(c client.Client, taskQueue string, acts *activities.Activities, opts Options) worker.Worker {
+	w := worker.New(c, taskQueue, drawSDKOptions(opts))
+	RegisterDraws(w, acts)
+	return w
+}
+
+// DrawOptions are the draw worker's: 16 activities and 16 workflow tasks
+// at once. A draw runs one activity at a time, so that serves a dozen
+// draws at once with room for retries, and the bound keeps a burst of
+// draws (RankDraw holds every entry in memory) from taking the process's
+// memory and database connections from the sagas. stopTimeout is as in
+// Options.
+func DrawOptions(stopTimeout time.Duration) Options {
+	return Options{MaxConcurrentActivities: 16, MaxConcurrentWorkflowTasks: 16, StopTimeout: stopTimeout}
+}
+
+// drawSDKOptions are the SDK's worker options of the draw worker: those
+// of the sagas' worker, but with the SDK's 2 pollers of each kind, as a
+// draw is a handful of tasks, not thousands a second.
+func drawSDKOptions(opts Options) worker.Options {
+	o := SDKOptions(opts)
+	o.MaxConcurrentWorkflowTaskPollers, o.MaxConcurrentActivityTaskPollers = 0, 0
+	return o
+}
+
 // SDKOptions are the SDK worker options seckill's worker runs with (the
 // benchmark's workflow anchor uses the same).
 func SDKOptions(opts Options) worker.Options {
@@ -58,12 +88,21 @@ func SDKOptions(opts Options) worker.Options {
 	}
 }
 
-// Register adds the workflows and activities to r.
+// Register adds the workflows and activities of the sagas' task queue to
+// r. SaleDraw stays among them: a draw an earlier release started ran on
+// this queue, and its workflow and activity tasks stay here until it ends.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.OrderSaga, workflow.RegisterOptions{Name: seckill.OrderSagaWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.PaymentRefund, workflow.RegisterOptions{Name: seckill.RefundWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.Reconcile, workflow.RegisterOptions{Name: seckill.ReconcileWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.ShopEvents, workflow.RegisterOptions{Name: seckill.ShopEventsWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SaleDraw, workflow.RegisterOptions{Name: seckill.SaleDrawWorkflow})
+	r.RegisterActivity(acts)
+}
+
+// RegisterDraws adds the SaleDraw and the activities to r, for the draw
+// task queue.
+func RegisterDraws(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.SaleDraw, workflow.RegisterOptions{Name: seckill.SaleDrawWorkflow})
 	r.RegisterActivity(acts)
 }

@@ -252,7 +252,7 @@ func runWorker(c call) error {
 			defer stopMetrics()
 			cfg.Log.Info("worker metrics", "url", "http://"+addr+"/metrics")
 		}
-		cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue, "paymentHold", cfg.PaymentHold.String())
+		cfg.Log.Info("worker and relay running", "taskQueue", cfg.TaskQueue, "drawTaskQueue", cfg.DrawTaskQueue, "paymentHold", cfg.PaymentHold.String())
 		return app.RunWorker(c.ctx, cfg, d)
 	})
 }

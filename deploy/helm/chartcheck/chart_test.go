@@ -298,6 +298,13 @@ func TestDefaults(t *testing.T) {
 	if e := mustEnv(t, wc, "SECKILL_METRICS_ADDR"); e.Value != "0.0.0.0:9100" {
 		t.Errorf("SECKILL_METRICS_ADDR %q", e.Value)
 	}
+	// The API starts the draws and the worker runs them: one queue, their
+	// own, for both.
+	for _, c := range []corev1.Container{ac, wc} {
+		if e := mustEnv(t, c, "TEMPORAL_DRAW_TASK_QUEUE"); e.Value != "seckill-draws" {
+			t.Errorf("%s: TEMPORAL_DRAW_TASK_QUEUE %q, want seckill-draws", c.Name, e.Value)
+		}
+	}
 	if g := worker.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 60 {
 		t.Errorf("worker terminationGracePeriodSeconds %v, want 60", g)
 	}
@@ -596,12 +603,14 @@ func TestPrometheusRule_RunbookURLIsAValue(t *testing.T) {
 // Values that cannot start seckill fail the render, with the reason.
 func TestRefused(t *testing.T) {
 	for name, set := range map[string]string{
-		"OIDC and JWKS":       "auth.oidcIssuer=https://a.example,auth.jwksURL=https://b.example/jwks,auth.jwtIssuer=x",
-		"JWKS without issuer": "auth.jwksURL=https://b.example/jwks",
-		"unknown provider":    "payments.provider=paypal",
-		"TLS without Secret":  "temporal.tls.enabled=true",
-		"cert without key":    "temporal.tls.enabled=true,temporal.tls.secretName=x,temporal.tls.keyKey=",
-		"no Secret name":      "secrets.name=",
+		"OIDC and JWKS":             "auth.oidcIssuer=https://a.example,auth.jwksURL=https://b.example/jwks,auth.jwtIssuer=x",
+		"JWKS without issuer":       "auth.jwksURL=https://b.example/jwks",
+		"unknown provider":          "payments.provider=paypal",
+		"TLS without Secret":        "temporal.tls.enabled=true",
+		"cert without key":          "temporal.tls.enabled=true,temporal.tls.secretName=x,temporal.tls.keyKey=",
+		"no Secret name":            "secrets.name=",
+		"draws on the sagas' queue": "temporal.drawTaskQueue=seckill-orders",
+		"sagas on the draws' queue": "temporal.taskQueue=seckill-draws",
 	} {
 		if _, err := runHelm(t, "template", "seckill", chartDir, "--set", set); err == nil {
 			t.Errorf("%s (%s): rendered", name, set)

@@ -88,6 +88,10 @@ An environment variable from an existing Secret; call with
 {{- if ne (not .Values.temporal.tls.certKey) (not .Values.temporal.tls.keyKey) }}
 {{- fail "temporal.tls.certKey and temporal.tls.keyKey go together: a client certificate needs its key" }}
 {{- end }}
+{{- $queue := .Values.temporal.taskQueue | default "seckill-orders" | toString }}
+{{- if eq $queue (.Values.temporal.drawTaskQueue | default "seckill-draws" | toString) }}
+{{- fail (printf "temporal.drawTaskQueue must differ from temporal.taskQueue, both are %q: the draws run on a task queue of their own" $queue) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -103,6 +107,7 @@ The environment of a seckill container; call with
 {{- include "seckill.plainEnv" (dict "name" "TEMPORAL_ADDRESS" "value" $v.temporal.address) }}
 {{- include "seckill.plainEnv" (dict "name" "TEMPORAL_NAMESPACE" "value" $v.temporal.namespace) }}
 {{- include "seckill.plainEnv" (dict "name" "TEMPORAL_TASK_QUEUE" "value" $v.temporal.taskQueue) }}
+{{- include "seckill.plainEnv" (dict "name" "TEMPORAL_DRAW_TASK_QUEUE" "value" $v.temporal.drawTaskQueue) }}
 {{- with $v.temporal.tls }}
 {{- if .enabled }}
 {{- if .certKey }}
