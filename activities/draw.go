@@ -25,6 +25,10 @@ const (
 	DrawLostBatch   = 50_000
 )
 
+// DrawSettleSlice is the worker's settle slice (WithSettleSlice): a
+// SettleDraw call settles batches for up to this long.
+const DrawSettleSlice = 5 * time.Second
+
 // RankDraw closes the sale's lobby and commits its entries (CommitDraw),
 // waits for the beacon round the ranks depend on (rankSeed), gives every
 // entry its rank and decides
@@ -119,7 +123,29 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 // order ids follow ranks; a retry after a crash finds the entrants it
 // admitted already holding their orders (ALREADY_CLAIMED, ALREADY_WAITING)
 // and gives no unit twice.
+//
+// With a settle slice (WithSettleSlice) one call settles batch after
+// batch until the slice is over; a failure after a batch was settled
+// returns what was settled (the next call meets the failure afresh).
 func (a *Activities) SettleDraw(ctx context.Context, in seckill.DrawStep) (seckill.DrawProgress, error) {
+	start := time.Now()
+	var last *seckill.DrawProgress
+	for {
+		p, err := a.settleStep(ctx, in)
+		switch {
+		case err != nil && last != nil:
+			activity.GetLogger(ctx).Warn("draw step failed after settling; the next step tries again", "saleID", in.SaleID, "error", err)
+			return *last, nil
+		case err != nil, p.Done, time.Since(start) >= a.settleSlice:
+			return p, err
+		}
+		last = &p
+		in.WaitlistFull, in.Ended = p.WaitlistFull, p.Ended
+	}
+}
+
+// settleStep settles the next batch of ranks (SettleDraw).
+func (a *Activities) settleStep(ctx context.Context, in seckill.DrawStep) (seckill.DrawProgress, error) {
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
 		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
@@ -260,7 +286,11 @@ func (a *Activities) rankRest(ctx context.Context, d *seckill.Draw, in seckill.D
 		// second window and on marking it lost).
 		upto = min(d.Entries, d.RankedThrough+max(DrawReadBatch, in.WaitlistMax+DrawSettleBatch))
 	}
+	// Half a minute for the LOST ranks of a million entries: not a dead
+	// worker.
+	stop := heartbeatEvery(ctx, time.Second)
 	through, err := a.store.RankRest(ctx, d.SaleID, seed, upto, lost)
+	stop()
 	if err != nil {
 		return progress, err
 	}

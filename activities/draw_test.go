@@ -528,3 +528,31 @@ func TestSettleDraw_TheRanksPastTheFirstAreWrittenWhenReachedEachOnce(t *testing
 		})
 	}
 }
+
+// With a settle slice one call settles batch after batch, each recorded,
+// carrying what a batch found (here the waitlist full) to the next.
+func TestSettleDraw_ASliceSettlesBatchAfterBatchInOneCall(t *testing.T) {
+	const stock, entrants = 3, 2*activities.DrawSettleBatch + 200
+	r := newDrawRigOf(t, stock, entrants, 1, nil, activities.WithSettleSlice(time.Minute))
+	r.in.WaitlistMax = activities.DrawSettleBatch + 100
+	_, err := r.env.ExecuteActivity(r.acts.CommitDraw, r.in)
+	require.NoError(t, err)
+	r.rank(t)
+
+	p := r.settle(t)
+
+	require.True(t, p.Done, "one call settled the whole draw")
+	require.True(t, p.WaitlistFull)
+	byRank := r.byRank(t)
+	require.Len(t, byRank, entrants)
+	for i, e := range byRank {
+		switch {
+		case i < stock:
+			require.Equal(t, seckill.EntryWon, e.Outcome, "rank %d", e.Rank)
+		case i < stock+r.in.WaitlistMax:
+			require.Equal(t, seckill.EntryWaiting, e.Outcome, "rank %d", e.Rank)
+		default:
+			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
+		}
+	}
+}

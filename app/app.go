@@ -284,6 +284,7 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	if cfg.BeaconURLs != nil {
 		opts = append(opts, activities.WithBeacon(beacon.NewClient(cfg.BeaconURLs, &http.Client{Timeout: 5 * time.Second}), cfg.BeaconChain))
 	}
+	opts = append(opts, activities.WithSettleSlice(activities.DrawSettleSlice))
 	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})
 	draws := worker.NewDraws(d.Temporal, cfg.DrawTaskQueue, acts, worker.DrawOptions(cfg.ShutdownTimeout))
