@@ -21,6 +21,13 @@ type DrawInput struct {
 	// WaitlistMax bounds the sale's waitlist: entrants ranked past the
 	// units and past this many waiting buyers lose.
 	WaitlistMax int
+	// RanksWhenReached: RankDraw writes the ranks through the last entry
+	// that fits and SettleDraw the rest when it reaches them (set by
+	// saga.Client.StartDraw for draws on the draws' task queue). A draw
+	// started before, on the sagas' queue, may have its steps run by a
+	// worker of the release before, which settles only ranks that are
+	// written: its RankDraw writes every rank.
+	RanksWhenReached bool `json:",omitempty"`
 }
 
 // DrawCommit is what CommitDraw answers: when the beacon round the ranks

@@ -110,8 +110,8 @@ type Option func(*Activities)
 // WithSettleSlice makes one SettleDraw call settle batch after batch for
 // up to d (each batch recorded as it is settled), so a draw pays
 // Temporal's round trips once per slice, not once per batch: in a draw of
-// 10,000 winners the 1,000 sagas each batch started held the draw's next
-// step back 20 s on this machine's Temporal (BENCHMARKS.md).
+// 10,000 winners the sagas each batch started held the draw's next step
+// back 20 to 100 s on this machine's Temporal (BENCHMARKS.md).
 func WithSettleSlice(d time.Duration) Option {
 	return func(a *Activities) { a.settleSlice = d }
 }

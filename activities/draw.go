@@ -26,8 +26,12 @@ const (
 )
 
 // DrawSettleSlice is the worker's settle slice (WithSettleSlice): a
-// SettleDraw call settles batches for up to this long.
-const DrawSettleSlice = 5 * time.Second
+// SettleDraw call settles batches for up to this long. A minute: with the
+// sagas the admissions start queued in Temporal, each round trip of the
+// draw's workflow waited 20 to 100 s in a million-entry draw here, so the
+// fewer the better; a worker that dies mid-slice is noticed by its
+// heartbeat (every entry), and the retry resumes at the recorded rank.
+const DrawSettleSlice = time.Minute
 
 // RankDraw closes the sale's lobby and commits its entries (CommitDraw),
 // waits for the beacon round the ranks depend on (rankSeed), gives every
@@ -40,6 +44,9 @@ const DrawSettleSlice = 5 * time.Second
 // entries committed and the round's signature recorded before the first
 // rank is written, a retry ranks the same entries under the same seed.
 func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckill.DrawProgress, error) {
+	// Reading, checking and ranking a million entries takes seconds, the
+	// beacon's fetch up to BeaconFetchTimeout: not a dead worker.
+	defer heartbeatEvery(ctx, time.Second)()
 	d, err := a.store.DrawOf(ctx, in.SaleID)
 	if err != nil {
 		return seckill.DrawProgress{}, drawRefusal(in.SaleID, err)
@@ -98,6 +105,9 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		if ranked[i].Fits {
 			through = max(through, ranked[i].Rank)
 		}
+	}
+	if !in.RanksWhenReached {
+		through = len(ranked)
 	}
 	for i := 0; i < through; i += DrawReadBatch {
 		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, through)]); err != nil {

@@ -71,7 +71,7 @@ func newDrawRigOf(t testing.TB, stock int64, entrants, segments int, b *seckill.
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
 		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2, opts...),
-		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100}}
+		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: 100, RanksWhenReached: true}}
 	r.env.RegisterActivity(r.acts)
 	return r
 }
@@ -555,4 +555,22 @@ func TestSettleDraw_ASliceSettlesBatchAfterBatchInOneCall(t *testing.T) {
 			require.Equal(t, seckill.EntryLost, e.Outcome, "rank %d", e.Rank)
 		}
 	}
+}
+
+// A draw started before ranks were written when reached (on the sagas'
+// queue) may have its later steps run by a worker of the release before,
+// which settles only ranks that are written: its RankDraw writes every
+// rank (hostile review).
+func TestRankDraw_ADrawStartedBeforeRanksWhenReachedHasEveryRankWritten(t *testing.T) {
+	const entrants = activities.DrawSettleBatch + 50
+	r := newDrawRig(t, 2, entrants)
+	r.in.RanksWhenReached = false
+	_, err := r.env.ExecuteActivity(r.acts.CommitDraw, r.in)
+	require.NoError(t, err)
+	r.rank(t)
+
+	d, err := r.st.DrawOf(t.Context(), r.sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, entrants, d.RankedThrough)
+	require.Len(t, r.byRank(t), entrants, "every entry ranked")
 }

@@ -53,7 +53,7 @@ func newVariantDrawRig(t *testing.T, stockA, stockB int64, byRank []seckill.Item
 	var suite testsuite.WorkflowTestSuite
 	r := &drawRig{st: st, rs: rs, rdb: rdb, pfx: pfx, sale: sale, env: suite.NewTestActivityEnvironment(),
 		acts: activities.New(st, rs, rs.ForDraw(), devpay.Provider{Ledger: st}, &ids{}, 2),
-		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: waitlistMax}}
+		in:   seckill.DrawInput{SaleID: sale.ID, StartsAt: sale.StartsAt, WaitlistMax: waitlistMax, RanksWhenReached: true}}
 	r.env.RegisterActivity(r.acts)
 	return r
 }

@@ -203,6 +203,9 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 			waiting[w.UserID] = true
 			r, ok := kept[w.UserID]
 			switch {
+			case !ok && f.drawSettling(ctx, a, w.UserID):
+				// Queued by the draw's batch being settled: its places are
+				// saved with the batch (activities.SettleDraw).
 			case !ok:
 				out = append(out, fmt.Sprintf("%s waits for %d of %s at place %d; no row keeps it",
 					w.UserID, w.Item.Quantity, w.Item.SKU, w.Place))
@@ -254,6 +257,17 @@ func (a *Auditor) placesKept(ctx context.Context, f *facts) (Check, error) {
 	}
 	c.Violations = append(c.Violations, bad...)
 	return c, nil
+}
+
+// drawSettling reports whether userID is an entrant of the sale's draw
+// in progress not yet settled (ranked at or past its next rank): the
+// draw queues a batch's entrants and saves their places with the batch.
+func (f *facts) drawSettling(ctx context.Context, a *Auditor, userID string) bool {
+	var settling bool
+	err := a.DB.WithContext(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM lobby_entries e JOIN sales s ON s.id = e.sale_id
+		WHERE e.sale_id = ? AND e.user_id = ? AND s.draw_state = ? AND e.outcome IS NULL AND e.rank >= s.draw_next_rank)`,
+		f.saleID, userID, seckill.DrawRanked).Scan(&settling).Error
+	return err == nil && settling
 }
 
 // facts are what one audit reads of a sale: the database first, then
@@ -842,6 +856,19 @@ func (a *Auditor) drawToldTheTruth(ctx context.Context, saleID int64) (Check, er
 	c.Violations = append(c.Violations, d.beaconViolations()...)
 	if d.DrawState == nil || *d.DrawState != "DONE" {
 		return c, nil
+	}
+	// A done draw told every entrant where they stand: a rank and an
+	// outcome each (an entry left without one reads ENTERED for ever).
+	var untold struct {
+		N       int
+		FirstID *string
+	}
+	if err := a.DB.WithContext(ctx).Raw(`SELECT count(*) AS n, min(user_id) AS first_id FROM lobby_entries
+		WHERE sale_id = ? AND (rank IS NULL OR outcome IS NULL)`, saleID).Scan(&untold).Error; err != nil {
+		return c, fmt.Errorf("read the draw's untold entrants: %w", err)
+	}
+	if untold.N > 0 {
+		c.Violations = append(c.Violations, fmt.Sprintf("the draw is done, and %d entrants (%s first) have no rank or no outcome", untold.N, *untold.FirstID))
 	}
 	var wonEmpty []struct {
 		Rank   int

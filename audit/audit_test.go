@@ -563,3 +563,24 @@ func TestRun_ARestockBetweenItsHalvesIsNoViolation(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK() && rep.AtRest, "applied:\n%s", rep)
 }
+
+// A done draw that left an entrant without a rank or an outcome (told
+// ENTERED for ever) fails invariant 9 (hostile review: ranks written when
+// reached must all be written).
+func TestRun_FailsADoneDrawThatLeftAnEntrantUntold(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 1, "ann", "bob"))
+	testenv.Warm(t, rs, sale, 1)
+	require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = 1, outcome = ? WHERE sale_id = ? AND user_id = 'ann'`,
+		seckill.EntryLost, sale.ID).Error)
+	require.NoError(t, st.FinishDraw(ctx, sale.ID))
+
+	rep, err := (&audit.Auditor{DB: st.Gorm(), Redis: rs}).Run(ctx, sale.ID, audit.Options{})
+
+	require.NoError(t, err)
+	require.Contains(t, failed(rep), 9, "%s", rep)
+	require.Contains(t, rep.String(), "the draw is done, and 1 entrants (bob first) have no rank or no outcome")
+}

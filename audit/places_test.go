@@ -81,3 +81,30 @@ func join(t *testing.T, st *store.Store, rs *redisstore.Store, sale *seckill.Sal
 	require.True(t, kept)
 	return j
 }
+
+// The draw queues a batch's entrants and saves their places with the
+// batch: an entrant of the draw in progress, not yet settled, waits
+// without a row and breaks nothing; once the draw has settled past them
+// (or for a buyer who is not its entrant) a missing row fails invariant
+// 10 (hostile review).
+func TestRun_ADrawsBatchBeingSettledWaitsWithoutRowsMeanwhile(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, prefix := testenv.Redis(t)
+	rs := redisstore.New(rdb, prefix)
+	ctx := t.Context()
+	sale := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 1, "ann", "bob"))
+	testenv.Warm(t, rs, sale, 1)
+	admit(t, st, rs, sale, "ann", 1001, seckill.DefaultItem)
+	j, err := rs.ForDraw().Join(ctx, sale.ID, "bob", seckill.DefaultItem, 10, 2001, termsOf(t, sale, seckill.DefaultSKU))
+	require.NoError(t, err)
+	require.Equal(t, seckill.Waiting, j.Outcome)
+	require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = CASE user_id WHEN 'ann' THEN 1 ELSE 2 END WHERE sale_id = ?`, sale.ID).Error)
+	require.NoError(t, st.MarkRanked(ctx, sale.ID, 2, 2))
+
+	rep := audited(t, st, rs, sale)
+	require.NotContains(t, failed(rep), 10, "bob's batch is being settled:\n%s", rep)
+
+	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET draw_next_rank = 3 WHERE id = ?`, sale.ID).Error)
+	rep = audited(t, st, rs, sale)
+	require.Contains(t, failed(rep), 10, "the draw settled past bob, whose place no row keeps:\n%s", rep)
+}

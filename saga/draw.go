@@ -22,6 +22,8 @@ import (
 // stays there, where the worker runs draws too. An error is ambiguous:
 // retry with the same input.
 func (c *Client) StartDraw(ctx context.Context, in seckill.DrawInput) error {
+	// Only workers of this release poll the draws' queue.
+	in.RanksWhenReached = true
 	_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        seckill.DrawWorkflowID(in.SaleID),
 		TaskQueue: c.drawTaskQueue,

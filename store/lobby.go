@@ -392,7 +392,7 @@ func (s *Store) RankRest(ctx context.Context, saleID int64, seed []byte, upto in
 			Through *int `gorm:"column:draw_ranked_through"`
 			Entries *int `gorm:"column:draw_entries"`
 		}
-		if err := tx.Raw(`SELECT draw_ranked_through, draw_entries FROM sales WHERE id = ? AND draw_state = ? FOR UPDATE`,
+		if err := tx.Raw(`SELECT draw_ranked_through, draw_entries FROM sales WHERE id = ? AND draw_state = ? FOR NO KEY UPDATE`,
 			saleID, seckill.DrawRanked).Scan(&d).Error; err != nil {
 			return err
 		}
@@ -407,9 +407,10 @@ func (s *Store) RankRest(ctx context.Context, saleID int64, seed []byte, upto in
 		if lost {
 			outcome = seckill.EntryLost
 		}
-		var r struct{ Differ, Written int }
-		// The window is planned afresh (no parameter's plan is cached by
-		// gorm's simple protocol here): it reads the sale's whole lobby once.
+		var r struct{ Differ, Had, Written int }
+		// Rows of the range may have their rank already (an attempt of
+		// an earlier release's RankDraw wrote every rank, then died before
+		// recording it): kept, and given their outcome if lost.
 		if err := tx.Raw(`WITH x AS MATERIALIZED (
 				SELECT user_id, rank AS had, row_number() OVER (ORDER BY sha256(decode(?, 'hex') || entry), entry) AS r
 				FROM lobby_entries WHERE sale_id = ?
@@ -417,19 +418,22 @@ func (s *Store) RankRest(ctx context.Context, saleID int64, seed []byte, upto in
 				SELECT count(*) AS n FROM x WHERE had IS NOT NULL AND had <> r
 			), written AS (
 				UPDATE lobby_entries e SET rank = x.r, fits = false, outcome = COALESCE(?, e.outcome)
-				FROM x WHERE e.sale_id = ? AND e.user_id = x.user_id AND x.r > ? AND x.r <= ? AND x.had IS NULL
+				FROM x WHERE e.sale_id = ? AND e.user_id = x.user_id AND x.r > ? AND x.r <= ?
+				AND (x.had IS NULL OR (? AND e.outcome IS NULL))
 				AND (SELECT n FROM differ) = 0
-				RETURNING 1
+				RETURNING x.had
 			)
-			SELECT (SELECT n FROM differ) AS differ, (SELECT count(*) FROM written) AS written`,
-			hex.EncodeToString(seed), saleID, outcome, saleID, through, upto).Scan(&r).Error; err != nil {
+			SELECT (SELECT n FROM differ) AS differ,
+				(SELECT count(*) FROM x WHERE had IS NOT NULL AND r > ? AND r <= ?) AS had,
+				(SELECT count(*) FROM written WHERE had IS NULL) AS written`,
+			hex.EncodeToString(seed), saleID, outcome, saleID, through, upto, lost, through, upto).Scan(&r).Error; err != nil {
 			return err
 		}
 		if r.Differ != 0 {
 			return fmt.Errorf("the draw of sale %d: PostgreSQL's order gives %d of the ranks written another rank: nothing more is ranked", saleID, r.Differ)
 		}
-		if r.Written != upto-through {
-			return fmt.Errorf("the draw of sale %d: ranks %d..%d are %d entries, %d written", saleID, through+1, upto, upto-through, r.Written)
+		if r.Had+r.Written != upto-through {
+			return fmt.Errorf("the draw of sale %d: ranks %d..%d are %d entries, %d ranked", saleID, through+1, upto, upto-through, r.Had+r.Written)
 		}
 		next := "draw_next_rank"
 		if lost {

@@ -144,3 +144,30 @@ func TestClosedLobby_IsAscendingByEntry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, listed, lobby, "the same lines as the index's order")
 }
+
+// Ranks already written past the recorded point (an earlier release's
+// RankDraw wrote them all, then died before recording it) are kept, and
+// given their LOST: the draw goes on instead of failing for ever
+// (hostile review).
+func TestRankRest_KeepsRanksWrittenPastTheRecordedPoint(t *testing.T) {
+	t.Parallel()
+	st, _ := testenv.Store(t)
+	ctx := t.Context()
+	seed := []byte("seed")
+	sale, ranked := rankedLobby(t, st, 3000, 700, seed)
+	require.NoError(t, st.SetRanks(ctx, sale.ID, ranked[700:2000]))
+
+	through, err := st.RankRest(ctx, sale.ID, seed, 1<<30, true)
+
+	require.NoError(t, err)
+	require.Equal(t, 3000, through)
+	d, err := st.DrawOf(ctx, sale.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3001, d.NextRank)
+	got := rankOf(t, st, sale.ID)
+	for _, r := range ranked[700:] {
+		g := got[fmt.Sprintf("%x", r.Entry)]
+		require.Equal(t, r.Rank, *g.Rank)
+		require.Equal(t, seckill.EntryLost, *g.Outcome, "rank %d", r.Rank)
+	}
+}
