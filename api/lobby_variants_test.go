@@ -104,7 +104,7 @@ func TestLobby_TheDrawsEntriesNameTheirSizeAndQuantity(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"eu-42": 3, "eu-43": 5}, stock)
 	require.NoError(t, r.st.CloseLobby(ctx, id))
-	require.NoError(t, r.st.MarkRanked(ctx, id, len(want)))
+	require.NoError(t, r.st.MarkRanked(ctx, id, len(want), len(want)))
 	require.NoError(t, r.st.FinishDraw(ctx, id))
 
 	req := httptest.NewRequest("GET", "/api/v1/sales/"+strconv.FormatInt(id, 10)+"/draw/entries", nil)

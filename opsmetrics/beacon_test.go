@@ -29,7 +29,7 @@ func TestDrawBeaconLate_IsHowLongPastItsTimeAnUnrecordedRoundIs(t *testing.T) {
 	require.NoError(t, err)
 	ranked := lobbySale(time.Now().Add(-2 * time.Minute))
 	require.NoError(t, e.st.CloseLobby(ctx, ranked.ID))
-	require.NoError(t, e.st.MarkRanked(ctx, ranked.ID, 0))
+	require.NoError(t, e.st.MarkRanked(ctx, ranked.ID, 0, 0))
 	lobbySale(time.Now().Add(time.Hour)) // its round is still to come
 
 	m := scrape(t, opsmetrics.New(e.st, e.rs, opsmetrics.Options{}))

@@ -68,7 +68,7 @@ func TestCheck_OpensADrawnSaleLoadedHeldBack(t *testing.T) {
 	require.NoError(t, err)
 	// The draw (an empty lobby) finishes.
 	require.NoError(t, st.CloseLobby(ctx, sale.ID))
-	require.NoError(t, st.MarkRanked(ctx, sale.ID, 0))
+	require.NoError(t, st.MarkRanked(ctx, sale.ID, 0, 0))
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
 	terms := seckill.Terms{PaymentTimeout: time.Minute, UnitPriceCents: 990, Currency: "usd"}
 	res, err := rs.Claim(ctx, sale.ID, "held", 1, "", terms, seckill.DefaultItem)
@@ -95,7 +95,7 @@ func TestCheck_RewarmsOnlyOnceTheIDNodesAreTakenBack(t *testing.T) {
 	lost := testenv.OpenSale(t, st, 5).ID
 	drawn := testenv.StartedNow(t, st, testenv.LobbySale(t, st, 3))
 	require.NoError(t, st.CloseLobby(ctx, drawn.ID))
-	require.NoError(t, st.MarkRanked(ctx, drawn.ID, 0))
+	require.NoError(t, st.MarkRanked(ctx, drawn.ID, 0, 0))
 	require.NoError(t, st.FinishDraw(ctx, drawn.ID))
 	// The drawn sale's state in Redis is broken: opening its claims fails.
 	require.NoError(t, rdb.Set(ctx, rs.SegmentKeys(drawn.ID, 0).Meta, "not a hash", 0).Err())
@@ -133,7 +133,7 @@ func TestCheck_AdmitsAgainTheDrawWinnersRedisLost(t *testing.T) {
 	entries, err := st.EntriesFrom(ctx, sale.ID, 0, 10)
 	require.NoError(t, err)
 	require.NoError(t, st.Gorm().Exec(`UPDATE lobby_entries SET rank = CASE user_id WHEN 'ann' THEN 1 ELSE 2 END WHERE sale_id = ?`, sale.ID).Error)
-	require.NoError(t, st.MarkRanked(ctx, sale.ID, len(entries)))
+	require.NoError(t, st.MarkRanked(ctx, sale.ID, len(entries), len(entries)))
 	won := []*seckill.LobbyEntry{{UserID: "ann", Rank: 1, Outcome: seckill.EntryWon, OrderID: 5001}, {UserID: "bob", Rank: 2, Outcome: seckill.EntryWon, OrderID: 5002}}
 	require.NoError(t, st.SettleEntries(ctx, sale.ID, won, 3))
 	require.NoError(t, st.FinishDraw(ctx, sale.ID))
