@@ -24,7 +24,7 @@ var (
 )
 
 const (
-	testNamespaces = 60
+	testNamespaces = 72
 	// helperEnv makes the test binary a dev server child process (see
 	// TestDevServer_DBFileSurvivesSIGKILL).
 	helperEnv = "SECKILL_TEST_DEVSERVER_DBFILE"
