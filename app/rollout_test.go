@@ -193,7 +193,10 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	// (claimIdle), or a start cut off after its workflow was made, whose
 	// first task then waits out Temporal's 10 s workflow task timeout
 	// (seen at 12.7 s before the relay let its starts in flight finish).
-	require.Less(t, waits[len(waits)-1], 8*time.Second, "an admission waited for a timeout, not the handover")
+	// Either waits at least the 10 s itself; a loaded machine's sagas
+	// alone reached 9.96 s (a CI run with the whole app suite in
+	// parallel: the last 30 admissions all payable 7.6-8.3 s later).
+	require.Less(t, waits[len(waits)-1], 10*time.Second, "an admission waited for a timeout, not the handover")
 	s.requireAudit(sale)
 }
 
