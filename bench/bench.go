@@ -87,6 +87,17 @@ type Options struct {
 
 	// OutDir receives bench.json and bench.png ("" : neither).
 	OutDir string
+	// YardstickRounds compare the API's claims with the yardstick's
+	// (YardstickRatio), each round YardstickRoundTime each way: an open
+	// loop at YardstickRate on a sale of YardstickUnits, then a closed
+	// loop. YardstickBinary runs `seckill yardstick` (default: this
+	// executable); YardstickLog receives its output.
+	YardstickRounds    int
+	YardstickRoundTime time.Duration
+	YardstickRate      int
+	YardstickUnits     int
+	YardstickBinary    string
+	YardstickLog       io.Writer
 	// Progress receives a line a second while the burst runs (nil: none).
 	Progress io.Writer
 }
@@ -115,6 +126,18 @@ func (o *Options) defaults() error {
 	if o.EntryRoundTime == 0 {
 		o.EntryRoundTime = 2 * time.Second
 	}
+	if o.YardstickRoundTime == 0 {
+		o.YardstickRoundTime = 2 * time.Second
+	}
+	def(&o.YardstickRate, 10000)
+	def(&o.YardstickUnits, 100)
+	if o.YardstickBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.YardstickBinary = exe
+	}
 	if o.SettleWithin == 0 {
 		o.SettleWithin = 10 * time.Minute
 	}
@@ -141,6 +164,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("bench: body rounds need at least 2 buyers and rounds of at least 100ms")
 	case o.EntryRounds < 0 || o.EntryRounds > 0 && (o.Buyers < 2 || o.EntryRoundTime < 100*time.Millisecond):
 		return fmt.Errorf("bench: entry rounds need at least 2 buyers and rounds of at least 100ms")
+	case o.YardstickRounds < 0 || o.YardstickRounds > 0 && (o.YardstickRoundTime < 100*time.Millisecond || o.YardstickRate < 1 || o.YardstickUnits < 1):
+		return fmt.Errorf("bench: yardstick rounds need rounds of at least 100ms, a positive rate and units")
 	case o.Segments < 1 || o.Segments > seckill.MaxStockSegments:
 		return fmt.Errorf("bench: segments must be 1..%d, got %d", seckill.MaxStockSegments, o.Segments)
 	case o.WaitlistShare < 0 || o.WaitlistShare > 1 || o.WaitlistPayShare < 0 || o.WaitlistPayShare > 1:
@@ -321,6 +346,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		say("lobby entries vs claims: %d rounds of %s each way ...", o.EntryRounds, o.EntryRoundTime)
 		if rep.EntryRatio, err = entryRatio(ctx, o, host, tokens, runID); err != nil {
 			return nil, fmt.Errorf("entry ratio: %w", err)
+		}
+	}
+	if o.YardstickRounds > 0 {
+		say("claims vs the yardstick (fasthttp + JWT + the admission script): %d rounds of %s each way, %d claims/s on %d units, then a closed loop ...",
+			o.YardstickRounds, o.YardstickRoundTime, o.YardstickRate, o.YardstickUnits)
+		if rep.YardstickRatio, err = yardstickRatio(ctx, o, host, tokens, runID); err != nil {
+			return nil, fmt.Errorf("yardstick ratio: %w", err)
 		}
 	}
 	if o.AnchorWorkflows > 0 {

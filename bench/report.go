@@ -39,9 +39,12 @@ type Report struct {
 	// BodyRatio compares claims with and without a body (--body-rounds).
 	BodyRatio *BodyRatio `json:"body_ratio,omitempty"`
 	// EntryRatio compares lobby entries with claims (--entry-rounds).
-	EntryRatio *EntryRatio        `json:"entry_ratio,omitempty"`
-	Ratios     map[string]float64 `json:"ratios"`
-	Audits     []*audit.Report    `json:"audits"`
+	EntryRatio *EntryRatio `json:"entry_ratio,omitempty"`
+	// YardstickRatio compares the API's claims with the yardstick's
+	// (--yardstick-rounds).
+	YardstickRatio *YardstickRatio    `json:"yardstick_ratio,omitempty"`
+	Ratios         map[string]float64 `json:"ratios"`
+	Audits         []*audit.Report    `json:"audits"`
 
 	mu sync.Mutex // MemorySeries and Processes while sampling
 }
@@ -317,6 +320,17 @@ func (r *Report) ratios() {
 			r.Ratios["entries_vs_claims_burst"] = er.Median[armEntries] / r.Claims.PerSecond
 		}
 	}
+	if yr := r.YardstickRatio; yr != nil {
+		if y := yr.Median[armYardstick+" p99"]; y > 0 {
+			r.Ratios["claims_p99_vs_yardstick"] = yr.Median[armAPI+" p99"] / y
+		}
+		if y := yr.Median[armYardstick+" p50"]; y > 0 {
+			r.Ratios["claims_p50_vs_yardstick"] = yr.Median[armAPI+" p50"] / y
+		}
+		if y := yr.Median[armYardstick+" per_second"]; y > 0 {
+			r.Ratios["claims_throughput_vs_yardstick"] = yr.Median[armAPI+" per_second"] / y
+		}
+	}
 }
 
 // OK reports whether every audit passed and every claim was answered
@@ -397,6 +411,13 @@ func (r *Report) String() string {
 	if er := r.EntryRatio; er != nil {
 		fmt.Fprintf(&b, "lobby entries (201) vs claims (409 SOLD_OUT) by the flag, by the script: median %.0f/s vs %.0f/s, %.0f/s over %d rounds of %.1fs each (unexpected answers %v)\n",
 			er.Median[armEntries], er.Median[armFlag], er.Median[armScript], er.Rounds, er.RoundSeconds, er.Unexpected)
+	}
+	if yr := r.YardstickRatio; yr != nil {
+		for _, arm := range []string{armAPI, armYardstick} {
+			fmt.Fprintf(&b, "claims, %-9s at %d/s on %d units: median p50 %.2f ms, p99 %.2f ms; closed loop %.0f answers/s; over %d rounds of %.0fs each way (%d admitted, %d unexpected answers)\n",
+				arm, yr.Rate, yr.Units, yr.Median[arm+" p50"], yr.Median[arm+" p99"], yr.Median[arm+" per_second"],
+				yr.Rounds, yr.RoundSeconds, yr.Admitted[arm], yr.Unexpected[arm])
+		}
 	}
 	for _, k := range sortedKeys(r.Ratios) {
 		fmt.Fprintf(&b, "ratio %s: %.2f\n", k, r.Ratios[k])

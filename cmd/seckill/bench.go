@@ -67,6 +67,10 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.DurationVar(&o.BodyRoundTime, "body-round", 2*time.Second, "how long each way of each body round sends claims")
 	fs.IntVar(&o.EntryRounds, "entry-rounds", 5, "rounds comparing lobby entries (fresh buyers, 201) with claims on a sold-out sale (0: skip)")
 	fs.DurationVar(&o.EntryRoundTime, "entry-round", 2*time.Second, "how long each way of each entry round sends requests")
+	fs.IntVar(&o.YardstickRounds, "yardstick-rounds", 5, "rounds comparing the API's claims with the yardstick's (fasthttp + JWT + the admission script: seckill yardstick), open loop then closed loop (0: skip)")
+	fs.DurationVar(&o.YardstickRoundTime, "yardstick-round", 2*time.Second, "how long each way of each yardstick round sends claims, open loop and closed loop each")
+	fs.IntVar(&o.YardstickRate, "yardstick-rate", 10000, "claims per second of the yardstick rounds' open loop")
+	fs.IntVar(&o.YardstickUnits, "yardstick-units", 100, "units of each yardstick round's sale")
 	fs.StringVar(&o.OutDir, "out", "bench-out", "directory for bench.json and bench.png")
 	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
 	slim := fs.String("slim-binary", "", "run the launched API and worker from this slim build (make build writes bin/seckill-slim)")
@@ -107,6 +111,8 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		}
 		defer sys.Stop()
 		o.APIURL, o.Config, o.Processes = sys.APIURL, sys.Config, sys.Processes()
+		// The yardstick runs from the API's build, beside it.
+		o.YardstickBinary, o.YardstickLog = *slim, logf
 		processesNow = sys.Processes
 	}
 	if *lobby {

@@ -72,6 +72,10 @@ Usage:
                                     flash-sale benchmark with its anchors
                                     (launches its own system; see BENCHMARKS.md);
                                     --lobby: a sale with a lobby and its draw
+  seckill yardstick [--payment-timeout 30s]
+                                    the claim yardstick seckill bench compares
+                                    the API with: fasthttp, the token and the
+                                    admission script, nothing else
   seckill pay --order ID [--fail] [--wait] [--timeout 3m]
                                     dev payment provider: send a signed webhook
                                     for the order (uses SECKILL_WEBHOOK_SECRET,
@@ -149,6 +153,8 @@ func command(name string) func(call) error {
 		return func(c call) error { return runAudit(c.ctx, c.cfg, c.args, c.stdout) }
 	case "bench":
 		return func(c call) error { return runBench(c.ctx, c.cfg, c.args, c.stdout, c.stderr) }
+	case "yardstick":
+		return runYardstick
 	case "sale":
 		return func(c call) error { return app.SaleCommand(c.ctx, c.cfg, c.getenv, c.args, c.stdout, time.Now()) }
 	case "sagas":
