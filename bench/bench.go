@@ -130,7 +130,7 @@ func (o *Options) defaults() error {
 		o.YardstickRoundTime = 2 * time.Second
 	}
 	def(&o.YardstickRate, 10000)
-	def(&o.YardstickUnits, 100)
+	def(&o.YardstickUnits, 1)
 	if o.YardstickBinary == "" {
 		exe, err := os.Executable()
 		if err != nil {

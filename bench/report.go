@@ -330,6 +330,9 @@ func (r *Report) ratios() {
 		if y := yr.Median[armYardstick+" per_second"]; y > 0 {
 			r.Ratios["claims_throughput_vs_yardstick"] = yr.Median[armAPI+" per_second"] / y
 		}
+		if y := yr.Median[armYardstick+" script"]; y > 0 {
+			r.Ratios["claims_throughput_vs_yardstick_script"] = yr.Median[armAPI+" script"] / y
+		}
 	}
 }
 
@@ -414,8 +417,8 @@ func (r *Report) String() string {
 	}
 	if yr := r.YardstickRatio; yr != nil {
 		for _, arm := range []string{armAPI, armYardstick} {
-			fmt.Fprintf(&b, "claims, %-9s at %d/s on %d units: median p50 %.2f ms, p99 %.2f ms; closed loop %.0f answers/s; over %d rounds of %.0fs each way (%d admitted, %d unexpected answers)\n",
-				arm, yr.Rate, yr.Units, yr.Median[arm+" p50"], yr.Median[arm+" p99"], yr.Median[arm+" per_second"],
+			fmt.Fprintf(&b, "claims, %-9s at %d/s on %d units: median p50 %.2f ms, p99 %.2f ms; closed loop %.0f answers/s, each by the script %.0f/s; over %d rounds of %.0fs each way (%d admitted, %d unexpected answers)\n",
+				arm, yr.Rate, yr.Units, yr.Median[arm+" p50"], yr.Median[arm+" p99"], yr.Median[arm+" per_second"], yr.Median[arm+" script"],
 				yr.Rounds, yr.RoundSeconds, yr.Admitted[arm], yr.Unexpected[arm])
 		}
 	}

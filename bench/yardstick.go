@@ -30,7 +30,8 @@ const benchPriceCents = 990
 // POST /api/v1/sales/{id}/claims, the bearer token is verified as the API
 // verifies a shared-secret token (auth.Secret: HS256, audience, expiry),
 // the admission script decides on cfg's Redis under cfg's prefix, and the
-// answer is a 202 with the order id or a 409 with the refusal's code.
+// answer is a 202 with the order id or a 409 with the refusal's code. An
+// Idempotency-Key goes to the script, unchecked.
 // Nothing else: no sale read from PostgreSQL or a cache, no sold-out
 // flag, no order-id leases, no metrics, logs, tracing or proof of work.
 // Order ids count up from the time it started, in nanoseconds: unique in
@@ -73,7 +74,10 @@ func ServeYardstick(ctx context.Context, cfg app.Config, ln net.Listener, terms 
 				yardstickProblem(c, fasthttp.StatusUnauthorized, seckill.CodeUnauthenticated)
 				return
 			}
-			res, err := rs.Claim(c, sale, p.UserID, nextID.Add(1), "", terms, seckill.DefaultItem)
+			// An Idempotency-Key is passed on, as the API passes it: the
+			// script then records its answer for the key.
+			key := string(c.Request.Header.Peek("Idempotency-Key"))
+			res, err := rs.Claim(c, sale, p.UserID, nextID.Add(1), key, terms, seckill.DefaultItem)
 			if err != nil {
 				yardstickProblem(c, fasthttp.StatusServiceUnavailable, seckill.CodeUnavailable)
 				return

@@ -21,7 +21,8 @@ import (
 
 // The yardstick answers a claim as the API does, by status and code, from
 // the admission script alone: winners 202 with their order, the rest 409
-// SOLD_OUT, a winner again 409 ALREADY_CLAIMED; a token it cannot verify
+// SOLD_OUT, a winner again 409 ALREADY_CLAIMED (unless an Idempotency-Key
+// makes it the first answer again); a token it cannot verify
 // 401, any other path 404.
 func TestYardstick_AnswersClaimsFromTheScript(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
@@ -43,9 +44,12 @@ func TestYardstick_AnswersClaimsFromTheScript(t *testing.T) {
 	require.NoError(t, err)
 
 	base := "http://" + ln.Addr().String()
-	claim := func(path, user string) (int, map[string]any) {
+	claim := func(path, user string, key ...string) (int, map[string]any) {
 		req, err := http.NewRequest(http.MethodPost, base+path, nil)
 		require.NoError(t, err)
+		if len(key) > 0 {
+			req.Header.Set("Idempotency-Key", key[0])
+		}
 		if user != "" {
 			tok, err := auth.SignToken(secret, user, false, time.Hour)
 			require.NoError(t, err)
@@ -77,6 +81,16 @@ func TestYardstick_AnswersClaimsFromTheScript(t *testing.T) {
 	require.Equal(t, []any{http.StatusConflict, string(seckill.CodeSoldOut)}, []any{status, body["code"]})
 	status, body = claim("/api/v1/sales/7/claims", "alice")
 	require.Equal(t, []any{http.StatusConflict, string(seckill.CodeAlreadyClaimed)}, []any{status, body["code"]})
+
+	// The key reaches the script: the same key again is the first answer
+	// again, not ALREADY_CLAIMED.
+	_, err = redisstore.New(rdb, prefix).Warm(context.Background(), seckill.WarmSpec{SaleID: 9,
+		Variants: []seckill.VariantUnits{{SKU: seckill.DefaultSKU, Units: 1}}, StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour)})
+	require.NoError(t, err)
+	status, first = claim("/api/v1/sales/9/claims", "erin", "key-1")
+	require.Equal(t, http.StatusAccepted, status)
+	status, again := claim("/api/v1/sales/9/claims", "erin", "key-1")
+	require.Equal(t, []any{http.StatusAccepted, first["order_id"]}, []any{status, again["order_id"]})
 
 	status, body = claim("/api/v1/sales/7/claims", "")
 	require.Equal(t, []any{http.StatusUnauthorized, string(seckill.CodeUnauthenticated)}, []any{status, body["code"]})

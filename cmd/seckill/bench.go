@@ -70,7 +70,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.IntVar(&o.YardstickRounds, "yardstick-rounds", 5, "rounds comparing the API's claims with the yardstick's (fasthttp + JWT + the admission script: seckill yardstick), open loop then closed loop (0: skip)")
 	fs.DurationVar(&o.YardstickRoundTime, "yardstick-round", 2*time.Second, "how long each way of each yardstick round sends claims, open loop and closed loop each")
 	fs.IntVar(&o.YardstickRate, "yardstick-rate", 10000, "claims per second of the yardstick rounds' open loop")
-	fs.IntVar(&o.YardstickUnits, "yardstick-units", 100, "units of each yardstick round's sale")
+	fs.IntVar(&o.YardstickUnits, "yardstick-units", 1, "units of each yardstick round's sale (each unit the API sells starts a saga on the same machine during its round; the yardstick's start none)")
 	fs.StringVar(&o.OutDir, "out", "bench-out", "directory for bench.json and bench.png")
 	keep := fs.Bool("keep", false, "keep the launched system's database and Redis keys")
 	slim := fs.String("slim-binary", "", "run the launched API and worker from this slim build (make build writes bin/seckill-slim)")
