@@ -33,8 +33,11 @@ type LaunchOptions struct {
 	// DATABASE_URL, tuning); Launch replaces the database name, the Redis
 	// prefix, the addresses and the secrets with fresh ones.
 	Base app.Config
-	// Env is added to the children's environment (tuning variables).
-	Env []string
+	// Env is added to the children's environment (tuning variables);
+	// WorkerEnv to the worker's only (after Env: it wins), e.g. the Go
+	// runtime's GOMEMLIMIT.
+	Env       []string
+	WorkerEnv []string
 	// Log receives the children's output.
 	Log io.Writer
 	// Keep leaves the database and the Redis keys in place after Stop.
@@ -123,13 +126,16 @@ func Launch(ctx context.Context, o LaunchOptions) (*System, error) {
 			}
 		}
 		childEnv := env
+		if name == "worker" {
+			childEnv = append(append([]string(nil), env...), o.WorkerEnv...)
+		}
 		if o.PProf {
 			port := strconv.Itoa(proc.FreePort())
 			key := "SECKILL_PPROF_ADDR=127.0.0.1:"
 			if name == "temporal" {
 				key = "SECKILL_DEV_PPROF_PORT="
 			}
-			childEnv = append(append([]string(nil), env...), key+port)
+			childEnv = append(append([]string(nil), childEnv...), key+port)
 			s.PProf[name] = "http://127.0.0.1:" + port + "/debug/pprof/"
 		}
 		bin := o.Binary

@@ -83,6 +83,14 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	lobbyMargin := fs.Duration("lobby-margin", 0, "with --lobby: added to buyers/rate for the default window (default max(15s, 10% of buyers/rate))")
 	lobbyVerify := fs.Bool("lobby-verify", true, "with --lobby: verify the published draw (draw.Verify) and time it")
 	drawWithin := fs.Duration("draw-within", 30*time.Minute, "with --lobby: give up waiting for the draw and its winners' orders after this long")
+	var workerEnv []string
+	fs.Func("worker-env", "NAME=VALUE added to the launched worker's environment only, e.g. GOMEMLIMIT=250MiB (repeatable)", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		workerEnv = append(workerEnv, v)
+		return nil
+	})
 	if err := benchHelp().Parse(fs, args); err != nil {
 		return err
 	}
@@ -102,7 +110,7 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 		defer func() { _ = logf.Close() }()
 		fmt.Fprintf(stderr, "launching Temporal dev server, worker and API (log: %s) ...\n", logPath)
 		sys, err := bench.Launch(ctx, bench.LaunchOptions{Base: cfg, Log: logf, Keep: *keep, PProf: *profile, SlimBinary: *slim,
-			TemporalStore: *store, Env: []string{"SECKILL_EAGER_START=" + strconv.FormatBool(*eager), "SECKILL_RELAY_RATE=" + strconv.Itoa(*relayRate)}})
+			TemporalStore: *store, WorkerEnv: workerEnv, Env: []string{"SECKILL_EAGER_START=" + strconv.FormatBool(*eager), "SECKILL_RELAY_RATE=" + strconv.Itoa(*relayRate)}})
 		if err != nil {
 			return err
 		}
