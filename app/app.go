@@ -20,6 +20,7 @@ import (
 	"github.com/seckill/seckill/tracing"
 	sdkclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill"
@@ -286,6 +287,9 @@ func RunWorker(ctx context.Context, cfg Config, d *Deps) error {
 	}
 	opts = append(opts, activities.WithSettleSlice(activities.DrawSettleSlice))
 	acts := activities.New(d.Store, d.Redis, d.Redis.ForDraw(), provider, ids, cfg.StockTx, opts...)
+	// The sticky cache is the SDK's, one per process: sized before the
+	// first worker of the process starts, which creates it.
+	sdkworker.SetStickyWorkflowCacheSize(cfg.WorkflowCache)
 	w := worker.New(d.Temporal, cfg.TaskQueue, acts, worker.Options{MaxConcurrentActivities: cfg.WorkerActivities, StopTimeout: cfg.ShutdownTimeout})
 	draws := worker.NewDraws(d.Temporal, cfg.DrawTaskQueue, acts, worker.DrawOptions(cfg.ShutdownTimeout))
 	rec := &reconcile.Reconciler{

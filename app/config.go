@@ -104,10 +104,13 @@ type Config struct {
 	DBMaxConns       int
 	RedisPoolSize    int
 	WorkerActivities int
-	StockTx          int
-	RelayParallel    int
-	RelayClaimIdle   time.Duration
-	RelayRate        float64
+	// WorkflowCache is how many workflows the worker process keeps in the
+	// SDK's sticky cache (SECKILL_WORKFLOW_CACHE).
+	WorkflowCache  int
+	StockTx        int
+	RelayParallel  int
+	RelayClaimIdle time.Duration
+	RelayRate      float64
 	// EagerStart: the relay asks for eager workflow start (the worker in
 	// its process runs each saga's first task without a round trip
 	// through matching).
@@ -271,6 +274,7 @@ func fromEnv(getenv func(string) string, note func(name, def string)) (Config, e
 		RedisMinReplicas:    num("SECKILL_REDIS_MIN_REPLICAS", -1, 0, 16),
 		RedisReplicaTimeout: dur("SECKILL_REDIS_REPLICA_TIMEOUT", redisstore.DefaultReplicaTimeout),
 		WorkerActivities:    num("SECKILL_WORKER_ACTIVITIES", 200, 1, 10000),
+		WorkflowCache:       num("SECKILL_WORKFLOW_CACHE", 10000, 0, 1000000),
 		StockTx:             num("SECKILL_STOCK_TX", 8, 1, 1000),
 		RelayParallel:       num("SECKILL_RELAY_PARALLEL", relay.DefaultParallel, 1, 1024),
 		RelayClaimIdle:      dur("SECKILL_RELAY_CLAIM_IDLE", relay.DefaultClaimIdle),
