@@ -169,7 +169,7 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	require.Equal(t, buyers, answers[http.StatusAccepted], "every buyer wins a unit (the sale has one each)")
 
 	for _, c := range []*child{apis[0], workers[0]} {
-		require.NoError(t, c.exitErr, "%s stopped cleanly on SIGTERM:\n%s", c.name, c.logs.String())
+		require.NoError(t, c.exitErr, "%s stopped cleanly on SIGTERM; its log's end:\n%s", c.name, c.tail(30))
 		t.Logf("%s: SIGTERM to exit %s (%s)", c.name, c.drain.Round(time.Millisecond), c.lastLine("stopped"))
 	}
 	require.GreaterOrEqual(t, apis[0].drain, shutdownDelay, "the API served, not ready, through its delay")
@@ -355,9 +355,7 @@ func startSeckill(t *testing.T, bin, command string, env []string) *child {
 		if t.Failed() {
 			// The end of each log only, so that the failure's own message
 			// stays in sight above them.
-			lines := c.logs.lines()
-			t.Logf("%s logs, last %d of %d lines:\n%s", c.name, min(len(lines), 30), len(lines),
-				strings.Join(lines[max(len(lines)-30, 0):], "\n"))
+			t.Logf("%s logs, %s", c.name, c.tail(30))
 		}
 	})
 	return c
@@ -383,6 +381,12 @@ func (c *child) waitLog(t *testing.T, msg string, within time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool { return strings.Contains(c.logs.String(), `"msg":"`+msg+`"`) },
 		within, 50*time.Millisecond, "%s never logged %q:\n%s", c.name, msg, c.logs.String())
+}
+
+// tail is the last n lines of the child's log, said so.
+func (c *child) tail(n int) string {
+	lines := c.logs.lines()
+	return fmt.Sprintf("last %d of %d lines:\n%s", min(len(lines), n), len(lines), strings.Join(lines[max(len(lines)-n, 0):], "\n"))
 }
 
 // lastLine is the last log line containing substr.

@@ -159,8 +159,9 @@ type closedResult struct {
 }
 
 // closedLoop sends POSTs on conns connections for d, each connection its
-// next as soon as its last was answered, and counts the answers per
-// second; an answer expect refuses (or no answer) is counted unexpected.
+// next as soon as its last was answered, and counts the answers expect
+// accepts per second; an answer it refuses (or no answer: a refused
+// connection fails fast) is counted unexpected, not answered.
 func closedLoop(ctx context.Context, host string, conns int, d time.Duration, prepare func(*closedConn), expect func(*fasthttp.Response) bool) closedResult {
 	client := loadClient(host, conns)
 	start := time.Now()
@@ -186,8 +187,9 @@ func closedLoop(ctx context.Context, host string, conns int, d time.Duration, pr
 				prepare(c)
 				c.resp.Reset()
 				err := client.Do(c.req, c.resp)
-				n++
-				if err != nil || !expect(c.resp) {
+				if err == nil && expect(c.resp) {
+					n++
+				} else {
 					bad++
 					if first == "" {
 						if err != nil {

@@ -45,3 +45,6 @@ func (l *recordingLane) target(i int) (path, token []byte) {
 func (l *recordingLane) answered(x *exchange) {
 	l.answers = append(l.answers, LoopAnswer{I: x.i, Due: x.due, Latency: x.latency(), Status: x.status()})
 }
+
+// ComputeRatios fills r.Ratios from its figures, as Run does at its end.
+func (r *Report) ComputeRatios() { r.ratios() }

@@ -320,7 +320,9 @@ func (r *Report) ratios() {
 			r.Ratios["entries_vs_claims_burst"] = er.Median[armEntries] / r.Claims.PerSecond
 		}
 	}
-	if yr := r.YardstickRatio; yr != nil {
+	// A comparison in which either side answered something else than a
+	// claim's 202 or 409 compares nothing: no ratio (OK fails the run).
+	if yr := r.YardstickRatio; yr != nil && yr.Unexpected[armAPI]+yr.Unexpected[armYardstick] == 0 {
 		if y := yr.Median[armYardstick+" p99"]; y > 0 {
 			r.Ratios["claims_p99_vs_yardstick"] = yr.Median[armAPI+" p99"] / y
 		}
@@ -336,13 +338,17 @@ func (r *Report) ratios() {
 	}
 }
 
-// OK reports whether every audit passed and every claim was answered
-// without a server error.
+// OK reports whether every audit passed, every claim was answered
+// without a server error, and the yardstick rounds (if run) got only the
+// answers a claim gets.
 func (r *Report) OK() bool {
 	for _, a := range r.Audits {
 		if !a.OK() {
 			return false
 		}
+	}
+	if yr := r.YardstickRatio; yr != nil && yr.Unexpected[armAPI]+yr.Unexpected[armYardstick] > 0 {
+		return false
 	}
 	return r.ServerErrors() == 0
 }

@@ -100,3 +100,23 @@ func TestYardstick_AnswersClaimsFromTheScript(t *testing.T) {
 	require.Equal(t, []any{http.StatusServiceUnavailable, string(seckill.CodeUnavailable)}, []any{status, body["code"]},
 		"a sale it never warmed is refused closed, as the API refuses one whose stock is not loaded")
 }
+
+// A yardstick comparison in which either side answered anything but a
+// claim's 202 or 409 gives no ratio and fails the run: a yardstick that
+// refuses every token (401) must not read as a fast one.
+func TestYardstickRatio_UnexpectedAnswersGiveNoRatioAndFailTheRun(t *testing.T) {
+	medians := map[string]float64{"api p50": 1, "api p99": 2, "api per_second": 900, "api script": 900,
+		"yardstick p50": 1, "yardstick p99": 2, "yardstick per_second": 1000, "yardstick script": 1000}
+	clean := &bench.Report{YardstickRatio: &bench.YardstickRatio{Median: medians, Unexpected: map[string]int{}}}
+	clean.ComputeRatios()
+	require.InDelta(t, 0.9, clean.Ratios["claims_throughput_vs_yardstick"], 1e-9)
+	require.InDelta(t, 1.0, clean.Ratios["claims_p99_vs_yardstick"], 1e-9)
+	require.True(t, clean.OK())
+
+	bad := &bench.Report{YardstickRatio: &bench.YardstickRatio{Median: medians, Unexpected: map[string]int{"yardstick": 1}}}
+	bad.ComputeRatios()
+	for k := range bad.Ratios {
+		require.NotContains(t, k, "yardstick", "a ratio of a comparison with unexpected answers")
+	}
+	require.False(t, bad.OK())
+}
