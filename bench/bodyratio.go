@@ -71,7 +71,7 @@ func bodyRatio(ctx context.Context, o Options, host string, tokens [][]byte, run
 		return nil, err
 	}
 	r := &BodyRatio{SaleID: sale, Rounds: o.BodyRounds, RoundSeconds: o.BodyRoundTime.Seconds(), Conns: o.Conns}
-	path := []byte("/api/v1/sales/" + strconv.FormatInt(sale, 10) + "/claims")
+	path := salePath(sale, "claims")
 	var next atomic.Int64 // the buyer of the next claim, over every round
 	next.Store(1)
 	for _, p := range []string{"flag", "script"} {
@@ -122,7 +122,7 @@ func sellOut(ctx context.Context, o Options, host string, sale int64, buyer []by
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetHost(host)
-	req.SetRequestURI("/api/v1/sales/" + strconv.FormatInt(sale, 10) + "/claims")
+	req.SetRequestURIBytes(salePath(sale, "claims"))
 	req.Header.SetBytesV("Authorization", buyer)
 	if err := c.Do(req, resp); err != nil {
 		return fmt.Errorf("bench: the body ratio's first claim: %w", err)

@@ -90,8 +90,8 @@ func entryRatio(ctx context.Context, o Options, host string, tokens [][]byte, ru
 	r := &EntryRatio{LobbySaleID: lobbySale, SoldOutSaleID: soldOutSale, Rounds: o.EntryRounds,
 		RoundSeconds: o.EntryRoundTime.Seconds(), Conns: o.Conns,
 		PerSecond: map[string][]float64{}, Median: map[string]float64{}, Unexpected: map[string]int{}}
-	lobbyPath := []byte("/api/v1/sales/" + strconv.FormatInt(lobbySale, 10) + "/lobby")
-	claimPath := []byte("/api/v1/sales/" + strconv.FormatInt(soldOutSale, 10) + "/claims")
+	lobbyPath := salePath(lobbySale, "lobby")
+	claimPath := salePath(soldOutSale, "claims")
 	var nextEntrant, nextClaim atomic.Int64
 	entered := func(resp *fasthttp.Response) bool { return resp.StatusCode() == fasthttp.StatusCreated }
 	arms := []string{armEntries, armFlag, armScript}

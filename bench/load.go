@@ -96,8 +96,8 @@ func burst(p loadPlan) (*loadResult, error) {
 	paths := make([][]byte, len(p.sales))
 	joinPaths := make([][]byte, len(p.sales))
 	for i, s := range p.sales {
-		paths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/claims")
-		joinPaths[i] = []byte("/api/v1/sales/" + strconv.FormatInt(s, 10) + "/waitlist")
+		paths[i] = salePath(s, "claims")
+		joinPaths[i] = salePath(s, "waitlist")
 	}
 	var counts [numOutcomes]atomic.Int64
 	start := time.Now().Add(50 * time.Millisecond)
@@ -238,6 +238,11 @@ func joinAnswer(err error, resp *fasthttp.Response) string {
 		return body.Code
 	}
 	return strconv.Itoa(resp.StatusCode())
+}
+
+// salePath is the path of a sale's resource: claims, lobby, waitlist.
+func salePath(sale int64, resource string) []byte {
+	return []byte("/api/v1/sales/" + strconv.FormatInt(sale, 10) + "/" + resource)
 }
 
 func orderIDOf(body []byte) (int64, bool) {

@@ -522,7 +522,7 @@ type lobbyResult struct {
 // enterAll enters every buyer once, on an open loop (openLoop): buyer i's
 // entry is due at start + i/rate, and none is sent at or after starts_at.
 func enterAll(p lobbyPlan) *lobbyResult {
-	path := []byte("/api/v1/sales/" + strconv.FormatInt(p.sale, 10) + "/lobby")
+	path := salePath(p.sale, "lobby")
 	n := len(p.tokens)
 	tally := &entryTally{}
 	loop := openLoop{host: p.host, requests: n, rate: p.rate, conns: p.conns, start: p.start, deadline: p.deadline}

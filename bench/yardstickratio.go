@@ -159,19 +159,9 @@ func yardstickRatio(ctx context.Context, o Options, host string, tokens [][]byte
 			r.P50[arm] = append(r.P50[arm], l.P50)
 			r.P99[arm] = append(r.P99[arm], l.P99)
 
-			path := []byte("/api/v1/sales/" + strconv.FormatInt(sale, 10) + "/claims")
-			var next atomic.Int64
-			cl := closedLoop(ctx, target, o.Conns, o.YardstickRoundTime, func(c *closedConn) {
-				c.req.Header.SetBytesV("Authorization", tokens[int(next.Add(1))%len(tokens)])
-				c.req.SetRequestURIBytes(path)
-			}, refused)
-			var keyed atomic.Int64
-			sl := closedLoop(ctx, target, o.Conns, o.YardstickRoundTime, func(c *closedConn) {
-				i := keyed.Add(1)
-				c.req.Header.SetBytesV("Authorization", tokens[int(i)%len(tokens)])
-				c.req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%s-%s-%d-%d", runID, arm, round, i))
-				c.req.SetRequestURIBytes(path)
-			}, refused)
+			path := salePath(sale, "claims")
+			cl := claimsLoop(ctx, o, target, path, tokens, "")
+			sl := claimsLoop(ctx, o, target, path, tokens, fmt.Sprintf("bench-%s-%s-%d", runID, arm, round))
 			r.PerSecond[arm] = append(r.PerSecond[arm], cl.perSecond)
 			r.ScriptPerSecond[arm] = append(r.ScriptPerSecond[arm], sl.perSecond)
 			r.Unexpected[arm] += cl.unexpected + sl.unexpected
@@ -205,6 +195,21 @@ func yardstickEnv(cfg app.Config, addr string) []string {
 		"SECKILL_JWT_SECRET=" + string(cfg.JWTSecret),
 		"SECKILL_HTTP_ADDR=" + addr,
 	}
+}
+
+// claimsLoop is a closed loop of claims on path, the buyers of tokens in
+// turn, each claim with an Idempotency-Key of its own under keyPrefix
+// (none when it is empty), expecting the answers a buyer who lost gets.
+func claimsLoop(ctx context.Context, o Options, target string, path []byte, tokens [][]byte, keyPrefix string) closedResult {
+	var next atomic.Int64
+	return closedLoop(ctx, target, o.Conns, o.YardstickRoundTime, func(c *closedConn) {
+		i := next.Add(1)
+		c.req.Header.SetBytesV("Authorization", tokens[int(i)%len(tokens)])
+		if keyPrefix != "" {
+			c.req.Header.Set("Idempotency-Key", keyPrefix+"-"+strconv.FormatInt(i, 10))
+		}
+		c.req.SetRequestURIBytes(path)
+	}, refused)
 }
 
 // refused reports whether a claim's answer is one a buyer who lost gets:
