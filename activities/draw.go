@@ -1,11 +1,9 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -69,9 +67,6 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	if err != nil {
 		return seckill.DrawProgress{}, err
 	}
-	// The lines come ascending by entry: an entry's item is found by
-	// binary search, not through a map of a million entries (the worker's
-	// memory during the draw).
 	read, lines, err := a.readLobby(ctx, in.SaleID)
 	if err != nil {
 		return seckill.DrawProgress{}, err
@@ -81,33 +76,30 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		return seckill.DrawProgress{}, fmt.Errorf("the draw of sale %d: its entries (%d, root %x) are not those committed (%d, root %x): nothing is ranked",
 			in.SaleID, read.Size, read.Root, tree.Size, tree.Root)
 	}
-	entries := make([][]byte, len(lines))
-	for i := range lines {
-		entries[i] = lines[i].Entry
-	}
-	ranked := draw.Rank(seed, entries)
+	// The rank order as indexes into lines (4 bytes an entry), and only
+	// the ranks written now as draw.Ranked: the worker's memory is the
+	// lines and, while they are sorted, 36 bytes an entry.
+	order := draw.RankOrder(seed, len(lines), func(i int) []byte { return lines[i].Entry })
 	fitter := draw.NewFitter(stock)
-	for i := range ranked {
-		at, found := slices.BinarySearchFunc(lines, ranked[i].Entry, func(l seckill.EntryLine, e []byte) int { return bytes.Compare(l.Entry, e) })
-		if !found {
-			return seckill.DrawProgress{}, fmt.Errorf("the draw of sale %d: rank %d's entry %x is not in the lobby", in.SaleID, ranked[i].Rank, ranked[i].Entry)
-		}
-		it := lines[at].Item.OrDefault()
-		ranked[i].Fits = fitter.Fit(it.SKU, it.Quantity)
-	}
+	fits := make([]bool, len(order))
 	// Ranks through the last entry that fits (and at least the first
 	// settle batch's) are written now, so the winners are admitted at
 	// once; the rest, none of which fits, when the draw reaches them
 	// (SettleDraw, store.RankRest), each row written once, with its
 	// outcome when past the waitlist's bound.
-	through := min(len(ranked), DrawSettleBatch)
-	for i := range ranked {
-		if ranked[i].Fits {
-			through = max(through, ranked[i].Rank)
+	through := min(len(order), DrawSettleBatch)
+	for r, i := range order {
+		it := lines[i].Item.OrDefault()
+		if fits[r] = fitter.Fit(it.SKU, it.Quantity); fits[r] {
+			through = max(through, r+1)
 		}
 	}
 	if !in.RanksWhenReached {
-		through = len(ranked)
+		through = len(order)
+	}
+	ranked := make([]draw.Ranked, through)
+	for r := range ranked {
+		ranked[r] = draw.Ranked{Entry: lines[order[r]].Entry, Rank: r + 1, Fits: fits[r]}
 	}
 	for i := 0; i < through; i += DrawReadBatch {
 		if err := a.store.SetRanks(ctx, in.SaleID, ranked[i:min(i+DrawReadBatch, through)]); err != nil {
@@ -115,11 +107,11 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 		}
 		activity.RecordHeartbeat(ctx, i)
 	}
-	if err := a.store.MarkRanked(ctx, in.SaleID, len(ranked), through); err != nil {
+	if err := a.store.MarkRanked(ctx, in.SaleID, len(order), through); err != nil {
 		return seckill.DrawProgress{}, err
 	}
-	activity.GetLogger(ctx).Info("draw ranked", "saleID", in.SaleID, "entries", len(ranked), "rankedThrough", through)
-	return seckill.DrawProgress{Entries: len(ranked), NextRank: 1}, nil
+	activity.GetLogger(ctx).Info("draw ranked", "saleID", in.SaleID, "entries", len(order), "rankedThrough", through)
+	return seckill.DrawProgress{Entries: len(order), NextRank: 1}, nil
 }
 
 // SettleDraw settles the next ranks of a ranked draw, in rank order: an

@@ -66,18 +66,38 @@ type Ranked struct {
 
 // Rank ranks entries under seed: the result is in rank order, ranks
 // 1..len(entries). Entries must be distinct, each EntrySize bytes (as
-// ParseEntry and NewEntry make them).
+// ParseEntry and NewEntry make them). A result's Entry is the caller's
+// slice, not a copy.
 func Rank(seed []byte, entries [][]byte) []Ranked {
-	ks := make([]keyed, len(entries))
-	for i, e := range entries {
-		ks[i] = keyOf(seed, [EntrySize]byte(e))
-	}
-	sortKeyed(ks)
-	out := make([]Ranked, len(ks))
-	for i := range ks {
-		out[i] = Ranked{Entry: ks[i].entry[:], Rank: i + 1}
+	order := RankOrder(seed, len(entries), func(i int) []byte { return entries[i] })
+	out := make([]Ranked, len(order))
+	for r, i := range order {
+		out[r] = Ranked{Entry: entries[i], Rank: r + 1}
 	}
 	return out
+}
+
+// RankOrder is Rank for callers that hold many entries in their own form (the
+// draw's million lines): entry(i) is the i-th of n entries, and
+// RankOrder(...)[r] is the index of the entry ranked r+1. It holds 36 bytes
+// an entry while it sorts, and returns 4.
+func RankOrder(seed []byte, n int, entry func(i int) []byte) []uint32 {
+	ks := make([]indexed, n)
+	for i := range ks {
+		ks[i] = indexed{key: Key(seed, entry(i)), at: uint32(i)}
+	}
+	slices.SortFunc(ks, func(a, b indexed) int { return order(a.key, b.key, entry(int(a.at)), entry(int(b.at))) })
+	out := make([]uint32, n)
+	for r := range ks {
+		out[r] = ks[r].at
+	}
+	return out
+}
+
+// indexed is an entry's key and the entry's index: what RankOrder sorts.
+type indexed struct {
+	key [sha256.Size]byte
+	at  uint32
 }
 
 // keyed is an entry with its key: what the rank order compares.
@@ -88,17 +108,16 @@ type keyed struct {
 
 func keyOf(seed []byte, e [EntrySize]byte) keyed { return keyed{Key(seed, e[:]), e} }
 
-// compare is the rank order, the one definition of it (Rank and Verify
-// both use it): by key, then (never in practice) by entry.
-func compare(a, b keyed) int {
-	if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+// compare and order are the rank order, its one definition (Rank, RankOrder
+// and Verify all use it): by key, then (never in practice) by entry.
+func compare(a, b keyed) int { return order(a.key, b.key, a.entry[:], b.entry[:]) }
+
+func order(ka, kb [sha256.Size]byte, a, b []byte) int {
+	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
 		return c
 	}
-	return bytes.Compare(a.entry[:], b.entry[:])
+	return bytes.Compare(a, b)
 }
-
-// sortKeyed puts ks in rank order.
-func sortKeyed(ks []keyed) { slices.SortFunc(ks, compare) }
 
 // ParseEntry parses an entry's hex form.
 func ParseEntry(s string) ([]byte, error) {

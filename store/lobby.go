@@ -281,8 +281,18 @@ func (s *Store) LobbyEntries(ctx context.Context, saleID int64, after []byte, li
 // entries well within the 10 s between starts_at and its beacon round.
 func (s *Store) ClosedLobby(ctx context.Context, saleID int64) ([]ListedEntry, error) {
 	var out []ListedEntry
+	var arena []byte            // the entries' bytes, one allocation, not one an entry
 	skus := map[string]string{} // one string a variant, not one a row
 	err := s.freshPlan(ctx, func(conn *pgx.Conn) error {
+		// The lobby is closed: its size is known before it is read, so
+		// the lines are allocated once (appending a million lines would
+		// hold the last two copies of them at once).
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM lobby_entries WHERE sale_id = $1`, pgx.QueryExecModeExec, saleID).Scan(&n); err != nil {
+			return err
+		}
+		out = make([]ListedEntry, 0, n)
+		arena = make([]byte, 0, n*draw.EntrySize)
 		rows, err := conn.Query(ctx, `SELECT entry, sku, quantity FROM lobby_entries WHERE sale_id = $1`, pgx.QueryExecModeExec, saleID)
 		if err != nil {
 			return err
@@ -302,7 +312,11 @@ func (s *Store) ClosedLobby(ctx context.Context, saleID int64) ([]ListedEntry, e
 				name = string(sku)
 				skus[name] = name
 			}
-			out = append(out, ListedEntry{Entry: bytes.Clone(entry), Item: seckill.Item{SKU: name, Quantity: quantity}})
+			// Were there more entries than counted, append would move on
+			// to a new array; the lines before keep the old one.
+			at := len(arena)
+			arena = append(arena, entry...)
+			out = append(out, ListedEntry{Entry: arena[at:len(arena):len(arena)], Item: seckill.Item{SKU: name, Quantity: quantity}})
 		}
 		return rows.Err()
 	})
