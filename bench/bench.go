@@ -374,6 +374,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Anchors.Saga = a
 	}
+	// The rounds' claims sold units too, each starting a saga: their
+	// sales are audited like the burst's, last, when their sagas have
+	// had the anchors' time to settle.
+	for _, s := range rep.roundSales() {
+		ar, err := auditor.Wait(ctx, s, audit.Options{Grace: time.Minute}, 2*time.Minute)
+		if err != nil {
+			return nil, fmt.Errorf("audit of sale %d (the rounds'): %w", s, err)
+		}
+		rep.Audits = append(rep.Audits, ar)
+	}
 	rep.ratios()
 	rep.Finished = time.Now().UTC()
 

@@ -289,6 +289,24 @@ func (r *Report) sampleMemory(pids map[string]int, end bool) {
 	}
 }
 
+// roundSales are the claim sales the comparison rounds created beside the
+// burst's: the body rounds' and the entry rounds' sold-out sales (one unit,
+// won and paid) and the yardstick rounds' API sales. The entry rounds'
+// lobby stays open past the run, its draw never due: not audited.
+func (r *Report) roundSales() []int64 {
+	var out []int64
+	if r.BodyRatio != nil {
+		out = append(out, r.BodyRatio.SaleID)
+	}
+	if r.EntryRatio != nil {
+		out = append(out, r.EntryRatio.SoldOutSaleID)
+	}
+	if r.YardstickRatio != nil {
+		out = append(out, r.YardstickRatio.APISales...)
+	}
+	return out
+}
+
 func (r *Report) ratios() {
 	r.Ratios = map[string]float64{}
 	if a := r.Anchors.Script; a != nil && a.PerSecond > 0 {

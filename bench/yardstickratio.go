@@ -64,6 +64,9 @@ type YardstickRatio struct {
 	// ALREADY_CLAIMED, or none.
 	Unexpected      map[string]int `json:"unexpected"`
 	FirstUnexpected string         `json:"first_unexpected,omitempty"`
+	// APISales are the sales the API's rounds sold (one a round): the
+	// bench audits them at its end, as it does the burst's.
+	APISales []int64 `json:"api_sales"`
 }
 
 // The arms of YardstickRatio.
@@ -135,6 +138,9 @@ func yardstickRatio(ctx context.Context, o Options, host string, tokens [][]byte
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s round %d: %w", arm, round+1, err)
+			}
+			if arm == armAPI {
+				r.APISales = append(r.APISales, sale)
 			}
 			lr, err := burst(loadPlan{host: target, sales: []int64{sale}, tokens: tokens, requests: requests,
 				rate: o.YardstickRate, conns: o.Conns})
