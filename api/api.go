@@ -206,6 +206,7 @@ func New(cfg Config) *Server {
 	if cfg.IPLimit.Max > 0 {
 		v1.Use(ipLimiter(cfg.IPLimit))
 	}
+	v1.Get("/openapi.json", openAPI)
 	v1.Get("/sales", s.listSales)
 	v1.Get("/sales/:id", s.getSale)
 	v1.Post("/sales", s.authenticate, requireAdmin, s.createSale)

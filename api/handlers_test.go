@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/auth"
 	"github.com/seckill/seckill/idgen"
 	"github.com/seckill/seckill/internal/testenv"
@@ -175,8 +176,7 @@ func (r *handlerRig) do(t *testing.T, method, path, user string, admin bool, bod
 
 func (r *handlerRig) send(t *testing.T, req *http.Request) answer {
 	t.Helper()
-	resp, err := r.srv.App().Test(req, -1)
-	require.NoError(t, err)
+	resp := contract.Test(t, r.srv.App(), req)
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

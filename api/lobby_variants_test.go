@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/draw"
 )
 
@@ -108,8 +109,7 @@ func TestLobby_TheDrawsEntriesNameTheirSizeAndQuantity(t *testing.T) {
 	require.NoError(t, r.st.FinishDraw(ctx, id))
 
 	req := httptest.NewRequest("GET", "/api/v1/sales/"+strconv.FormatInt(id, 10)+"/draw/entries", nil)
-	resp, err := r.srv.App().Test(req, -1)
-	require.NoError(t, err)
+	resp := contract.Test(t, r.srv.App(), req)
 	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	raw, err := io.ReadAll(resp.Body)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/auth"
 )
 
@@ -25,8 +26,7 @@ func (r *claimRig) get(t *testing.T, path, token string) (int, http.Header, []by
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := r.srv.App().Test(req, -1)
-	require.NoError(t, err)
+	resp := contract.Test(t, r.srv.App(), req)
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

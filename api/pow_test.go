@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/internal/testenv"
 	"github.com/seckill/seckill/pow"
 	"github.com/seckill/seckill/store"
@@ -50,8 +51,7 @@ func (r *handlerRig) challengeFor(t *testing.T, saleID int64, user string) pow.C
 	t.Helper()
 	req := httptest.NewRequest("GET", "/api/v1/sales/"+strconv.FormatInt(saleID, 10)+"/challenge", nil)
 	req.Header.Set("Authorization", "Bearer "+r.token(t, user, false))
-	resp, err := r.srv.App().Test(req, -1)
-	require.NoError(t, err)
+	resp := contract.Test(t, r.srv.App(), req)
 	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
