@@ -3,9 +3,15 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -55,6 +61,120 @@ func TestContract_TheDocumentIsServedAsJSON(t *testing.T) {
 	want, err := yaml.YAMLToJSON(api.OpenAPI)
 	require.NoError(t, err)
 	require.JSONEq(t, string(want), string(got))
+}
+
+// Every problem code the server can answer (the Code constants of
+// errors.go) is one some operation of the document lists, the document
+// lists no other, and every code docs/API.md's prose gives to a status
+// ("409 `SOLD_OUT`") or names in backticks is one of them.
+func TestContract_EveryCodeIsTheServersAndTheProsesAndTheDocuments(t *testing.T) {
+	server := serverCodes(t, "../errors.go")
+	documented := documentedCodes(t, api.OpenAPI)
+	prose, err := os.ReadFile("../docs/API.md")
+	require.NoError(t, err)
+
+	require.Empty(t, missing(server, documented), "codes the server can answer that no operation of api/openapi.yaml lists")
+	require.Empty(t, missing(documented, server), "codes api/openapi.yaml lists that the server never answers")
+	var named []string
+	for _, m := range regexp.MustCompile("[1-5][0-9][0-9] `([A-Z][A-Z_]+)`").FindAllStringSubmatch(string(prose), -1) {
+		named = append(named, m[1])
+	}
+	for _, m := range regexp.MustCompile("`([A-Z][A-Z_]+)`").FindAllStringSubmatch(string(prose), -1) {
+		if slices.Contains(server, m[1]) {
+			named = append(named, m[1])
+		}
+	}
+	require.NotEmpty(t, named)
+	require.Empty(t, missing(named, documented), "codes docs/API.md gives that api/openapi.yaml does not list")
+}
+
+// The codes check finds a code on either side only.
+func TestContract_ACodeMissingFromEitherSideIsFound(t *testing.T) {
+	require.Equal(t, []string{"SOLD_OUT"}, missing([]string{"SOLD_OUT", "SALE_ENDED"}, []string{"SALE_ENDED"}))
+	doc := []byte("paths:\n  /x:\n    get:\n      responses:\n        '409':\n          content:\n            application/problem+json:\n              schema:\n                properties:\n                  code:\n                    enum: [SOLD_OUT, NOPE]\n")
+	require.Equal(t, []string{"NOPE", "SOLD_OUT"}, documentedCodes(t, doc))
+}
+
+// serverCodes are the values of the Code constants declared in file.
+func serverCodes(t *testing.T, file string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	require.NoError(t, err)
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		v, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Code" {
+			return true
+		}
+		for _, val := range v.Values {
+			lit, ok := val.(*ast.BasicLit)
+			require.True(t, ok)
+			code, err := strconv.Unquote(lit.Value)
+			require.NoError(t, err)
+			out = append(out, code)
+		}
+		return true
+	})
+	require.NotEmpty(t, out)
+	slices.Sort(out)
+	return out
+}
+
+// documentedCodes are the values of every enum of a property named code
+// in the document.
+func documentedCodes(t *testing.T, doc []byte) []string {
+	t.Helper()
+	j, err := yaml.YAMLToJSON(doc)
+	require.NoError(t, err)
+	var d any
+	require.NoError(t, json.Unmarshal(j, &d))
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				if code, ok := props["code"].(map[string]any); ok {
+					for _, e := range asList(code["enum"]) {
+						out = append(out, e.(string))
+					}
+					if c, ok := code["const"].(string); ok {
+						out = append(out, c)
+					}
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(d)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// missing are the elements of want not in have, each once, sorted.
+func missing(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // servedRoutes are the server's routes as "METHOD /path/{param}", HEAD

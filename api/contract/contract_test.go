@@ -45,15 +45,15 @@ func TestCheck_EachDriftFails(t *testing.T) {
 		resp *http.Response
 		want string
 	}{
-		"a field missing": {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"sku":"default",`, "", 1), "Location", "/api/v1/orders/42"), "sku"},
-		"a field renamed": {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"pay_by"`, `"payBy"`, 1), "Location", "/api/v1/orders/42"), "payBy"},
-		"an id sent as a number": {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"order_id":"42"`, `"order_id":42`, 1), "Location", "/api/v1/orders/42"), "order_id"},
-		"a header missing": {claim("7"), answer(202, "application/json", accepted), "Location"},
-		"a status the operation does not list": {claim("7"), answer(418, "application/problem+json", `{"type":"t","title":"t","status":418,"detail":"d","code":"SOLD_OUT"}`), "418"},
-		"a code the operation does not list": {claim("7"), answer(409, "application/problem+json", `{"type":"urn:seckill:problem:NOPE","title":"Conflict","status":409,"detail":"d","code":"NOPE"}`), "code"},
-		"a problem without its code": {claim("7"), answer(409, "application/problem+json", `{"type":"urn:seckill:problem:SOLD_OUT","title":"Conflict","status":409,"detail":"d"}`), "code"},
+		"a field missing":                                 {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"sku":"default",`, "", 1), "Location", "/api/v1/orders/42"), "sku"},
+		"a field renamed":                                 {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"pay_by"`, `"payBy"`, 1), "Location", "/api/v1/orders/42"), "payBy"},
+		"an id sent as a number":                          {claim("7"), answer(202, "application/json", strings.Replace(accepted, `"order_id":"42"`, `"order_id":42`, 1), "Location", "/api/v1/orders/42"), "order_id"},
+		"a header missing":                                {claim("7"), answer(202, "application/json", accepted), "Location"},
+		"a status the operation does not list":            {claim("7"), answer(418, "application/problem+json", `{"type":"t","title":"t","status":418,"detail":"d","code":"SOLD_OUT"}`), "418"},
+		"a code the operation does not list":              {claim("7"), answer(409, "application/problem+json", `{"type":"urn:seckill:problem:NOPE","title":"Conflict","status":409,"detail":"d","code":"NOPE"}`), "code"},
+		"a problem without its code":                      {claim("7"), answer(409, "application/problem+json", `{"type":"urn:seckill:problem:SOLD_OUT","title":"Conflict","status":409,"detail":"d"}`), "code"},
 		"a path the document does not hold, answered 200": {httptest.NewRequest("GET", "/api/v1/nowhere", nil), answer(200, "application/json", `{}`), "no such path"},
-		"a request the document refuses, answered 202": {claim("007"), answer(202, "application/json", accepted, "Location", "/api/v1/orders/42"), "4xx"},
+		"a request the document refuses, answered 202":    {claim("007"), answer(202, "application/json", accepted, "Location", "/api/v1/orders/42"), "4xx"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := contract.Check(c.req, c.resp)
