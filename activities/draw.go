@@ -78,7 +78,7 @@ func (a *Activities) RankDraw(ctx context.Context, in seckill.DrawInput) (seckil
 	}
 	// The rank order as indexes into lines (4 bytes an entry), and only
 	// the ranks written now as draw.Ranked: the worker's memory is the
-	// lines and, while they are sorted, 36 bytes an entry.
+	// lines and, while their keys are sorted, 36 bytes an entry.
 	order := draw.RankOrder(seed, len(lines), func(i int) []byte { return lines[i].Entry })
 	fitter := draw.NewFitter(stock)
 	fits := make([]bool, len(order))

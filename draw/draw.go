@@ -86,7 +86,12 @@ func RankOrder(seed []byte, n int, entry func(i int) []byte) []uint32 {
 	for i := range ks {
 		ks[i] = indexed{key: Key(seed, entry(i)), at: uint32(i)}
 	}
-	slices.SortFunc(ks, func(a, b indexed) int { return order(a.key, b.key, entry(int(a.at)), entry(int(b.at))) })
+	slices.SortFunc(ks, func(a, b indexed) int {
+		if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+			return c // order's first step, without fetching the entries
+		}
+		return order(a.key, b.key, entry(int(a.at)), entry(int(b.at)))
+	})
 	out := make([]uint32, n)
 	for r := range ks {
 		out[r] = ks[r].at
