@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
@@ -279,6 +280,30 @@ func TestSales_AnAdminCreatesASaleEveryoneReadsIt(t *testing.T) {
 	a = r.do(t, "GET", "/api/v1/sales/"+id+"/stats", "admin", true, nil)
 	require.Equal(t, http.StatusOK, a.status, "%v", a.body)
 	require.Equal(t, id, a.body["sale_id"])
+}
+
+// A claim whose admission record Redis lost (its owner's claim kept) is
+// answered QUEUED with the pay_by its saga's row will hold, never null:
+// the admission's time and the sale's payment timeout (found by the
+// contract's check of the end-to-end reconcile test).
+func TestOrders_AQueuedOrderWithoutItsAdmissionHasItsPayBy(t *testing.T) {
+	r := newHandlerRig(t, api.Config{})
+	saleID := r.createSale(t, 5)
+	id := r.claim(t, saleID, "ann")
+	opts, err := redis.ParseURL(testenv.RedisURL())
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	defer func() { _ = rdb.Close() }()
+	require.NoError(t, rdb.HDel(t.Context(), r.rs.SaleKeys(saleID).Admitted, strconv.FormatInt(id, 10)).Err())
+
+	a := r.do(t, "GET", orderPath(id), "ann", false, nil)
+
+	require.Equal(t, http.StatusOK, a.status, "%v", a.body)
+	require.Equal(t, "QUEUED", a.body["status"])
+	want := idgen.Time(id).Add(600 * time.Second).UTC()
+	got, err := time.Parse(time.RFC3339Nano, a.body["pay_by"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, want, got, time.Millisecond)
 }
 
 func TestOrders_AnAdmittedOrderIsItsOwnersFromTheFirstAnswer(t *testing.T) {

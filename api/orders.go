@@ -123,8 +123,8 @@ func (s *Server) findOrder(ctx context.Context, id int64, p auth.Principal) (*se
 // queuedOrder finds an admitted order whose saga has not written its row
 // yet, in the admissions Redis keeps per sale, and answers it QUEUED with
 // the pay_by fixed at admission. A claim admitted before admissions were
-// kept (an older release) is found by its owner in the sale's claims,
-// without a pay_by. nil when there is none.
+// kept (an older release), or whose admission Redis lost, is found by its
+// owner in the sale's claims. nil when there is none.
 func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*seckill.Order, error) {
 	sales, err := s.cfg.Redis.ActiveSales(ctx)
 	if err != nil {
@@ -163,9 +163,15 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 		ID: id, SaleID: adm.SaleID, UserID: adm.UserID, Item: item, Status: seckill.StatusQueued,
 		AmountCents: terms.Amount(item.Quantity), Currency: sale.Currency, CreatedAt: idgen.Time(id), Drawn: adm.Drawn,
 	}
-	if !adm.PayBy.IsZero() {
-		o.PayBy = &adm.PayBy
+	// Without the admission's pay_by (a claim found by its owner) it is
+	// what the saga's row will hold: store.StartOrder derives it the same
+	// way, from the admission's time (the order id's) and the sale's
+	// payment timeout. The contract's QUEUED order always has a pay_by.
+	payBy := adm.PayBy
+	if payBy.IsZero() {
+		payBy = idgen.Time(id).Add(sale.PaymentTimeout).UTC()
 	}
+	o.PayBy = &payBy
 	// The buyer may have asked for the payment object already.
 	if o.Payment, err = s.cfg.Store.PaymentIntentOf(ctx, id); err != nil {
 		return nil, err
