@@ -19,6 +19,7 @@ package contract
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -32,20 +33,29 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/seckill/seckill/api"
 )
 
-// freeForm are the paths whose answers the document describes loosely
-// (the document itself: its schema names only openapi, info and paths),
-// checked without the strict mode. TestContract_TheDocumentIsServedAsJSON
-// checks that answer byte for byte.
-var freeForm = map[string]bool{"/api/v1/openapi.json": true}
+// freeForm are the paths whose bodies the document describes loosely,
+// checked without the strict mode: the document itself (its schema names
+// only openapi, info and paths; TestContract_TheDocumentIsServedAsJSON
+// checks that answer byte for byte), and the payment webhook, whose body
+// is the provider's event, with fields seckill neither reads nor controls.
+var freeForm = map[string]bool{"/api/v1/openapi.json": true, "/api/v1/payments/webhook": true}
+
+// ignoredHeaders are answered on every route when their feature is on,
+// as the document's description says, rather than listed in each answer:
+// the per-address limit's X-RateLimit-* and the W3C trace context.
+var ignoredHeaders = []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Traceparent", "Tracestate"}
 
 var (
 	once    sync.Once
 	checker validator.Validator
 	lax     validator.Validator
+	model   *v3.Document
 	loadErr error
 	// The validator's caches are not safe for every concurrent use; the
 	// tests' exchanges are checked one at a time.
@@ -60,7 +70,8 @@ func Validator() (validator.Validator, error) {
 			loadErr = fmt.Errorf("api/openapi.yaml: %w", err)
 			return
 		}
-		v, errs := validator.NewValidator(doc, config.WithStrictMode(), config.WithFormatAssertions())
+		v, errs := validator.NewValidator(doc, config.WithStrictMode(), config.WithFormatAssertions(),
+			config.WithStrictIgnoredHeadersExtra(ignoredHeaders...))
 		if len(errs) > 0 {
 			loadErr = fmt.Errorf("api/openapi.yaml: %v", errs)
 			return
@@ -73,6 +84,12 @@ func Validator() (validator.Validator, error) {
 			loadErr = fmt.Errorf("api/openapi.yaml is not a valid OpenAPI document: %s", describe(verrs))
 			return
 		}
+		m, err := doc.BuildV3Model()
+		if err != nil {
+			loadErr = fmt.Errorf("api/openapi.yaml: %w", err)
+			return
+		}
+		model = &m.Model
 		checker = v
 	})
 	return checker, loadErr
@@ -178,6 +195,61 @@ func Check(req *http.Request, resp *http.Response) string {
 		return fmt.Sprintf("%s: an answer the document does not describe: %s", what, describe(respErrs))
 	case !reqOK && (resp.StatusCode < 400 || resp.StatusCode >= 500):
 		return fmt.Sprintf("%s, to a request the document refuses (%s): it must be answered with a 4xx problem", what, describe(reqErrs))
+	}
+	return ""
+}
+
+// CheckEvent returns what is wrong with an order event seckill sent to
+// the shop ("" when nothing is): its type must be one of the document's
+// webhooks, and its Standard Webhooks headers and body that webhook's.
+func CheckEvent(header http.Header, body []byte) string {
+	if _, err := Validator(); err != nil {
+		return err.Error()
+	}
+	var ev struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return fmt.Sprintf("order event %s: not JSON: %v", clip(body), err)
+	}
+	item, ok := model.Webhooks.Get(ev.Type)
+	if !ok {
+		return fmt.Sprintf("order event of type %q: not one of the document's webhooks: %s", ev.Type, clip(body))
+	}
+	req, err := http.NewRequest(http.MethodPost, "/"+ev.Type, bytes.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	mu.Lock()
+	defer mu.Unlock()
+	if ok, errs := checker.ValidateHttpRequestSyncWithPathItem(req, item, "/"+ev.Type); !ok {
+		return fmt.Sprintf("order event %s: not what the document's webhook %s describes: %s", clip(body), ev.Type, describe(errs))
+	}
+	return ""
+}
+
+// CheckSchema returns what is wrong with payload as an instance of the
+// document's schema name ("" when nothing is): how the tests check what
+// no operation's answer carries whole, such as each event of an order's
+// stream (GET /orders/{id}/events: x-sse-events).
+func CheckSchema(name string, payload []byte) string {
+	if _, err := Validator(); err != nil {
+		return err.Error()
+	}
+	proxy, ok := model.Components.Schemas.Get(name)
+	if !ok {
+		return fmt.Sprintf("the document has no schema %s", name)
+	}
+	schema := proxy.Schema()
+	if schema == nil {
+		return fmt.Sprintf("schema %s: %v", name, proxy.GetBuildError())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytesWithVersion(schema, payload, 3.1); !ok {
+		return fmt.Sprintf("%s is not a %s: %s", clip(payload), name, describe(errs))
 	}
 	return ""
 }

@@ -72,3 +72,42 @@ func TestCheck_BadInputAnsweredWithAListedProblemPasses(t *testing.T) {
 	require.Empty(t, contract.Check(httptest.NewRequest("GET", "/api/v1/nowhere", nil),
 		answer(404, "application/problem+json", `{"type":"urn:seckill:problem:NOT_FOUND","title":"Not Found","status":404,"detail":"no such resource","code":"NOT_FOUND"}`)))
 }
+
+const paidOrder = `{"order_id":"42","sale_id":"7","user_id":"ann","sku":"default","quantity":1,"status":"PAID","close_reason":null,"amount_cents":990,"currency":"usd","pay_by":"2026-11-28T10:00:00Z","created_at":"2026-11-28T09:58:00Z","paid_at":"2026-11-28T09:59:00Z","closed_at":null,"refund":null}`
+
+func event(typ, order string) (http.Header, []byte) {
+	h := http.Header{}
+	h.Set("webhook-id", "evt_42_"+strings.TrimPrefix(typ, "order."))
+	h.Set("webhook-timestamp", "1795860000")
+	h.Set("webhook-signature", "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=")
+	return h, []byte(`{"type":"` + typ + `","timestamp":"2026-11-28T09:59:00Z","data":` + order + `}`)
+}
+
+// An order event as the document's webhooks describe it passes; one of
+// another type, with a wrong header, or whose order is not the event's,
+// fails.
+func TestCheckEvent_TheWebhooksAreTheDocuments(t *testing.T) {
+	require.Empty(t, contract.CheckEvent(event("order.paid", paidOrder)))
+
+	h, body := event("order.shipped", paidOrder)
+	require.Contains(t, contract.CheckEvent(h, body), "not one of the document's webhooks")
+	h, body = event("order.paid", paidOrder)
+	h.Set("webhook-id", "42")
+	require.NotEmpty(t, contract.CheckEvent(h, body), "a webhook-id not of the contract's form")
+	require.NotEmpty(t, contract.CheckEvent(event("order.paid", strings.Replace(paidOrder, `"PAID"`, `"QUEUED"`, 1))),
+		"order.paid carrying an order not PAID")
+	require.NotEmpty(t, contract.CheckEvent(event("order.paid", strings.Replace(paidOrder, `"order_id":"42"`, `"order_id":42`, 1))),
+		"an id as a number")
+	withPayment := strings.Replace(paidOrder, `"refund":null`, `"refund":null,"payment":{"provider":"stripe","payment_intent_id":"pi_1"}`, 1)
+	require.Empty(t, contract.CheckEvent(event("order.paid", withPayment)), "a Stripe order's payment")
+	require.NotEmpty(t, contract.CheckEvent(event("order.paid", strings.Replace(withPayment, `"pi_1"`, `"pi_1","client_secret":"pi_1_secret"`, 1))),
+		"the buyer's client_secret sent to the shop")
+}
+
+// A payload checked against a named schema: an order stream's status
+// events are Orders.
+func TestCheckSchema_AnOrderAndNot(t *testing.T) {
+	require.Empty(t, contract.CheckSchema("Order", []byte(paidOrder)))
+	require.NotEmpty(t, contract.CheckSchema("Order", []byte(strings.Replace(paidOrder, `"sale_id":"7",`, "", 1))))
+	require.Contains(t, contract.CheckSchema("Nope", []byte(paidOrder)), "no schema Nope")
+}
