@@ -14,7 +14,7 @@ FUZZTIME  ?= 20s
 SOAK_RATE ?= 11000
 FUZZ_TARGETS := api:FuzzClaim api:FuzzVerifySignature api:FuzzParseEvent auth:FuzzParseToken auth:FuzzParseTokenClaims api:FuzzIdempotencyKey
 
-.PHONY: help dev test unit-tests tools browser stripe-mock jaeger jaeger-ui test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts
+.PHONY: help dev test unit-tests tools browser stripe-mock jaeger jaeger-ui test-fast test-e2e vet fmt build services fuzz chaos chaos-short bench soak helm test-chart promtool test-alerts lint-openapi reference
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
@@ -30,9 +30,9 @@ dev: services ## run everything in one process: Temporal + UI, worker, relay, AP
 # minutes to build on a fresh machine) are installed while vet and the unit
 # tests run, which spend much of their time waiting on PostgreSQL and Redis;
 # the end-to-end tests, the chart and the rules follow, once both are done.
-test: services stripe-mock ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm and promtool if needed)
+test: services stripe-mock ## run every test (starts PostgreSQL and Redis, installs Chromium, stripe-mock, Jaeger, Helm, promtool and the TypeScript client's npm packages if needed)
 	@$(MAKE) --no-print-directory -j2 unit-tests tools
-	@$(MAKE) --no-print-directory test-e2e test-chart test-alerts
+	@$(MAKE) --no-print-directory lint-openapi test-e2e test-chart test-alerts
 
 unit-tests: vet
 	@$(MAKE) --no-print-directory test-fast
@@ -41,7 +41,7 @@ unit-tests: vet
 # after the other, mostly fetching modules and linking): side by side, the
 # fetching overlaps.
 tools: ## make sure every tool the tests run is here, installing the missing ones side by side
-	@pids=; for tool in chromium stripe-mock jaeger helm promtool; do \
+	@pids=; for tool in chromium stripe-mock jaeger helm promtool node-tools; do \
 	  bash scripts/ensure-$$tool.sh & pids="$$pids $$!"; \
 	done; status=0; for p in $$pids; do wait $$p || status=1; done; exit $$status
 
@@ -50,6 +50,16 @@ test-fast: ## unit and integration tests, with the race detector
 
 test-e2e: ## end-to-end tests on the embedded Temporal server
 	$(GO) test -count=1 -timeout 20m -v $(SLOW_PKGS)
+
+lint-openapi: ## lint api/openapi.yaml with Redocly's recommended rules as errors (api/redocly.yaml)
+	@bash scripts/ensure-node-tools.sh
+	cd clients/typescript && npx --no-install redocly lint --config ../../api/redocly.yaml ../../api/openapi.yaml --format=summary
+	@cd clients/typescript && npx --no-install redocly build-docs ../../api/openapi.yaml -o "$${TMPDIR:-/tmp}/seckill-reference.html" >/dev/null
+	@cmp -s docs/reference.html "$${TMPDIR:-/tmp}/seckill-reference.html" || { echo "docs/reference.html is not api/openapi.yaml's: run make reference"; exit 1; }
+
+reference: ## render api/openapi.yaml for people: docs/reference.html (Redoc)
+	@bash scripts/ensure-node-tools.sh
+	cd clients/typescript && npx --no-install redocly build-docs ../../api/openapi.yaml -o ../../docs/reference.html
 
 vet: ## go vet (both builds) and a gofmt check
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
