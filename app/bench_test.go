@@ -112,7 +112,12 @@ func TestBench_SmallRunEndToEnd(t *testing.T) {
 	}
 	require.Contains(t, rep.Ratios, "claims_vs_script")
 	require.Contains(t, rep.Ratios, "sagas_vs_workflow")
-	require.Len(t, rep.Audits, 2)
+	// The burst's two sales, then the body rounds' and the entry rounds'
+	// sold-out sales, each audited.
+	require.Len(t, rep.Audits, 4)
+	for _, a := range rep.Audits {
+		require.True(t, a.OK(), "%s", a)
+	}
 
 	// The files: JSON that round-trips, and a PNG.
 	b, err := os.ReadFile(filepath.Join(out, "bench.json"))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seckill/seckill"
+	"github.com/seckill/seckill/api/contract"
 )
 
 // sseEvent is one Server-Sent Event.
@@ -28,7 +29,7 @@ func (s *system) openEvents(orderID, token string) (*http.Response, <-chan sseEv
 	req, err := http.NewRequest(http.MethodGet, s.info.APIURL+"/api/v1/orders/"+orderID+"/events", nil)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	resp, err := (&http.Client{Timeout: 2 * time.Minute, Transport: contract.Transport(s.t, nil)}).Do(req)
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() { _ = resp.Body.Close() })
 	events := make(chan sseEvent, 16)
@@ -62,6 +63,10 @@ func nextStatus(t *testing.T, events <-chan sseEvent, within time.Duration) (sec
 			return seckill.OrderJSON{}, false
 		}
 		require.Equal(t, "status", ev.name)
+		// A status event carries an Order (x-sse-events of the contract).
+		if msg := contract.CheckSchema("Order", []byte(ev.data)); msg != "" {
+			t.Error(msg)
+		}
 		var o seckill.OrderJSON
 		require.NoError(t, json.Unmarshal([]byte(ev.data), &o), "event data %s", ev.data)
 		return o, true

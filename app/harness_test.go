@@ -26,6 +26,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/audit"
 	"github.com/seckill/seckill/auth"
@@ -91,7 +92,9 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 		done <- app.Dev(ctx, cfg, devOpts, func(info app.DevInfo) { ready <- info })
 	}()
 	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: rstore, mint: opts.mint,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}}}
+		// Every exchange with the API is checked against the contract
+		// (api/openapi.yaml): an answer it does not describe fails the test.
+		http: &http.Client{Timeout: 30 * time.Second, Transport: contract.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512})}}
 	select {
 	case s.info = <-ready:
 	case err := <-done:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/seckill/seckill"
 	"github.com/seckill/seckill/api"
+	"github.com/seckill/seckill/api/contract"
 	"github.com/seckill/seckill/app"
 	"github.com/seckill/seckill/internal/testenv"
 )
@@ -90,6 +91,10 @@ func (r *shopReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.badSignature.Add(1)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	// Each event is one the contract's webhooks describe (api/openapi.yaml).
+	if msg := contract.CheckEvent(req.Header, body); msg != "" {
+		r.t.Error(msg)
 	}
 	if r.failing.Load() {
 		r.refusals.Add(1)

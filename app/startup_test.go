@@ -7,6 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -119,7 +122,7 @@ func TestMigrate_ShowsProgress(t *testing.T) {
 }
 
 // seckill dev says what it is doing, and opens a demo sale so the shop has
-// something to buy; a second start does not open another.
+// something to buy, which the typed TypeScript client buys too.
 func TestDev_ShowsProgressAndOpensADemoSale(t *testing.T) {
 	var out bytes.Buffer
 	s := startSystem(t, systemOptions{dev: func(o *app.DevOptions) { o.Progress, o.DemoSale = &out, true }})
@@ -138,6 +141,16 @@ func TestDev_ShowsProgressAndOpensADemoSale(t *testing.T) {
 	require.Equal(t, int64(100), list.Sales[0].Stock.Remaining)
 	r = s.claim(list.Sales[0].ID, "first-visitor")
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+
+	// The TypeScript client (clients/typescript), built on the types
+	// generated from api/openapi.yaml, buys from it as a shop's front end
+	// would: its own test signs in, claims, pays with the dev provider and
+	// reads the order PAID.
+	npm := exec.Command("npm", "test")
+	npm.Dir = filepath.Join("..", "clients", "typescript")
+	npm.Env = append(os.Environ(), "SECKILL_API_URL="+s.info.APIURL)
+	out2, err := npm.CombinedOutput()
+	require.NoError(t, err, "the TypeScript client's test (npm packages: scripts/ensure-node-tools.sh):\n%s", out2)
 }
 
 // Two installations (two databases) never share Redis keys: one that
