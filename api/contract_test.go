@@ -201,8 +201,9 @@ func servedRoutes(srv *api.Server) []string {
 // embedded pages' assets): the GET routes GetRoutes lists only unfiltered.
 func mountedPrefixes(srv *api.Server) []string {
 	var out []string
+	served := servedRoutes(srv)
 	for _, rt := range srv.App().GetRoutes() {
-		if rt.Method == "GET" && rt.Path != "/" && !slices.Contains(servedRoutes(srv), "GET "+rt.Path) {
+		if rt.Method == "GET" && rt.Path != "/" && !slices.Contains(served, "GET "+rt.Path) {
 			out = append(out, rt.Path)
 		}
 	}

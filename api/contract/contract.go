@@ -100,7 +100,10 @@ func Validator() (validator.Validator, error) {
 // read again.
 func Test(t testing.TB, app *fiber.App, req *http.Request) *http.Response {
 	t.Helper()
-	body := snapshot(t, req)
+	body, err := readBody(req)
+	if err != nil {
+		t.Fatalf("read the request's body: %v", err)
+	}
 	resp, err := app.Test(req, -1)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
@@ -128,15 +131,9 @@ type transport struct {
 }
 
 func (c *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req = withBody(req, body)
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := c.base.RoundTrip(req)
 	if err != nil || !strings.HasPrefix(req.URL.Path, "/api/") {
@@ -182,14 +179,15 @@ func Check(req *http.Request, resp *http.Response) string {
 	if req.Method == http.MethodHead {
 		return "" // Fiber answers HEAD for every GET; the document lists GETs
 	}
-	reqOK, reqErrs := v.ValidateHttpRequestSync(withBody(req, bodyOf(req)))
+	body := bodyOf(req)
+	reqOK, reqErrs := v.ValidateHttpRequestSync(withBody(req, body))
 	if !reqOK && unknownPath(reqErrs) {
 		if resp.StatusCode == http.StatusNotFound && isProblem(resp) {
 			return ""
 		}
 		return fmt.Sprintf("%s, but the document holds no such path or method (%s): only a 404 problem may answer it", what, describe(reqErrs))
 	}
-	respOK, respErrs := v.ValidateHttpResponse(withBody(req, bodyOf(req)), checked)
+	respOK, respErrs := v.ValidateHttpResponse(withBody(req, body), checked)
 	switch {
 	case !respOK:
 		return fmt.Sprintf("%s: an answer the document does not describe: %s", what, describe(respErrs))
@@ -268,18 +266,18 @@ func isProblem(resp *http.Response) bool {
 	return mt == "application/problem+json"
 }
 
-// snapshot reads req's body and puts it back.
-func snapshot(t testing.TB, req *http.Request) []byte {
-	t.Helper()
+// readBody reads req's body and puts it back (nil: none).
+func readBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
 	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
 	if err != nil {
-		t.Fatalf("read the request's body: %v", err)
+		return nil, err
 	}
 	req.Body = io.NopCloser(bytes.NewReader(b))
-	return b
+	return b, nil
 }
 
 // withBody is a copy of req whose body is body, readable again through
