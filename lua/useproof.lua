@@ -1,12 +1,13 @@
 -- useproof.lua: record the use of a proof of work, once, atomically
 -- (redisstore.UseProof).
 --
--- A request takes a proof by writing its mark: "1", or "r:<retry tag>" for
--- a claim under an Idempotency-Key, whose copies sent again may use the
--- same proof (they get the first answer). A copy that uses it so turns the
--- mark into "<mark>*": the proof then bought (or may buy) a decision, and
--- the taker's give-back (unlock.lua, which deletes only its own mark)
--- leaves it spent.
+-- A request takes a proof by writing its mark: "1", or "r:<hex digest of
+-- its retry tag>" (hex, so never ending in "*") for a claim under an
+-- Idempotency-Key, whose copies sent again may use the same proof (they
+-- get the first answer). A copy that uses it so turns the mark into
+-- "<mark>*": the proof then bought (or may buy) a decision, and the
+-- taker's give-back (unlock.lua, which deletes only its own mark) leaves
+-- it spent.
 --
 -- KEYS[1] the proof's record   seckill:{sN}:pow:<challenge prefix>
 -- ARGV[1] this request's mark

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -78,11 +80,15 @@ func (s *Store) GiveProofBack(ctx context.Context, saleID int64, userID, challen
 	return nil
 }
 
-// proofMark is the value of a proof's record: "1", or the retry tag of
-// the request that took it.
+// proofMark is the value of a proof's record: "1", or "r:" and a digest
+// of the retry tag of the request that took it. The digest is hex, so a
+// mark never ends in the "*" useproof.lua appends to a used one: a tag
+// that ended in one ("k*") would otherwise pass for another's ("k") used
+// mark, and a proof would buy two requests.
 func proofMark(retry string) string {
 	if retry == "" {
 		return "1"
 	}
-	return "r:" + retry
+	sum := sha256.Sum256([]byte(retry))
+	return "r:" + hex.EncodeToString(sum[:16])
 }

@@ -90,6 +90,18 @@ func TestUseProof_ARetryOfTheSameRequest(t *testing.T) {
 	use, err = rs.UseProof(ctx, 7, "bob", strings.Repeat("cd", 32), expires, "1")
 	require.NoError(t, err)
 	require.Equal(t, seckill.ProofUsed, use, "a retry tag never matches a use without one")
+
+	// A key that ends as a used proof's mark is marked ("*") is another
+	// request: the proof taken under "k*" does not buy "k" a decision.
+	for _, pair := range [][2]string{{"k*", "k"}, {"k**", "k*"}} {
+		challenge := strconv.Itoa(len(pair[0])) + strings.Repeat("a", 63) // 128 bits name a proof: they differ first
+		use, err = rs.UseProof(ctx, 7, "bob", challenge, expires, pair[0])
+		require.NoError(t, err)
+		require.Equal(t, seckill.ProofTaken, use)
+		use, err = rs.UseProof(ctx, 7, "bob", challenge, expires, pair[1])
+		require.NoError(t, err)
+		require.Equal(t, seckill.ProofUsed, use, "taken under %q, shown under %q", pair[0], pair[1])
+	}
 }
 
 // A proof given back counts again; only the record of the use that took
