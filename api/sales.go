@@ -377,9 +377,13 @@ type saleList struct {
 }
 
 func (s *Server) listSales(c *fiber.Ctx) error {
-	limit := c.QueryInt("limit", 50)
-	if limit < 1 || limit > 200 {
-		return invalid("limit", "must be between 1 and 200")
+	limit := 50
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 200 {
+			return invalid("limit", "must be an integer between 1 and 200")
+		}
+		limit = n
 	}
 	var before int64
 	if b := c.Query("before"); b != "" {
