@@ -15,13 +15,16 @@ import (
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 // ValidIdempotencyKey reports whether key is 1-255 printable ASCII
-// characters (0x21-0x7E).
+// characters, the space included (0x20-0x7E): what an HTTP header value
+// carries as text, and the character set of the IETF draft's
+// Idempotency-Key (a Structured Field string). docs/API.md's "1-255
+// chars" means these; a byte outside them is refused, 400.
 func ValidIdempotencyKey(key string) bool {
 	if len(key) < 1 || len(key) > 255 {
 		return false
 	}
 	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
+		if key[i] < 0x20 || key[i] > 0x7e {
 			return false
 		}
 	}
@@ -113,7 +116,7 @@ func (s *Server) claim(c *fiber.Ctx) (err error) {
 	idemKey := c.Get(HeaderIdempotencyKey)
 	if idemKey != "" && !ValidIdempotencyKey(idemKey) {
 		outcome = seckill.InvalidRequest
-		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters", HeaderIdempotencyKey)
+		return seckill.Errorf(seckill.CodeInvalidRequest, "%s: must be 1-255 printable ASCII characters (space included)", HeaderIdempotencyKey)
 	}
 	// The script checks the window against Redis' clock; this check and the
 	// sold-out flag only spare Redis the obvious cases. With an

@@ -355,7 +355,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string) {
 		want := len(key) >= 1 && len(key) <= 255
 		for i := 0; want && i < len(key); i++ {
-			want = key[i] >= 0x21 && key[i] <= 0x7E
+			want = key[i] >= 0x20 && key[i] <= 0x7E
 		}
 		if got := api.ValidIdempotencyKey(key); got != want {
 			t.Fatalf("ValidIdempotencyKey(%q) = %v, want %v", key, got, want)

@@ -32,7 +32,7 @@ func (s *Server) restock(c *fiber.Ctx) error {
 		return invalid(HeaderIdempotencyKey, "is required: the same key sent again answers the first answer and adds nothing")
 	}
 	if !ValidIdempotencyKey(key) {
-		return invalid(HeaderIdempotencyKey, "must be 1-255 printable ASCII characters")
+		return invalid(HeaderIdempotencyKey, "must be 1-255 printable ASCII characters (space included)")
 	}
 	var req seckill.RestockJSON
 	if err := decodeJSON(c.Body(), &req); err != nil {
