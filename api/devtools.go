@@ -98,10 +98,10 @@ func (s *Server) devCheckout(c *fiber.Ctx) error {
 }
 
 // devDeliveryTries bounds how often the dev provider sends one event while
-// the webhook answers 503 (recorded, not yet delivered: a saga busy
-// starting). Each try waits for the webhook's answer up to twice the API's
-// request timeout: the webhook's own work is bounded by one, so its 503
-// comes back rather than the provider giving up first.
+// the webhook answers 503 (the event could not be recorded: the database
+// out of reach). Each try waits for the webhook's answer up to twice the
+// API's request timeout: the webhook's own work is bounded by one, so its
+// answer comes back rather than the provider giving up first.
 const devDeliveryTries = 4
 
 // sendDevEvent posts one payment event to the shop's webhook, signed anew

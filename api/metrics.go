@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"outcome"}),
 		signalErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_payment_signal_errors_total",
-			Help: "Payment events the webhook could not hand to Temporal (the signal to the order's saga, or the start of its refund); each stays recorded, is answered 503 and is tried again.",
+			Help: "Payment events the webhook could not hand to Temporal (the signal to the order's saga, or the start of its refund); each stays recorded, is answered 200 RECEIVED and is delivered by reconciliation.",
 		}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_order_streams", Help: "Open order event streams (GET /orders/{id}/events).",

@@ -146,10 +146,14 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 		if errors.Is(err, seckill.ErrTemporal) {
 			s.metrics.signalErrors.Inc()
 		}
-		s.logFor(c).Warn("deliver payment event", "eventID", ev.EventID, "orderID", orderID, "error", err)
-		// Recorded, not delivered: the provider retries, and the retry
-		// delivers (delivered_at is still empty).
-		return seckill.Errorf(seckill.CodeUnavailable, "event recorded; delivery will be retried")
+		// Recorded, not delivered (delivered_at stays empty): the answer
+		// is the 200 docs/API.md promises once an event is recorded, and
+		// reconciliation delivers it (payment_undelivered), as does a
+		// redelivery by the provider.
+		s.logFor(c).Warn("deliver payment event; recorded, reconciliation delivers it",
+			"eventID", ev.EventID, "orderID", orderID, "error", err)
+		outcome = seckill.OutcomeReceived
+		return c.JSON(fiber.Map{"received": true, "outcome": outcome})
 	}
 	log := s.logFor(c)
 	if order == nil {

@@ -62,7 +62,8 @@ import (
 //     (a TCP proxy in between that drops every connection): an admission
 //     waits in the outbox, an order stays AWAITING_PAYMENT past its pay_by,
 //     payments (for a written order and for an admission not yet written)
-//     are recorded and not delivered, the provider retrying them:
+//     are recorded, answered 200 and not delivered, the provider sending
+//     them again:
 //     SeckillOutboxStuck, SeckillRelayStartErrors,
 //     SeckillPaymentSignalErrors, SeckillOrdersPaymentOverdue,
 //     SeckillPaymentUndelivered (both order labels), and still
@@ -323,7 +324,8 @@ func liveTemporal(t *testing.T, base app.Config, defs alertDefs) []liveGroup {
 	_, err = db.ExecContext(ctx, `UPDATE orders SET pay_by = now() - interval '2 minutes' WHERE id = $1`, mustInt(t, orders["overdue"]))
 	require.NoError(t, err)
 	// Payments for a written order and for the admission not written:
-	// recorded, answered 503, sent again by the provider.
+	// recorded, answered 200 RECEIVED (left for reconciliation), and sent
+	// again by the provider, each time failing to reach the saga again.
 	provider := startProvider(s, map[string]string{"evt_alerts_live_pay": orders["pay"], "evt_alerts_live_stuck": stuck})
 	defer provider.stop()
 	var s1, s2 liveScrape
@@ -660,8 +662,10 @@ func requireGauge(t *testing.T, sc *promcheck.Scrape, name string, labels map[st
 	require.Equal(t, want, v, "%s%v", name, labels)
 }
 
-// provider sends payment events the way a payment provider does: again
-// after each answer that is not 200, until stopped.
+// provider sends payment events the way a payment provider may: each
+// again every 500 ms until stopped (providers deliver at least once, and
+// an operator may resend), expecting each answered 200 RECEIVED: recorded,
+// not delivered, while Temporal is out of reach.
 type provider struct {
 	stopOnce sync.Once
 	done     chan struct{}
@@ -687,7 +691,7 @@ func startProvider(s *system, events map[string]string) *provider {
 				r, err := s.do("POST", "/api/v1/payments/webhook", "", body, map[string]string{
 					"Stripe-Signature": api.Sign(body, s.cfg.WebhookSecret, time.Now()),
 				})
-				if err != nil || r.status != http.StatusServiceUnavailable {
+				if err != nil || r.status != http.StatusOK || !bytes.Contains(r.body, []byte(`"outcome":"RECEIVED"`)) {
 					p.mu.Lock()
 					p.odd = append(p.odd, fmt.Sprintf("%s: %d %s %v", evt, r.status, r.body, err))
 					p.mu.Unlock()

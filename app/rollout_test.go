@@ -143,8 +143,9 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 					"metadata": map[string]string{"order_id": id},
 				}},
 			})
-			// As a provider does: a 503 (recorded, not yet delivered) is
-			// sent again until it is answered 200.
+			// As a provider does: a 503 (not recorded: a draining API, a
+			// database out of reach) is sent again until it is answered
+			// 200, which is given once the event is recorded.
 			for attempt := 1; ; attempt++ {
 				r, err = s.do("POST", "/api/v1/payments/webhook", "", body, map[string]string{
 					"Stripe-Signature": api.Sign(body, cfg.WebhookSecret, time.Now()),

@@ -1285,7 +1285,7 @@ export interface components {
         OrderId: components["schemas"]["Id"];
         /** @description The variant's sku (unknown: 404 `VARIANT_NOT_FOUND`). */
         SkuPath: components["schemas"]["Sku"];
-        /** @description Makes the request safe to retry: the same user sending the same key again gets the first answer again (scoped per user); the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`. 1-255 characters (the server refuses, 400, any but printable ASCII without spaces). */
+        /** @description Makes the request safe to retry: the same user sending the same key again gets the first answer again (scoped per user); the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`. 1-255 printable ASCII characters, space included. */
         IdempotencyKey: string;
         /** @description Required (400 `INVALID_REQUEST` without it). The same key again answers the first answer and adds nothing; with another sku or `add`: 422 `IDEMPOTENCY_KEY_REUSED`. */
         RestockIdempotencyKey: string;
@@ -1652,7 +1652,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry: the same user sending the same key again gets the first answer again (scoped per user); the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`. 1-255 characters (the server refuses, 400, any but printable ASCII without spaces). */
+                /** @description Makes the request safe to retry: the same user sending the same key again gets the first answer again (scoped per user); the same key with another body: 422 `IDEMPOTENCY_KEY_REUSED`. 1-255 printable ASCII characters, space included. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description For a sale with `proof_of_work`: base64 of the ALTCHA solution JSON of a challenge from `GET /api/v1/sales/{id}/challenge`. Missing, wrong, expired, for another user or sale, or already used: 403 `PROOF_REQUIRED`. Each solution is accepted once. */
                 "X-Seckill-Proof"?: components["parameters"]["Proof"];
@@ -2559,7 +2559,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The event is durably recorded, whatever its outcome (applied, duplicate, late, mismatched, unknown order, ignored type). */
+            /** @description The event is durably recorded, whatever its outcome (applied, duplicate, late, mismatched, unknown order, ignored type). `RECEIVED`, recorded and not yet handed to the order's saga (not running yet, or Temporal did not answer), is delivered by reconciliation or by the provider sending it again. */
             200: {
                 headers: {
                     "X-Request-ID": components["headers"]["XRequestID"];
