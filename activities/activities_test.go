@@ -122,7 +122,7 @@ type ids struct{ n atomic.Int64 }
 func (i *ids) Next() (int64, error) { return 5000 + i.n.Add(1), nil }
 
 // A payment recorded by pay_by whose signal never reached the saga (a
-// webhook answered 503 after recording it, a crash between recording and
+// webhook recorded it while Temporal did not answer, a crash between recording and
 // signalling) is found when the saga closes the order at its deadline: the
 // close reads the order's payments in its transaction and refuses, handing
 // the saga the payment to confirm. One received after pay_by does not
