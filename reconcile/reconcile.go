@@ -50,8 +50,9 @@
 //     nothing left to place and is marked applied;
 //
 //   - payment_undelivered: a payment event recorded while its order's saga
-//     could not take it (not started yet, being restarted), or for an
-//     order never written: deliver it now. Delivery refunds a successful
+//     could not take it (not started yet, being restarted, Temporal out of
+//     reach), for an order never written, or for an order of a sale no
+//     longer settling: deliver it now. Delivery refunds a successful
 //     payment whose order can never be honoured (closed, refused, never
 //     written and its admission gone);
 //
@@ -87,7 +88,7 @@ type Store interface {
 	ActiveOrders(ctx context.Context, saleID int64) ([]*seckill.Order, error)
 	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	UndeliveredPaymentEvents(ctx context.Context, saleID int64, olderThan time.Time) ([]*seckill.PaymentRecord, error)
-	UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error)
+	UndeliveredStrayPaymentEvents(ctx context.Context, settlingSince, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error)
 	UnappliedRestocks(ctx context.Context, saleID int64, before time.Time) ([]seckill.Restock, error)
 	MarkRestockApplied(ctx context.Context, saleID, id int64) error
 }
@@ -163,14 +164,16 @@ const SettleWindow = seckill.MaxPaymentTimeout + time.Hour
 
 // All reconciles every sale open now or ended within SettleWindow.
 func (r *Reconciler) All(ctx context.Context) ([]seckill.Drift, error) {
-	sales, err := r.Store.SettlingSales(ctx, time.Now().Add(-SettleWindow))
+	since := time.Now().Add(-SettleWindow)
+	sales, err := r.Store.SettlingSales(ctx, since)
 	if err != nil {
 		return nil, err
 	}
-	// Payments for orders that have no row: no sale's pass sees them.
-	all, err := r.orphanPayments(ctx)
+	// Payments of orders that have no row or whose sale is no longer
+	// settling: no sale's pass sees them.
+	all, err := r.strayPayments(ctx, since)
 	if err != nil {
-		all = append(all, r.checkFailed(0, 0, "deliver the payments of unwritten orders", err))
+		all = append(all, r.checkFailed(0, 0, "deliver the payments no sale's pass reaches", err))
 	}
 	if r.Draws != nil {
 		all = append(all, r.Draws.ensure(ctx, r)...)
@@ -518,17 +521,21 @@ func (r *Reconciler) applyRestocks(ctx context.Context, sale *seckill.Sale, grac
 	return drifts, nil
 }
 
-// maxOrphanPayments bounds the payments of unwritten orders one pass
-// delivers (the next pass delivers the rest).
-const maxOrphanPayments = 500
+// maxStrayPayments bounds the payments no sale's pass reaches that one
+// pass delivers (the next pass delivers the rest).
+const maxStrayPayments = 500
 
-// orphanPayments delivers again the payment events of orders that have no
-// row, recorded longer than the grace ago and never delivered: while the
-// order may still come (Redis holds its admission, or it was admitted
-// within delivery.PendingWindow) delivery keeps them; after, it refunds a
-// successful one, for an order that can never be honoured.
-func (r *Reconciler) orphanPayments(ctx context.Context) ([]seckill.Drift, error) {
-	events, err := r.Store.UndeliveredOrphanPaymentEvents(ctx, time.Now().Add(-r.grace()), maxOrphanPayments)
+// strayPayments delivers again the payment events recorded longer than
+// the grace ago and never delivered that no sale's pass reaches: those of
+// orders that have no row, and those of orders whose sale ended at or
+// before settlingSince. For an unwritten order, while it may still come
+// (Redis holds its admission, or it was admitted within
+// delivery.PendingWindow) delivery keeps them; after, it refunds a
+// successful one, for an order that can never be honoured. A written
+// order of a sale that stopped settling is decided, so its payment is
+// refunded (or applied to the order the saga still waits on).
+func (r *Reconciler) strayPayments(ctx context.Context, settlingSince time.Time) ([]seckill.Drift, error) {
+	events, err := r.Store.UndeliveredStrayPaymentEvents(ctx, settlingSince, time.Now().Add(-r.grace()), maxStrayPayments)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +546,7 @@ func (r *Reconciler) orphanPayments(ctx context.Context) ([]seckill.Drift, error
 			continue // its order may still come
 		}
 		drifts = append(drifts, r.noted(seckill.Drift{Kind: seckill.DriftPaymentUndelivered, OrderID: e.OrderID, Fixed: err == nil,
-			Detail: fmt.Sprintf("payment event %s for an order never written; delivered now: %s", e.ID, outcome)}))
+			Detail: fmt.Sprintf("payment event %s, which no settling sale's pass reaches; delivered now: %s", e.ID, outcome)}))
 	}
 	return drifts, nil
 }

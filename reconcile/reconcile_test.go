@@ -299,6 +299,45 @@ func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
 	require.Empty(t, drifts, "delivered once")
 }
 
+// Hostile review (issue 35) finding 1: a payment recorded for a written
+// order of a sale that ended more than SettleWindow ago (a provider's
+// late retry, an operator's resend, a Temporal outage that outlasted the
+// window), its delivery failed, is answered 200 and never sent again: no
+// sale's pass reaches it, so the pass of events no sale reaches does, and
+// the late payment is refunded.
+func TestAll_RefundsALatePaymentOfASaleNoLongerSettling(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rs := testenv.RedisStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	sale := testenv.OpenSale(t, st, 5)
+	_, _, err := st.StartOrder(ctx, store.NewOrder{ID: 1001, SaleID: sale.ID, UserID: "ann", CreatedAt: now})
+	require.NoError(t, err)
+	_, err = st.CloseUnpaid(ctx, 1001, seckill.ClosePaymentTimeout, "", "", now)
+	require.NoError(t, err)
+	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_late", Type: string(seckill.PaymentSucceeded), OrderID: 1001,
+		PaymentIntentID: "pi_late", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+	require.NoError(t, err)
+	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET starts_at = now() - interval '30 hours', ends_at = ? WHERE id = ?`,
+		now.Add(-reconcile.SettleWindow-time.Hour), sale.ID).Error)
+
+	temporal := &payments{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond, Log: log,
+		IDs: idFunc(func() int64 { return 9000 }), Delivery: &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: log}}
+	drifts, err := r.All(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_late"}, temporal.refunded, "the late payment is refunded: %+v", drifts)
+	e, err := st.PaymentEvent(ctx, "evt_late")
+	require.NoError(t, err)
+	require.NotNil(t, e.DeliveredAt)
+
+	drifts, err = r.All(ctx)
+	require.NoError(t, err)
+	require.Empty(t, drifts, "delivered once")
+	require.Len(t, temporal.refunded, 1)
+}
+
 // Buyers waiting for a sold-out size while another size is on sale is a
 // drop's normal state, not a drift: reconciliation reports nothing and
 // hands nothing (units of one variant never go to another's line).

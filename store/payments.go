@@ -152,18 +152,23 @@ func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olde
 	return events(rows), nil
 }
 
-// UndeliveredOrphanPaymentEvents returns the events that name an order
-// with no row, recorded before olderThan and never delivered: a payment
-// for an order whose saga never wrote it (a refused order before it was
-// written, an admission lost in a failover). Oldest first, at most limit.
-func (s *Store) UndeliveredOrphanPaymentEvents(ctx context.Context, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error) {
+// UndeliveredStrayPaymentEvents returns the events no sale's pass of
+// reconciliation reaches, recorded before olderThan and never delivered:
+// those that name an order with no row (a refused order before it was
+// written, an admission lost in a failover), and those of an order whose
+// sale ended at or before settlingSince, no longer settling (a provider's
+// late retry, an operator's resend, a Temporal outage that outlasted the
+// window). Oldest first, at most limit.
+func (s *Store) UndeliveredStrayPaymentEvents(ctx context.Context, settlingSince, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e
+		LEFT JOIN orders o ON o.id = e.order_id
+		LEFT JOIN sales s ON s.id = o.sale_id
 		WHERE e.order_id IS NOT NULL AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?
-		  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id)
-		ORDER BY e.received_at LIMIT ?`, string(seckill.OutcomeReceived), olderThan, limit).Scan(&rows).Error
+		  AND (o.id IS NULL OR s.ends_at <= ?)
+		ORDER BY e.received_at LIMIT ?`, string(seckill.OutcomeReceived), olderThan, settlingSince.UTC(), limit).Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("list undelivered payment events of unwritten orders: %w", err)
+		return nil, fmt.Errorf("list undelivered payment events no sale's pass reaches: %w", err)
 	}
 	return events(rows), nil
 }
