@@ -1,7 +1,7 @@
 -- useproof.lua: record the use of a proof of work, once, atomically
 -- (redisstore.UseProof).
 --
--- A request takes a proof by writing its mark: "1", or "r:<hex digest of
+-- A request takes a proof by writing its mark: "1", or "h:<hex digest of
 -- its retry tag>" (hex, so never ending in "*") for a claim under an
 -- Idempotency-Key, whose copies sent again may use the same proof (they
 -- get the first answer). A copy that uses it so turns the mark into

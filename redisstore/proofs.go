@@ -80,15 +80,17 @@ func (s *Store) GiveProofBack(ctx context.Context, saleID int64, userID, challen
 	return nil
 }
 
-// proofMark is the value of a proof's record: "1", or "r:" and a digest
+// proofMark is the value of a proof's record: "1", or "h:" and a digest
 // of the retry tag of the request that took it. The digest is hex, so a
 // mark never ends in the "*" useproof.lua appends to a used one: a tag
 // that ended in one ("k*") would otherwise pass for another's ("k") used
-// mark, and a proof would buy two requests.
+// mark, and a proof would buy two requests. The prefix is not the "r:" of
+// the marks that held the tag itself, so during a rolling upgrade no tag
+// sent to an older node matches a newer node's mark.
 func proofMark(retry string) string {
 	if retry == "" {
 		return "1"
 	}
 	sum := sha256.Sum256([]byte(retry))
-	return "r:" + hex.EncodeToString(sum[:16])
+	return "h:" + hex.EncodeToString(sum[:16])
 }
