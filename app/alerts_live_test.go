@@ -553,7 +553,7 @@ func startSplit(t *testing.T, cfg app.Config) *splitSystem {
 		wd.Close()
 	})
 
-	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: "http://" + ln.Addr().String()}, http: &http.Client{Timeout: 30 * time.Second}}
+	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: "http://" + ln.Addr().String()}, http: checkedClient(t, 30*time.Second, nil)}
 	s.store, s.rstore = openStores(t, cfg)
 	ropts, err := redis.ParseURL(cfg.RedisURL)
 	require.NoError(t, err)

@@ -88,7 +88,7 @@ func TestDev_PostgresStoreSurvivesSIGKILL(t *testing.T) {
 	rdb := redis.NewClient(ropts)
 	t.Cleanup(func() { _ = rdb.Close() })
 	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: redisstore.New(rdb, cfg.RedisPrefix),
-		info: app.DevInfo{APIURL: apiURL}, http: &http.Client{Timeout: 10 * time.Second}}
+		info: app.DevInfo{APIURL: apiURL}, http: checkedClient(t, 10*time.Second, nil)}
 
 	// Long enough to pay after the restart (the restart takes seconds).
 	sale := s.createSale(5, 45*time.Second)

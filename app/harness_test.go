@@ -92,9 +92,7 @@ func startSystem(t *testing.T, opts systemOptions) *system {
 		done <- app.Dev(ctx, cfg, devOpts, func(info app.DevInfo) { ready <- info })
 	}()
 	s := &system{t: t, cfg: cfg, store: st, redis: rdb, rstore: rstore, mint: opts.mint,
-		// Every exchange with the API is checked against the contract
-		// (api/openapi.yaml): an answer it does not describe fails the test.
-		http: &http.Client{Timeout: 30 * time.Second, Transport: contract.Transport(t, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512})}}
+		http: checkedClient(t, 30*time.Second, &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512})}
 	select {
 	case s.info = <-ready:
 	case err := <-done:
@@ -392,4 +390,11 @@ func testConfig(t *testing.T) app.Config {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return cfg
+}
+
+// checkedClient is an HTTP client whose every exchange with the API is
+// checked against the contract (api/openapi.yaml): an answer it does not
+// describe fails t. base is the transport underneath (nil: the default).
+func checkedClient(t *testing.T, timeout time.Duration, base http.RoundTripper) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: contract.Transport(t, base)}
 }

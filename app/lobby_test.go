@@ -270,6 +270,7 @@ func TestLobby_UnitsLeftAfterTheDrawAreOpenToClaims(t *testing.T) {
 // offered the place and takes it.
 func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{configure: func(c *app.Config) { c.WaitlistMax = 1 }})
+	shop := pages(t, s) // the page's requests checked against the contract
 	sale := s.createLobbySale(1, 12*time.Second, 2*time.Minute, 1)
 	shoppers := []string{"lobby-ann", "lobby-bob"}
 	tabs := map[string]context.Context{}
@@ -277,7 +278,7 @@ func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
 		ctx := browser(t)
 		tabs[name] = ctx
 		do(t, ctx, name+" opens the sale and signs in",
-			chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+			chromedp.Navigate(shop+"/sales/"+sale),
 			chromedp.WaitVisible("#signin-button"),
 			chromedp.SetValue("#signin-name", name),
 			chromedp.Click("#signin-button"),
@@ -312,7 +313,7 @@ func TestShopper_LobbyDrawWonWaitingAndLostInBrowser(t *testing.T) {
 	ctx := browser(t)
 	tabs["lobby-cy"] = ctx
 	do(t, ctx, "lobby-cy opens the sale after the draw and signs in",
-		chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+		chromedp.Navigate(shop+"/sales/"+sale),
 		chromedp.WaitVisible("#signin-button"),
 		chromedp.SetValue("#signin-name", "lobby-cy"),
 		chromedp.Click("#signin-button"),

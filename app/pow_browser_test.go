@@ -28,6 +28,7 @@ import (
 // solving the challenges in its workers.
 func TestShopper_ProofOfWorkInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
+	shop := pages(t, s) // the page's requests checked against the contract
 	now := time.Now().UTC()
 	body, _ := json.Marshal(map[string]any{
 		"name": "Guarded sale", "price_cents": 990, "currency": "usd", "stock": 1, "payment_timeout_seconds": 600,
@@ -44,7 +45,7 @@ func TestShopper_ProofOfWorkInBrowser(t *testing.T) {
 
 	ctx := browser(t)
 	do(t, ctx, "open the sale and sign in",
-		chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+		chromedp.Navigate(shop+"/sales/"+sale),
 		chromedp.WaitVisible("#signin-button"),
 		chromedp.SetValue("#signin-name", "pow-shopper"),
 		chromedp.Click("#signin-button"),
@@ -61,7 +62,7 @@ func TestShopper_ProofOfWorkInBrowser(t *testing.T) {
 	// proof of their own.
 	do(t, ctx, "sign in as another buyer",
 		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
-		chromedp.Navigate(s.info.APIURL+"/sales/"+sale),
+		chromedp.Navigate(shop+"/sales/"+sale),
 		chromedp.WaitVisible("#signin-button"),
 		chromedp.SetValue("#signin-name", "pow-waiter"),
 		chromedp.Click("#signin-button"),

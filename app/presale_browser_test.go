@@ -78,6 +78,7 @@ func jsString(s string) string {
 // the countdown to it.
 func TestShopper_PresaleMembersBuyFirstInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
+	shop := pages(t, s) // the page's requests checked against the contract
 	sale := s.createPresaleSale(time.Now().Add(-time.Minute), 3, 1)
 	// A member took EU 43's one unit: sold out in the presale.
 	r, err := s.do("POST", "/api/v1/sales/"+sale+"/claims", s.memberToken("vip-early"), []byte(`{"sku": "eu-43"}`), nil)
@@ -87,7 +88,7 @@ func TestShopper_PresaleMembersBuyFirstInBrowser(t *testing.T) {
 	r = s.mustDo("POST", "/api/v1/sales/"+sale+"/claims", s.token("walk-in", false), []byte(`{"sku": "eu-42"}`))
 	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
 	require.Equal(t, string(seckill.CodeSaleNotStarted), r.json(t)["code"])
-	page := s.info.APIURL + "/sales/" + sale
+	page := shop + "/sales/" + sale
 
 	ctx := browser(t)
 	signInAs(t, ctx, page, "walk-in")
@@ -154,7 +155,7 @@ func TestShopper_PresaleMembersBuyFirstInBrowser(t *testing.T) {
 	// Before its presale a member sees the countdown to it.
 	soon := s.createPresaleSale(time.Now().Add(30*time.Minute), 3, 1)
 	do(t, ctx, "a presale to come, to a member",
-		chromedp.Navigate(s.info.APIURL+"/sales/"+soon),
+		chromedp.Navigate(shop+"/sales/"+soon),
 		chromedp.Poll[chromedp.Void](`document.getElementById("countdown-label").textContent === "Members' presale starts in"`),
 	)
 	require.True(t, strings.HasPrefix(text(t, ctx, "#countdown"), "29:"), "to the presale, 30 minutes away: %s", text(t, ctx, "#countdown"))

@@ -51,6 +51,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 		return err == nil && r.StatusCode == 200
 	}, 10*time.Second, 50*time.Millisecond)
 
+	client := checkedClient(t, 30*time.Second, nil)
 	call := func(method, path, user string, admin bool, body string) (int, map[string]any) {
 		tok, err := auth.SignToken(cfg.JWTSecret, user, admin, time.Hour)
 		require.NoError(t, err)
@@ -58,7 +59,7 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 		req.RequestURI = ""
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		require.NoError(t, err)
 		defer func() { _ = resp.Body.Close() }()
 		var m map[string]any
@@ -103,8 +104,9 @@ func TestRelay_TakesOverEntriesOfACrashedRelay(t *testing.T) {
 	body := fmt.Sprintf(`{"id":"evt_early","type":"payment_intent.succeeded","data":{"object":{"id":"pi_early","amount":500,"currency":"eur","metadata":{"order_id":%q}}}}`, orders["ann"])
 	req, err := http.NewRequest("POST", base+"/api/v1/payments/webhook", stringsReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json") // as a provider sends it
 	req.Header.Set("Stripe-Signature", api.Sign([]byte(body), cfg.WebhookSecret, time.Now()))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -278,7 +278,7 @@ var devBeaconURL = sync.OnceValue(func() string {
 // load balancer), for the harness's helpers.
 func childSystem(t *testing.T, cfg app.Config, apiURL string) *system {
 	t.Helper()
-	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: apiURL}, http: &http.Client{Timeout: 30 * time.Second}}
+	s := &system{t: t, cfg: cfg, info: app.DevInfo{APIURL: apiURL}, http: checkedClient(t, 30*time.Second, nil)}
 	s.store, s.rstore = openStores(t, cfg)
 	var err error
 	s.temporal, err = sdkclient.Dial(sdkclient.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace, Logger: nopLogger{}})

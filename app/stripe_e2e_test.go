@@ -38,6 +38,7 @@ func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
 	s := startSystem(t, systemOptions{configure: func(c *app.Config) {
 		c.PaymentProvider, c.StripeSecretKey, c.StripeAPIBase = app.ProviderStripe, "sk_test_seckill", base
 	}})
+	shop := pages(t, s) // the page's requests checked against the contract
 	ui := s.mustDo("GET", "/ui/config", "", nil).json(t)
 	require.Equal(t, "stripe", ui["payment_provider"])
 	require.Equal(t, "", ui["checkout_url"], "no dev checkout with a real provider")
@@ -112,7 +113,7 @@ func TestStripe_PaymentIntentAndRefundThroughStripe(t *testing.T) {
 	page := s.createSale(1, time.Minute)
 	ctx := browser(t)
 	do(t, ctx, "sign in, claim and pay with Stripe",
-		chromedp.Navigate(s.info.APIURL+"/sales/"+page),
+		chromedp.Navigate(shop+"/sales/"+page),
 		chromedp.WaitVisible("#signin-button"),
 		chromedp.SetValue("#signin-name", "stripe-shopper"),
 		chromedp.Click("#signin-button"),

@@ -92,17 +92,18 @@ func postedTo(t *testing.T, ctx context.Context, suffix string) []string {
 // of one variant with a limit of 2 offers the quantity alone.
 func TestShopper_ChoosesASizeAndAQuantityInBrowser(t *testing.T) {
 	s := startSystem(t, systemOptions{})
+	shop := pages(t, s) // the page's requests checked against the contract
 	sale := s.createShoeSale(3, 1)
 	// EU 43's one unit goes before the shopper comes: it is sold out.
 	early := s.mustDo("POST", "/api/v1/sales/"+sale+"/claims", s.token("early-bird", false), []byte(`{"sku": "eu-43"}`))
 	require.Equal(t, http.StatusAccepted, early.status, "%s", early.body)
-	page := s.info.APIURL + "/sales/" + sale
+	page := shop + "/sales/" + sale
 
 	ctx := browser(t)
 	// The list of sales gives a price of sizes at several prices as "from"
 	// the lowest.
 	link := `a[href="/sales/` + sale + `"]`
-	do(t, ctx, "open the shop", chromedp.Navigate(s.info.APIURL+"/"), chromedp.WaitVisible(link))
+	do(t, ctx, "open the shop", chromedp.Navigate(shop+"/"), chromedp.WaitVisible(link))
 	require.Equal(t, "from €120.00", text(t, ctx, `#sales li:has(`+link+`) .price`))
 	signInAs(t, ctx, page, "size-shopper")
 	do(t, ctx, "the sizes, EU 43 sold out",
@@ -215,7 +216,7 @@ func TestShopper_ChoosesASizeAndAQuantityInBrowser(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	socks := r.json(t)["id"].(string)
 	do(t, ctx, "claim 2 of a sale of one variant",
-		chromedp.Navigate(s.info.APIURL+"/sales/"+socks),
+		chromedp.Navigate(shop+"/sales/"+socks),
 		chromedp.WaitEnabled("#claim"),
 		chromedp.WaitVisible("#quantity-row"),
 		chromedp.SetValue("#quantity", "2"),
