@@ -315,11 +315,23 @@ func TestAll_RefundsALatePaymentOfASaleNoLongerSettling(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.CloseUnpaid(ctx, 1001, seckill.ClosePaymentTimeout, "", "", now)
 	require.NoError(t, err)
+	// An order of the sale left undecided with no saga (hostile review,
+	// second round): its payment, recorded first, cannot be delivered, so
+	// it is not among the stray events, whose head it would hold forever.
+	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1002, SaleID: sale.ID, UserID: "bob", CreatedAt: now})
+	require.NoError(t, err)
+	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_undecided", Type: string(seckill.PaymentSucceeded), OrderID: 1002,
+		PaymentIntentID: "pi_undecided", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+	require.NoError(t, err)
 	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_late", Type: string(seckill.PaymentSucceeded), OrderID: 1001,
 		PaymentIntentID: "pi_late", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
 	require.NoError(t, err)
 	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET starts_at = now() - interval '30 hours', ends_at = ? WHERE id = ?`,
 		now.Add(-reconcile.SettleWindow-time.Hour), sale.ID).Error)
+	stray, err := st.UndeliveredStrayPaymentEvents(ctx, now.Add(-reconcile.SettleWindow), time.Now(), 1)
+	require.NoError(t, err)
+	require.Len(t, stray, 1)
+	require.Equal(t, "evt_late", stray[0].ID, "the undecided order's older event does not hold the head")
 
 	temporal := &payments{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -155,18 +155,23 @@ func (s *Store) UndeliveredPaymentEvents(ctx context.Context, saleID int64, olde
 // UndeliveredStrayPaymentEvents returns the events no sale's pass of
 // reconciliation reaches, recorded before olderThan and never delivered:
 // those that name an order with no row (a refused order before it was
-// written, an admission lost in a failover), and those of an order whose
-// sale ended at or before settlingSince, no longer settling (a provider's
-// late retry, an operator's resend, a Temporal outage that outlasted the
-// window). Oldest first, at most limit.
+// written, an admission lost in a failover), and those of a decided (PAID
+// or CLOSED) order whose sale ended at or before settlingSince, no longer
+// settling (a provider's late retry, an operator's resend, a Temporal
+// outage that outlasted the window). Oldest first, at most limit. An
+// undecided order of such a sale is left out: delivery could only keep
+// its event (its saga is not running and no pass restarts it), which
+// would then hold the head of every page; the order is overdue, which
+// SeckillOrdersPaymentOverdue reports.
 func (s *Store) UndeliveredStrayPaymentEvents(ctx context.Context, settlingSince, olderThan time.Time, limit int) ([]*seckill.PaymentRecord, error) {
 	var rows []paymentEventRow
 	err := s.db.WithContext(ctx).Raw(`SELECT e.* FROM payment_events e
 		LEFT JOIN orders o ON o.id = e.order_id
 		LEFT JOIN sales s ON s.id = o.sale_id
 		WHERE e.order_id IS NOT NULL AND e.delivered_at IS NULL AND e.outcome = ? AND e.received_at < ?
-		  AND (o.id IS NULL OR s.ends_at <= ?)
-		ORDER BY e.received_at LIMIT ?`, string(seckill.OutcomeReceived), olderThan, settlingSince.UTC(), limit).Scan(&rows).Error
+		  AND (o.id IS NULL OR (s.ends_at <= ? AND o.status IN ?))
+		ORDER BY e.received_at LIMIT ?`, string(seckill.OutcomeReceived), olderThan, settlingSince.UTC(),
+		[]string{string(seckill.StatusPaid), string(seckill.StatusClosed)}, limit).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list undelivered payment events no sale's pass reaches: %w", err)
 	}
