@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -269,6 +270,24 @@ func (p *payments) StartRefund(_ context.Context, in seckill.RefundInput) error 
 	return nil
 }
 
+// recordPaid records a successful payment of 990 usd for orderID as the
+// webhook does when its delivery failed: RECEIVED, never delivered.
+func recordPaid(t *testing.T, st *store.Store, eventID string, orderID int64) {
+	t.Helper()
+	_, _, err := st.RecordPaymentEvent(t.Context(), seckill.PaymentRecord{ID: eventID, Type: string(seckill.PaymentSucceeded),
+		OrderID: orderID, PaymentIntentID: "pi_" + strings.TrimPrefix(eventID, "evt_"), AmountCents: 990, Currency: "usd",
+		Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
+	require.NoError(t, err)
+}
+
+// paymentReconciler reconciles with the real delivery and temporal as
+// its sagas: none running, refunds counted.
+func paymentReconciler(st *store.Store, rs *redisstore.Store, temporal *payments) *reconcile.Reconciler {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond, Log: log,
+		IDs: idFunc(func() int64 { return 9000 }), Delivery: &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: log}}
+}
+
 // A payment recorded for an order that was never written and can no
 // longer be (no admission in Redis, admitted long ago) is found by the
 // pass, which no sale's orders lead to, and refunded.
@@ -277,13 +296,9 @@ func TestAll_RefundsAPaymentForAnOrderNeverWritten(t *testing.T) {
 	rs := testenv.RedisStore(t)
 	ctx := t.Context()
 	lost := idgen.At(time.Now().Add(-20 * time.Minute)) // admitted past delivery.PendingWindow
-	_, _, err := st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_lost", Type: string(seckill.PaymentSucceeded), OrderID: lost,
-		PaymentIntentID: "pi_lost", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
-	require.NoError(t, err)
+	recordPaid(t, st, "evt_lost", lost)
 	temporal := &payments{}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond, Log: log,
-		IDs: idFunc(func() int64 { return 9000 }), Delivery: &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: log}}
+	r := paymentReconciler(st, rs, temporal)
 
 	drifts, err := r.All(ctx)
 	require.NoError(t, err)
@@ -320,12 +335,8 @@ func TestAll_RefundsALatePaymentOfASaleNoLongerSettling(t *testing.T) {
 	// it is not among the stray events, whose head it would hold forever.
 	_, _, err = st.StartOrder(ctx, store.NewOrder{ID: 1002, SaleID: sale.ID, UserID: "bob", CreatedAt: now})
 	require.NoError(t, err)
-	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_undecided", Type: string(seckill.PaymentSucceeded), OrderID: 1002,
-		PaymentIntentID: "pi_undecided", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
-	require.NoError(t, err)
-	_, _, err = st.RecordPaymentEvent(ctx, seckill.PaymentRecord{ID: "evt_late", Type: string(seckill.PaymentSucceeded), OrderID: 1001,
-		PaymentIntentID: "pi_late", AmountCents: 990, Currency: "usd", Payload: []byte(`{}`), Outcome: seckill.OutcomeReceived})
-	require.NoError(t, err)
+	recordPaid(t, st, "evt_undecided", 1002)
+	recordPaid(t, st, "evt_late", 1001)
 	require.NoError(t, st.Gorm().Exec(`UPDATE sales SET starts_at = now() - interval '30 hours', ends_at = ? WHERE id = ?`,
 		now.Add(-reconcile.SettleWindow-time.Hour), sale.ID).Error)
 	stray, err := st.UndeliveredStrayPaymentEvents(ctx, now.Add(-reconcile.SettleWindow), time.Now(), 1)
@@ -334,9 +345,7 @@ func TestAll_RefundsALatePaymentOfASaleNoLongerSettling(t *testing.T) {
 	require.Equal(t, "evt_late", stray[0].ID, "the undecided order's older event does not hold the head")
 
 	temporal := &payments{}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := &reconcile.Reconciler{Store: st, Redis: rs, Sagas: &sagas{}, Grace: time.Nanosecond, Log: log,
-		IDs: idFunc(func() int64 { return 9000 }), Delivery: &delivery.Deliverer{Store: st, Redis: rs, Sagas: temporal, Log: log}}
+	r := paymentReconciler(st, rs, temporal)
 	drifts, err := r.All(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"evt_late"}, temporal.refunded, "the late payment is refunded: %+v", drifts)
