@@ -68,7 +68,10 @@ func TestRollout_SIGTERMInTheMiddleOfASaleLosesNothing(t *testing.T) {
 	lb := newBalancer(t, apis)
 
 	s := childSystem(t, cfg, lb.url)
-	sale := s.createSale(buyers, 10*time.Second)
+	// 20 s to pay: a payer sends its payment once it sees the order
+	// AWAITING_PAYMENT, and on a loaded machine the sagas alone took up
+	// to 9.96 s (below), which left a 10 s window nothing.
+	sale := s.createSale(buyers, 20*time.Second)
 
 	// Buyers claim at a steady rate; every other winner pays at once.
 	var (
