@@ -166,6 +166,12 @@ func (s *Sale) OpensAt(member bool) time.Time {
 	return s.StartsAt
 }
 
+// PayBy is the deadline of an order admitted at admittedAt when its
+// admission did not fix one: the sale's payment timeout after it, UTC.
+func (s *Sale) PayBy(admittedAt time.Time) time.Time {
+	return admittedAt.Add(s.PaymentTimeout).UTC()
+}
+
 // SaleJSON is the wire form of a Sale.
 type SaleJSON struct {
 	ID                    string        `json:"id"`

@@ -164,12 +164,12 @@ func (s *Server) queuedOrder(ctx context.Context, id int64, p auth.Principal) (*
 		AmountCents: terms.Amount(item.Quantity), Currency: sale.Currency, CreatedAt: idgen.Time(id), Drawn: adm.Drawn,
 	}
 	// Without the admission's pay_by (a claim found by its owner) it is
-	// what the saga's row will hold: store.StartOrder derives it the same
-	// way, from the admission's time (the order id's) and the sale's
-	// payment timeout. The contract's QUEUED order always has a pay_by.
+	// what the saga's row will hold (store.StartOrder), from the
+	// admission's time, the order id's. The contract's QUEUED order always
+	// has a pay_by.
 	payBy := adm.PayBy
 	if payBy.IsZero() {
-		payBy = idgen.Time(id).Add(sale.PaymentTimeout).UTC()
+		payBy = sale.PayBy(idgen.Time(id))
 	}
 	o.PayBy = &payBy
 	// The buyer may have asked for the payment object already.

@@ -135,23 +135,21 @@ func (s *Server) webhook(c *fiber.Ctx) (err error) {
 	}
 	ev.ReceivedAt = stored.ReceivedAt.UTC()
 	outcome, err = s.cfg.Delivery.Deliver(ctx, ev, orderID)
-	if errors.Is(err, seckill.ErrPaymentNotYet) {
-		// Recorded durably; reconciliation delivers it once the order's
-		// saga runs (a claim admitted moments ago, or a saga being
-		// restarted).
-		outcome = seckill.OutcomeReceived
-		return c.JSON(fiber.Map{"received": true, "outcome": outcome})
-	}
 	if err != nil {
-		if errors.Is(err, seckill.ErrTemporal) {
-			s.metrics.signalErrors.Inc()
-		}
 		// Recorded, not delivered (delivered_at stays empty): the answer
 		// is the 200 docs/API.md promises once an event is recorded, and
 		// reconciliation delivers it (payment_undelivered), as does a
-		// redelivery by the provider.
-		s.logFor(c).Warn("deliver payment event; recorded, reconciliation delivers it",
-			"eventID", ev.EventID, "orderID", orderID, "error", err)
+		// redelivery by the provider. Not yet deliverable (a claim
+		// admitted moments ago, a saga being restarted) is no failure.
+		switch {
+		case errors.Is(err, seckill.ErrPaymentNotYet):
+		case errors.Is(err, seckill.ErrTemporal):
+			s.metrics.signalErrors.Inc()
+			fallthrough
+		default:
+			s.logFor(c).Warn("deliver payment event; recorded, reconciliation delivers it",
+				"eventID", ev.EventID, "orderID", orderID, "error", err)
+		}
 		outcome = seckill.OutcomeReceived
 		return c.JSON(fiber.Map{"received": true, "outcome": outcome})
 	}

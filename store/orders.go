@@ -127,7 +127,7 @@ func (s *Store) StartOrder(ctx context.Context, n NewOrder) (*seckill.Order, *se
 	}
 	payBy := n.PayBy.UTC()
 	if n.PayBy.IsZero() {
-		payBy = n.CreatedAt.Add(sale.PaymentTimeout).UTC()
+		payBy = sale.PayBy(n.CreatedAt)
 	}
 	ins := &orderRow{
 		ID: n.ID, SaleID: n.SaleID, UserID: n.UserID, SKU: item.SKU, Quantity: item.Quantity, Status: string(seckill.StatusQueued),
